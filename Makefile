@@ -1,0 +1,95 @@
+# storypost: `make run` starts the embedded stack, `make test` runs every check. Both install what is missing.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:/usr/sbin:/sbin:$(PATH)
+PROTO_FILES := $(wildcard protos/storypost/*/v1/*.proto)
+PYTEST_ARGS ?=
+
+.PHONY: run test deps apt venv protos protos-check lint typecheck pytest bench clean-data \
+	wheels images test-containers container-suite validate-deploy reliability load
+
+run: deps
+	$(VENV)/bin/storypost dev up
+
+# Then the container suite, whenever a Docker engine answers or can be started (scripts/images).
+test: deps protos-check lint typecheck pytest container-suite
+
+deps: apt venv
+
+apt:
+	@scripts/ensure-apt.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml client/pyproject.toml
+	@PYTHON=$$(scripts/find-python.sh); \
+	if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))'; then \
+	  rm -rf $(VENV); echo "creating $(VENV) with $$PYTHON"; "$$PYTHON" -m venv $(VENV); \
+	fi
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[all,dev]' -e ./client
+	@touch $@
+
+protos: venv
+	$(PY) scripts/protogen.py protos
+
+client-gen: venv
+	$(PY) scripts/gen_client.py
+
+protos-check: venv
+	$(PY) scripts/protogen.py protos --check
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: venv
+	$(VENV)/bin/mypy
+
+pytest: venv
+	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+bench: deps
+	$(PY) bench/edge.py
+
+# The whole reliability suite, the long tests included (docs/reliability.md).
+reliability: deps
+	STORYPOST_RELIABILITY_LONG=1 $(VENV)/bin/pytest -q tests/reliability $(PYTEST_ARGS)
+
+# Sustained load on the embedded stack: 100 organizations x 60 requests/min (LOAD_ARGS=--quick).
+LOAD_ARGS ?=
+load: deps
+	$(PY) bench/load.py $(LOAD_ARGS)
+
+clean-data:
+	rm -rf .data
+
+# --- container images and the container suite (docs/deploy.md, docs/testing.md) ----------
+# STORYPOST_CONTAINER_TESTS: auto (default: when an engine answers or can be started), 1, 0.
+STORYPOST_CONTAINER_TESTS ?= auto
+
+wheels: venv
+	$(PY) scripts/images/wheelhouse.py
+
+# Every image of deploy/docker, with the engine at DOCKER_HOST or a dockerd of our own.
+images: deps
+	scripts/images/engine.sh run scripts/images/build.sh
+
+# The integration suite against containers of our images (built first; cached layers reused).
+test-containers: deps
+	scripts/images/engine.sh run scripts/images/test-containers.sh $(PYTEST_ARGS)
+
+container-suite: deps
+	@case "$(STORYPOST_CONTAINER_TESTS)" in \
+	  0|no|false) echo "container suite: off (STORYPOST_CONTAINER_TESTS=$(STORYPOST_CONTAINER_TESTS))";; \
+	  1|yes|true) $(MAKE) --no-print-directory test-containers;; \
+	  *) if scripts/images/engine.sh available; then $(MAKE) --no-print-directory test-containers; \
+	     else echo "container suite: no Docker engine answers or can be started here; the same" \
+	       "integration tests ran above against the embedded processes"; fi;; \
+	esac
+
+# Manifests (kustomize + Kubernetes schemas), compose file and Dockerfile lint; no engine needed.
+validate-deploy: venv
+	$(VENV)/bin/pytest -q tests/deploy

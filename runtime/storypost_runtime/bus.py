@@ -1,0 +1,95 @@
+"""NATS JetStream: connection with retries, the events stream, publishing with headers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+import nats
+from nats.aio.client import Client as NatsClient
+from nats.js import JetStreamContext
+from nats.js.api import StorageType, StreamConfig
+from nats.js.errors import NotFoundError
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from storypost_runtime.logs import get_logger
+from storypost_runtime.settings import NatsSettings
+
+log = get_logger(__name__)
+
+EVENTS_SUBJECT_PREFIX = "events."
+SEVEN_DAYS_SECONDS = 7 * 24 * 3600.0
+
+
+def event_subject(event_type: str) -> str:
+    """An event type travels on `events.<type>`, e.g. `events.social_post.status_changed`."""
+    return EVENTS_SUBJECT_PREFIX + event_type
+
+
+@asynccontextmanager
+async def nats_connection(settings: NatsSettings, name: str) -> AsyncIterator[NatsClient]:
+    """Connects (retrying for up to 30 s at start-up), reconnects forever, drains on exit."""
+
+    async def on_error(error: Exception) -> None:
+        log.warning("nats error", error=str(error))
+
+    async def on_disconnect() -> None:
+        log.warning("nats disconnected")
+
+    async def on_reconnect() -> None:
+        log.info("nats reconnected")
+
+    client: NatsClient | None = None
+    async for attempt in AsyncRetrying(
+        stop=stop_after_delay(30),
+        wait=wait_exponential(multiplier=0.2, max=2),
+        retry=retry_if_exception_type((OSError, nats.errors.NoServersError, TimeoutError)),
+        reraise=True,
+    ):
+        with attempt:
+            client = await nats.connect(
+                servers=[settings.nats_url],
+                name=name,
+                connect_timeout=2,
+                reconnect_time_wait=0.5,
+                max_reconnect_attempts=-1,
+                error_cb=on_error,
+                disconnected_cb=on_disconnect,
+                reconnected_cb=on_reconnect,
+            )
+    assert client is not None
+    try:
+        yield client
+    finally:
+        if client.is_connected:
+            await client.drain()
+        else:
+            await client.close()
+
+
+async def ensure_events_stream(js: JetStreamContext, settings: NatsSettings) -> None:
+    """Creates or updates the status-events stream (file storage, 7 days, dedup window)."""
+    config = StreamConfig(
+        name=settings.nats_stream,
+        subjects=[EVENTS_SUBJECT_PREFIX + ">"],
+        storage=StorageType.FILE,
+        max_age=SEVEN_DAYS_SECONDS,
+        duplicate_window=settings.nats_duplicate_window_seconds,
+    )
+    try:
+        await js.stream_info(settings.nats_stream)
+    except NotFoundError:
+        await js.add_stream(config)
+        return
+    await js.update_stream(config)
+
+
+class JetStreamPublisher:
+    """Publishes one message and waits for JetStream's acknowledgement."""
+
+    def __init__(self, js: JetStreamContext, timeout_seconds: float = 5.0) -> None:
+        self._js = js
+        self._timeout = timeout_seconds
+
+    async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None:
+        await self._js.publish(subject, payload, timeout=self._timeout, headers=dict(headers))

@@ -1,0 +1,62 @@
+"""gRPC channels for callers: request id in metadata and a deadline on every call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from storypost_runtime.context import REQUEST_ID_METADATA_KEY, current_request_id
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    # Reconnect quickly after a service restarts.
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+]
+
+
+def _with_defaults(details: Any, default_timeout: float) -> Any:
+    metadata = list(details.metadata or ())
+    request_id = current_request_id()
+    if request_id and not any(k == REQUEST_ID_METADATA_KEY for k, _ in metadata):
+        metadata.append((REQUEST_ID_METADATA_KEY, request_id))
+    timeout = details.timeout if details.timeout is not None else default_timeout
+    return details._replace(metadata=metadata, timeout=timeout)
+
+
+class _AioDefaults(grpc.aio.UnaryUnaryClientInterceptor):
+    def __init__(self, default_timeout: float) -> None:
+        self._timeout = default_timeout
+
+    async def intercept_unary_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        return await continuation(_with_defaults(client_call_details, self._timeout), request)
+
+
+class _SyncDefaults(grpc.UnaryUnaryClientInterceptor):
+    def __init__(self, default_timeout: float) -> None:
+        self._timeout = default_timeout
+
+    def intercept_unary_unary(
+        self, continuation: Callable[..., Any], client_call_details: Any, request: Any
+    ) -> Any:
+        return continuation(_with_defaults(client_call_details, self._timeout), request)
+
+
+def aio_channel(address: str, default_timeout: float) -> grpc.aio.Channel:
+    """An asyncio channel whose calls carry the request id and a deadline."""
+    return grpc.aio.insecure_channel(
+        address, options=CHANNEL_OPTIONS, interceptors=[_AioDefaults(default_timeout)]
+    )
+
+
+def sync_channel(address: str, default_timeout: float) -> grpc.Channel:
+    """A blocking channel (the WSGI edge, the CLI) with the same defaults."""
+    channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+    return grpc.intercept_channel(channel, _SyncDefaults(default_timeout))

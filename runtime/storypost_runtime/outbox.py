@@ -1,0 +1,252 @@
+"""The single-document outbox: a record and its event change in one update; a relay publishes.
+
+A writer merges `with_event(update, event)` into the `update_one`/`find_one_and_update` that
+changes the record (guarded by the expected old state), so the change and its event commit
+together. The relay finds records with `outboxPending: true`, publishes each event to JetStream
+with `Nats-Msg-Id` = event id (JetStream drops re-published ids inside its duplicate window),
+then removes exactly the events it published. A crash between publish and removal re-publishes
+the same ids: nothing is lost, nothing is invented.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from pymongo.asynchronous.collection import AsyncCollection
+
+from storypost_runtime.bus import event_subject
+from storypost_runtime.clock import iso_utc
+from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
+from storypost_runtime.logs import get_logger
+
+log = get_logger(__name__)
+
+OUTBOX_FIELD = "outbox"
+PENDING_FIELD = "outboxPending"
+Document = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A status event as it travels on the bus."""
+
+    id: str
+    type: str
+    organization_id: str
+    occurred_at: datetime
+    # The event's payload fields exactly as webhooks send them (camelCase, spec names).
+    data: Mapping[str, Any]
+    request_id: str | None = None
+
+    @classmethod
+    def new(
+        cls, event_type: str, organization_id: str, occurred_at: datetime, data: Mapping[str, Any]
+    ) -> Event:
+        return cls(
+            id=str(uuid.uuid4()),
+            type=event_type,
+            organization_id=organization_id,
+            occurred_at=occurred_at,
+            data=dict(data),
+            request_id=current_request_id(),
+        )
+
+    def to_document(self) -> Document:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "organizationId": self.organization_id,
+            "occurredAt": self.occurred_at,
+            "data": dict(self.data),
+            "requestId": self.request_id,
+        }
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any]) -> Event:
+        return cls(
+            id=doc["id"],
+            type=doc["type"],
+            organization_id=doc["organizationId"],
+            occurred_at=doc["occurredAt"],
+            data=doc["data"],
+            request_id=doc.get("requestId"),
+        )
+
+    def to_message(self) -> bytes:
+        """The JSON body on the bus; `data` carries `occurredAt` as an ISO string."""
+        body = {
+            "id": self.id,
+            "type": self.type,
+            "organizationId": self.organization_id,
+            "occurredAt": iso_utc(self.occurred_at),
+            "data": {**self.data, "occurredAt": iso_utc(self.occurred_at)},
+        }
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Nats-Msg-Id": self.id}
+        if self.request_id:
+            headers[REQUEST_ID_HEADER] = self.request_id
+        return headers
+
+
+def with_event(update: Mapping[str, Any], *events: Event) -> dict[str, Any]:
+    """Adds events to an update document: `$push` to the outbox and `$set` the pending flag."""
+    merged: dict[str, Any] = {key: dict(value) for key, value in update.items()}
+    if not events:
+        return merged
+    docs = [event.to_document() for event in events]
+    merged.setdefault("$push", {})[OUTBOX_FIELD] = {"$each": docs}
+    merged.setdefault("$set", {})[PENDING_FIELD] = True
+    return merged
+
+
+def new_record_outbox(*events: Event) -> dict[str, Any]:
+    """Fields for an inserted record that carries its first events."""
+    return {OUTBOX_FIELD: [e.to_document() for e in events], PENDING_FIELD: True} if events else {}
+
+
+class Publisher(Protocol):
+    async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class OutboxMetrics:
+    """The relay's backlog and throughput, per collection (pass one to OutboxRelay)."""
+
+    published: Counter
+    failures: Counter
+    backlog: Gauge
+    oldest_age: Gauge
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> OutboxMetrics:
+        return cls(
+            published=Counter(
+                "storypost_outbox_events_published",
+                "Events the outbox relay published to the bus",
+                ["collection"],
+                registry=registry,
+            ),
+            failures=Counter(
+                "storypost_outbox_relay_failures",
+                "Relay passes that failed (bus or database unavailable)",
+                registry=registry,
+            ),
+            backlog=Gauge(
+                "storypost_outbox_backlog_records",
+                "Records with unsent events at the latest pass (at most the batch size)",
+                ["collection"],
+                registry=registry,
+            ),
+            oldest_age=Gauge(
+                "storypost_outbox_oldest_event_age_seconds",
+                "Age of the oldest unsent event at the latest pass (0 when none)",
+                ["collection"],
+                registry=registry,
+            ),
+        )
+
+
+def _age_seconds(occurred_at: datetime, now: datetime) -> float:
+    stamp = occurred_at if occurred_at.tzinfo else occurred_at.replace(tzinfo=UTC)
+    return max(0.0, (now - stamp).total_seconds())
+
+
+class OutboxRelay:
+    """Publishes pending events of the given collections; wakes at once when told, else polls."""
+
+    def __init__(
+        self,
+        collections: Sequence[AsyncCollection[Document]],
+        publisher: Publisher,
+        *,
+        poll_interval_seconds: float = 0.5,
+        batch_size: int = 100,
+        metrics: OutboxMetrics | None = None,
+    ) -> None:
+        self._collections = list(collections)
+        self._publisher = publisher
+        self._poll = poll_interval_seconds
+        self._batch = batch_size
+        self._metrics = metrics
+        self._wake = asyncio.Event()
+        self.published = 0
+
+    def wake(self) -> None:
+        """Called by a writer in this process after it stored events: relay without waiting."""
+        self._wake.set()
+
+    async def relay_once(self) -> int:
+        """One pass over every collection; returns how many events were published."""
+        count = 0
+        for collection in self._collections:
+            cursor = collection.find({PENDING_FIELD: True}, {OUTBOX_FIELD: 1}).limit(self._batch)
+            pending = await cursor.to_list(self._batch)
+            self._observe(collection.name, pending)
+            for doc in pending:
+                sent = await self._relay_record(collection, doc)
+                count += sent
+                if self._metrics is not None:
+                    self._metrics.published.labels(collection.name).inc(sent)
+        self.published += count
+        return count
+
+    def _observe(self, name: str, pending: list[Document]) -> None:
+        """Backlog gauges, set before publishing so a bus outage shows as a growing age."""
+        if self._metrics is None:
+            return
+        now = datetime.now(UTC)
+        ages = [
+            _age_seconds(raw["occurredAt"], now)
+            for doc in pending
+            for raw in doc.get(OUTBOX_FIELD) or []
+            if isinstance(raw.get("occurredAt"), datetime)
+        ]
+        self._metrics.backlog.labels(name).set(len(pending))
+        self._metrics.oldest_age.labels(name).set(max(ages, default=0.0))
+
+    async def _relay_record(self, collection: AsyncCollection[Document], doc: Document) -> int:
+        events = list(doc.get(OUTBOX_FIELD) or [])
+        for raw in events:
+            event = Event.from_document(raw)
+            await self._publisher.publish(
+                event_subject(event.type), event.to_message(), event.headers()
+            )
+        # Clear in one round trip when nothing new arrived meanwhile; else remove what we sent.
+        cleared = await collection.update_one(
+            {"_id": doc["_id"], OUTBOX_FIELD: events},
+            {"$set": {OUTBOX_FIELD: []}, "$unset": {PENDING_FIELD: ""}},
+        )
+        if cleared.matched_count == 0:
+            sent = [raw["id"] for raw in events]
+            await collection.update_one(
+                {"_id": doc["_id"]}, {"$pull": {OUTBOX_FIELD: {"id": {"$in": sent}}}}
+            )
+        return len(events)
+
+    async def run(self) -> None:
+        """Relays until cancelled; errors (bus or database down) are logged and retried."""
+        while True:
+            try:
+                published = await self.relay_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("outbox relay pass failed", error=str(error))
+                if self._metrics is not None:
+                    self._metrics.failures.inc()
+                published = 0
+            if published:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
+            self._wake.clear()

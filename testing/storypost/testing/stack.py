@@ -1,0 +1,228 @@
+"""A running storypost stack for tests: local processes, or containers of our images.
+
+`processes` (default): the services as local processes on loopback, their dependencies from
+containers where Docker answers and the images exist (`deps="auto"`), else the embedded
+processes. `containers`: every component a container of our images (see containers.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from storypost.testing.containers import ContainerStack
+from storypost.testing.dependencies import DEPENDENCIES, DepsMode, StackMode, docker_answers
+from storypost_cli.stack import COMPONENTS, EmbeddedStack, StackError, StackPorts
+
+_EXIT_LINE = re.compile(r"^=== \S+ (\S+) exited with code (-?\d+)$", re.MULTILINE)
+
+
+class Components:
+    """Stops, kills and starts single components of a running stack, wherever they run."""
+
+    def __init__(
+        self, processes: EmbeddedStack | None = None, containers: ContainerStack | None = None
+    ) -> None:
+        self._processes = processes
+        self._containers = containers
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """Every component of the stack, in start order."""
+        running = set(self._processes.components if self._processes else ())
+        running |= set(self._containers.components if self._containers else ())
+        return tuple(name for name in COMPONENTS if name in running)
+
+    def runs_in_container(self, component: str) -> bool:
+        return self._containers is not None and component in self._containers.components
+
+    async def kill(self, component: str, sig: int = signal.SIGKILL) -> None:
+        """Sends `sig` (a crash by default) and waits for the component to exit."""
+        if self.runs_in_container(component):
+            assert self._containers is not None
+            await self._containers.kill(component, sig)
+        else:
+            await self._process_stack(component).kill(component, sig)
+
+    async def start_component(self, component: str) -> None:
+        """Starts a stopped or killed component again and waits until it is healthy."""
+        if self.runs_in_container(component):
+            assert self._containers is not None
+            await self._containers.start_component(component)
+        else:
+            await self._process_stack(component).start_component(component)
+
+    async def restart(self, component: str) -> None:
+        await self.stop_component(component)
+        await self.start_component(component)
+
+    async def stop_component(self, component: str, grace: float = 30.0) -> int | None:
+        """A graceful stop (its stop signal; SIGKILL after `grace` s); returns the exit code."""
+        if self.runs_in_container(component):
+            assert self._containers is not None
+            return await self._containers.stop_component(component, grace)
+        stack = self._process_stack(component)
+        # nats-server exits 0 on SIGINT; everything of ours stops on SIGTERM.
+        sig = signal.SIGINT if component == "nats" else signal.SIGTERM
+        try:
+            await asyncio.wait_for(stack.kill(component, sig), grace)
+        except TimeoutError:
+            await stack.kill(component, signal.SIGKILL)
+        return last_exit_code(stack.log_path(component), component)
+
+    def logs(self, component: str, lines: int = 200) -> str:
+        """The component's latest output (its log file, or `docker logs`)."""
+        if self.runs_in_container(component):
+            assert self._containers is not None
+            return self._containers.logs(component, lines)
+        path = self._process_stack(component).log_path(component)
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def pids(self) -> dict[str, int]:
+        found = dict(self._processes.pids()) if self._processes else {}
+        if self._containers:
+            found.update(self._containers.pids())
+        return found
+
+    @property
+    def containers(self) -> ContainerStack | None:
+        """The container stack (None when every component is a local process)."""
+        return self._containers
+
+    def _process_stack(self, component: str) -> EmbeddedStack:
+        if self._processes is None or component not in self._processes.components:
+            raise ValueError(f"unknown component {component!r}; this stack runs {self.components}")
+        return self._processes
+
+
+def last_exit_code(log_path: Path, component: str) -> int | None:
+    """The exit code the supervisor wrote last for `component` in its log."""
+    if not log_path.exists():
+        return None
+    codes = [int(m.group(2)) for m in _EXIT_LINE.finditer(log_path.read_text(errors="replace"))]
+    return codes[-1] if codes else None
+
+
+@dataclass(frozen=True)
+class Organization:
+    """An organization with an API token, made through account-svc for a test."""
+
+    organization_id: str
+    token: str
+    base_url: str
+
+
+@dataclass(frozen=True)
+class StackHandle:
+    """What a test needs to reach the stack."""
+
+    edge_url: str
+    # STORYPOST_* settings of the stack (addresses of every service and dependency, reachable
+    # from the test process on 127.0.0.1 in both modes).
+    env: dict[str, str]
+    # Stop, kill and start single components (the name is kept from the process-only days).
+    processes: Components
+    # "embedded", or the images of the containers used.
+    dependencies: str
+    ports: StackPorts
+    # "processes" or "containers".
+    mode: StackMode = "processes"
+
+    @property
+    def account_addr(self) -> str:
+        return self.env["STORYPOST_ACCOUNT_ADDR"]
+
+    def base_url(self, organization_id: str) -> str:
+        return f"{self.edge_url}/o/{organization_id}/api/v1"
+
+    def metrics_url(self, component: str) -> str:
+        """The Prometheus endpoint of the edge, a service or the sandbox network."""
+        port = getattr(self.ports, f"{component}_metrics", None)
+        if port is None:
+            raise ValueError(f"{component!r} has no metrics endpoint")
+        return f"http://127.0.0.1:{port}/metrics"
+
+    async def new_organization(self, name: str = "test org") -> Organization:
+        """A fresh organization and an API token for it (what `storypost admin` does)."""
+        from storypost.account.v1 import account_pb2, account_pb2_grpc
+        from storypost_runtime.grpc_client import aio_channel
+
+        async with aio_channel(self.account_addr, 10.0) as channel:
+            accounts = account_pb2_grpc.AccountServiceStub(channel)
+            org = await accounts.CreateOrganization(
+                account_pb2.CreateOrganizationRequest(name=name)
+            )
+            issued = await accounts.CreateApiCredential(
+                account_pb2.CreateApiCredentialRequest(
+                    organization_id=org.organization_id, name="storypost.testing"
+                )
+            )
+        return Organization(org.organization_id, issued.token, self.base_url(org.organization_id))
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    data_dir: Path,
+    *,
+    stack: StackMode = "processes",
+    deps: DepsMode = "auto",
+    extra_env: Mapping[str, str] | None = None,
+    log_level: str = "info",
+) -> AsyncIterator[StackHandle]:
+    """Starts the whole stack and removes it (containers and network included) however the
+    block ends: a failed test, an error during start-up, Ctrl-C."""
+    env = dict(extra_env or {})
+    ports = StackPorts.free()
+    if stack == "containers":
+        everything = ContainerStack(ports, extra_env=env, log_level=log_level)
+        async with everything:
+            yield StackHandle(
+                everything.edge_url,
+                everything.env(),
+                Components(containers=everything),
+                everything.images.describe(),
+                ports,
+                "containers",
+            )
+        return
+    async with contextlib.AsyncExitStack() as exits:
+        containers: ContainerStack | None = None
+        description = "embedded"
+        components: tuple[str, ...] = COMPONENTS
+        if deps == "containers" or (deps == "auto" and docker_answers()):
+            candidate = ContainerStack(
+                ports, components=DEPENDENCIES, extra_env=env, log_level=log_level
+            )
+            try:
+                await exits.enter_async_context(candidate)
+            except StackError as error:
+                if deps == "containers":
+                    raise
+                print(
+                    f"storypost.testing: dependency containers unavailable ({error});"
+                    " using local processes",
+                    file=sys.stderr,
+                )
+            else:
+                containers = candidate
+                description = candidate.images.describe()
+                components = tuple(c for c in COMPONENTS if c not in DEPENDENCIES)
+        processes = EmbeddedStack(
+            data_dir, ports, components=components, extra_env=env, log_level=log_level
+        )
+        await exits.enter_async_context(processes)
+        yield StackHandle(
+            processes.edge_url,
+            processes.env(),
+            Components(processes=processes, containers=containers),
+            description,
+            ports,
+            "processes",
+        )
