@@ -1,0 +1,135 @@
+"""Builds account-svc from its settings: Mongo, indexes, domain objects, servicer."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from datetime import timedelta
+
+import grpc
+import httpx
+from argon2 import PasswordHasher
+from prometheus_client import CollectorRegistry
+
+from account_svc.access_tokens import AccessTokens
+from account_svc.config import AccountSettings
+from account_svc.connect_flow import ConnectFlow
+from account_svc.connect_links import ConnectLinks
+from account_svc.connected_accounts import ConnectedAccounts
+from account_svc.credentials import Credentials
+from account_svc.credits import Credits
+from account_svc.daily_limits import DailyLimits
+from account_svc.mentions import MentionResolver
+from account_svc.organizations import Organizations
+from account_svc.platform_api import PlatformApi
+from account_svc.ratelimit import RateLimiter
+from account_svc.records import AccountCollections
+from account_svc.servicer import AccountServicer, ConnectedAccountParts
+from account_svc.sessions import AppSessions
+from account_svc.signin_limits import Bucket, SignInLimits
+from account_svc.token_crypto import TokenCipher
+from account_svc.users import Users
+from storypost.account.v1 import account_pb2, account_pb2_grpc
+from storypost_runtime.clock import Clock, SystemClock
+from storypost_runtime.mongo import mongo_client
+from storypost_runtime.service import ServiceParts
+
+SERVICE_NAME = account_pb2.DESCRIPTOR.services_by_name["AccountService"].full_name
+
+
+async def build(
+    settings: AccountSettings,
+    stack: AsyncExitStack,
+    registry: CollectorRegistry,
+    clock: Clock | None = None,
+) -> ServiceParts:
+    clock = clock or SystemClock()
+    client = mongo_client(settings, "account-svc")
+    stack.push_async_callback(client.close)
+    records = AccountCollections.of(client[settings.mongo_database])
+    await records.ensure_indexes()
+    http = await stack.enter_async_context(
+        httpx.AsyncClient(timeout=settings.platform_timeout_seconds, follow_redirects=False)
+    )
+    organizations = Organizations(records, clock)
+    users = Users(records, clock, PasswordHasher())
+    servicer = AccountServicer(
+        organizations=organizations,
+        credentials=Credentials(records, clock),
+        users=users,
+        rate_limiter=RateLimiter(records, clock, settings.rate_limit_per_minute),
+        connected=connected_parts(settings, records, organizations, http, clock),
+        sessions=app_sessions(settings, records, users, clock),
+    )
+
+    def register(server: grpc.aio.Server) -> None:
+        account_pb2_grpc.add_AccountServiceServicer_to_server(servicer, server)
+
+    return ServiceParts([SERVICE_NAME], register)
+
+
+def connected_parts(
+    settings: AccountSettings,
+    records: AccountCollections,
+    organizations: Organizations,
+    http: httpx.AsyncClient,
+    clock: Clock,
+) -> ConnectedAccountParts:
+    """The connected-account domain objects, wired to their collaborators."""
+    cipher = TokenCipher(settings.token_keys())
+    api = PlatformApi(
+        http,
+        clock,
+        api_url=settings.sandbox_url,
+        browser_url=settings.browser_sandbox_url(),
+        client_id=settings.platform_client_id,
+        client_secret=settings.platform_client_secret.get_secret_value(),
+    )
+    accounts = ConnectedAccounts(records, clock, cipher)
+    tokens = AccessTokens(accounts, api, clock)
+    links = ConnectLinks(records, clock, cipher)
+    return ConnectedAccountParts(
+        accounts=accounts,
+        tokens=tokens,
+        mentions=MentionResolver(
+            records,
+            accounts,
+            tokens,
+            api,
+            clock,
+            lease_seconds=settings.mention_lease_seconds,
+            cooldown_seconds=settings.mention_rate_limit_cooldown_seconds,
+        ),
+        daily_limits=DailyLimits(records, accounts, clock),
+        credits=Credits(records, clock, settings.default_credits),
+        links=links,
+        connect=ConnectFlow(
+            records,
+            accounts,
+            links,
+            organizations,
+            api,
+            clock,
+            settings.connect_callback_url(),
+        ),
+    )
+
+
+def app_sessions(
+    settings: AccountSettings, records: AccountCollections, users: Users, clock: Clock
+) -> AppSessions:
+    """The app's sign-in sessions with their attempt limits."""
+    window = settings.signin_window_minutes * 60
+    limits = SignInLimits(
+        records,
+        clock,
+        per_email=Bucket(settings.signin_attempts_per_email, window),
+        per_address=Bucket(settings.signin_attempts_per_address, window),
+    )
+    return AppSessions(
+        records,
+        clock,
+        users,
+        limits,
+        idle=timedelta(minutes=settings.app_session_idle_minutes),
+        lifetime=timedelta(hours=settings.app_session_max_hours),
+    )

@@ -1,0 +1,83 @@
+"""account-svc settings (STORYPOST_* environment variables)."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from cryptography.fernet import Fernet
+from pydantic import Field, SecretStr, model_validator
+
+from storypost_runtime.settings import GrpcServerSettings, MongoSettings
+
+# The development key of the embedded stack: published in the repository, so it protects
+# nothing. It is refused when STORYPOST_ENVIRONMENT is "production".
+DEV_TOKEN_KEY = "c3Rvcnlwb3N0LWRldmVsb3BtZW50LWtleS0wMDAwMDA="  # noqa: S105 - public dev key
+
+
+class AccountSettings(GrpcServerSettings, MongoSettings):
+    grpc_port: int = Field(default=50051, ge=0, le=65535)
+    # The request rate limit of every organization: a token bucket of this size refilled
+    # evenly over a minute (60 per minute by the spec).
+    rate_limit_per_minute: int = Field(default=60, ge=1, le=100_000)
+    # "production" refuses development defaults (the token key) at start-up.
+    environment: Literal["development", "production"] = "development"
+    # Fernet keys (url-safe base64 of 32 bytes) that encrypt platform tokens at rest, comma
+    # separated: the first encrypts, every one decrypts (rotation: put the new key first,
+    # re-connect or refresh, then drop the old one).
+    account_token_key: SecretStr = SecretStr(DEV_TOKEN_KEY)
+    # The sandbox network (the platforms' API base: <sandbox_url>/<platform>).
+    sandbox_url: str = "http://127.0.0.1:8090"
+    # The sandbox as browsers reach it (authorize pages); sandbox_url when empty.
+    sandbox_public_url: str = ""
+    # The edge as browsers reach it: the connect callback is <public_url>/connect/callback.
+    public_url: str = "http://127.0.0.1:8080"
+    # OAuth client credentials storypost presents to the platforms.
+    platform_client_id: str = "storypost"
+    platform_client_secret: SecretStr = SecretStr("storypost-sandbox-client-secret")
+    # Deadline of one call to a platform.
+    platform_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    # Credits a new organization starts with (due social posts wait while not positive).
+    default_credits: int = Field(default=1000, ge=0)
+    # How long one mention resolution may hold a photoapp account.
+    mention_lease_seconds: float = Field(default=15.0, gt=0, le=300)
+    # How long an account rests after photoapp answered 429 without Retry-After.
+    mention_rate_limit_cooldown_seconds: float = Field(default=60.0, gt=0, le=3600)
+    # App sessions (sessions.py): a session ends after this long without use, and at the
+    # latest this long after sign-in.
+    app_session_idle_minutes: float = Field(default=120.0, gt=0, le=60 * 24 * 30)
+    app_session_max_hours: float = Field(default=12.0, gt=0, le=24 * 90)
+    # Sign-in attempts (signin_limits.py): this many per email address and per client
+    # address in any window of `signin_window_minutes`; successful sign-ins do not count.
+    signin_attempts_per_email: int = Field(default=10, ge=1, le=100_000)
+    signin_attempts_per_address: int = Field(default=100, ge=1, le=1_000_000)
+    signin_window_minutes: float = Field(default=15.0, gt=0, le=60 * 24)
+
+    @model_validator(mode="after")
+    def _check_token_key(self) -> Self:
+        keys = self.token_keys()
+        if not keys:
+            raise ValueError("STORYPOST_ACCOUNT_TOKEN_KEY must name at least one Fernet key")
+        for key in keys:
+            try:
+                Fernet(key)
+            except ValueError:
+                raise ValueError(
+                    "STORYPOST_ACCOUNT_TOKEN_KEY: each key must be url-safe base64 of 32 bytes "
+                    "(python -c 'from cryptography.fernet import Fernet; "
+                    "print(Fernet.generate_key().decode())')"
+                ) from None
+        if self.environment == "production" and DEV_TOKEN_KEY in keys:
+            raise ValueError(
+                "STORYPOST_ACCOUNT_TOKEN_KEY is the published development key; set a secret "
+                "key in production"
+            )
+        return self
+
+    def token_keys(self) -> list[str]:
+        return [k.strip() for k in self.account_token_key.get_secret_value().split(",") if k]
+
+    def browser_sandbox_url(self) -> str:
+        return (self.sandbox_public_url or self.sandbox_url).rstrip("/")
+
+    def connect_callback_url(self) -> str:
+        return f"{self.public_url.rstrip('/')}/connect/callback"

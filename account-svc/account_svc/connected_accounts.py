@@ -1,0 +1,319 @@
+"""Connected platform accounts of organizations: stored, found, listed, disconnected, deleted.
+
+Tokens are stored only encrypted (TokenCipher) and never leave this module except through
+`tokens_of` (for GetAccessToken and mention lookups).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from account_svc.platform_api import Destination, Profile, TokenGrant
+from account_svc.platforms import ConnectionKind, Platform, PostTypeSpec, by_key, by_name
+from account_svc.records import AccountCollections
+from account_svc.token_crypto import TokenCipher
+from storypost_runtime.clock import Clock
+from storypost_runtime.errors import InvalidArgument, NotFound
+from storypost_runtime.mongo import Document
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Never read back by listings or lookups.
+SECRET_FIELDS = ("accessToken", "refreshToken")
+PUBLIC_PROJECTION = {name: 0 for name in SECRET_FIELDS}
+REASON_MAX = 500
+
+
+@dataclass(frozen=True)
+class ConnectedAccount:
+    social_account_id: str
+    organization_id: str
+    platform: Platform
+    connection: ConnectionKind
+    platform_account_id: str
+    username: str
+    display_name: str
+    profile_picture_url: str
+    disconnected: bool
+    linknet_destinations: tuple[Destination, ...]
+    connected_at: datetime
+    disconnected_at: datetime | None = None
+    disconnect_reason: str = ""
+    deleted_at: datetime | None = None
+
+    @classmethod
+    def from_doc(cls, doc: Document) -> ConnectedAccount:
+        platform = by_key(doc["platform"])
+        if platform is None:
+            raise ValueError(f"unknown platform {doc['platform']!r} in {doc['_id']}")
+        return cls(
+            social_account_id=doc["_id"],
+            organization_id=doc["organizationId"],
+            platform=platform,
+            connection=doc["connection"],
+            platform_account_id=doc["platformAccountId"],
+            username=doc.get("username") or "",
+            display_name=doc.get("displayName") or "",
+            profile_picture_url=doc.get("profilePictureUrl") or "",
+            disconnected=bool(doc.get("disconnected")),
+            linknet_destinations=tuple(
+                Destination(d["id"], d["name"], d["type"])
+                for d in doc.get("linknetDestinations") or ()
+            ),
+            connected_at=doc["connectedAt"],
+            disconnected_at=doc.get("disconnectedAt"),
+            disconnect_reason=doc.get("disconnectReason") or "",
+            deleted_at=doc.get("deletedAt"),
+        )
+
+    @property
+    def post_types(self) -> tuple[PostTypeSpec, ...]:
+        return self.platform.post_types.get(self.connection, ())
+
+
+@dataclass(frozen=True)
+class StoredTokens:
+    """Decrypted tokens of one account (None when no key opens them any more)."""
+
+    access_token: str | None
+    refresh_token: str | None
+    access_expires_at: datetime
+
+
+@dataclass(frozen=True)
+class AccountRef:
+    """Names one account of an organization (exactly one way)."""
+
+    kind: Literal["id", "username", "clipapp"]
+    value: str
+    # Uppercase platform name (kind "username" only).
+    platform: str = ""
+
+
+def username_key(username: str) -> str:
+    return username.strip().removeprefix("@").lower()
+
+
+def new_social_account_id() -> str:
+    return "sa_" + secrets.token_hex(10)
+
+
+class ConnectedAccounts:
+    def __init__(self, records: AccountCollections, clock: Clock, cipher: TokenCipher) -> None:
+        self._accounts = records.connected_accounts
+        self._clock = clock
+        self._cipher = cipher
+
+    def ref_filter(self, organization_id: str, ref: AccountRef, *, live: bool = True) -> Document:
+        """The query of one account of the organization (`live`: not deleted)."""
+        query: Document = {"organizationId": organization_id}
+        if live:
+            query["deletedAt"] = None
+        match ref.kind:
+            case "id":
+                query["_id"] = ref.value
+            case "username":
+                platform = by_name(ref.platform)
+                if platform is None:
+                    raise InvalidArgument(f"unknown platform {ref.platform!r}")
+                query |= {
+                    "platform": platform.key,
+                    "connection": "direct",
+                    "usernameKey": username_key(ref.value),
+                }
+            case "clipapp":
+                query |= {
+                    "platform": "clipapp",
+                    "connection": "direct",
+                    "platformAccountId": ref.value,
+                }
+        return query
+
+    async def find_doc(
+        self,
+        organization_id: str,
+        ref: AccountRef,
+        projection: Document | None = None,
+        *,
+        live: bool = True,
+    ) -> Document:
+        if not ref.value:
+            raise InvalidArgument("name the account: social_account_id, username or clipapp id")
+        doc = await self._accounts.find_one(
+            self.ref_filter(organization_id, ref, live=live),
+            projection,
+            sort=[("connectedAt", DESCENDING)],
+        )
+        if doc is None:
+            raise NotFound(f"no connected account {_describe(ref)} in this organization")
+        return doc
+
+    async def get(
+        self, organization_id: str, ref: AccountRef, *, live: bool = True
+    ) -> ConnectedAccount:
+        return ConnectedAccount.from_doc(
+            await self.find_doc(organization_id, ref, PUBLIC_PROJECTION, live=live)
+        )
+
+    async def list(
+        self, organization_id: str, platform: str = "", connection: str = ""
+    ) -> list[ConnectedAccount]:
+        query: Document = {"organizationId": organization_id, "deletedAt": None}
+        if platform:
+            found = by_name(platform)
+            if found is None:
+                raise InvalidArgument(f"unknown platform {platform!r}")
+            query["platform"] = found.key
+        if connection:
+            query["connection"] = connection
+        cursor = self._accounts.find(query, PUBLIC_PROJECTION).sort("createdAt", ASCENDING)
+        return [ConnectedAccount.from_doc(doc) async for doc in cursor]
+
+    async def connect(
+        self,
+        organization_id: str,
+        platform: Platform,
+        connection: ConnectionKind,
+        profile: Profile,
+        grant: TokenGrant,
+        destinations: Sequence[Destination],
+        connect_link_uuid: str | None = None,
+    ) -> ConnectedAccount:
+        """Stores (or refreshes) the connection; connecting again clears `disconnected`."""
+        now = self._clock.now()
+        key = {
+            "organizationId": organization_id,
+            "platform": platform.key,
+            "connection": connection,
+            "platformAccountId": profile.account_id,
+        }
+        update: Document = {
+            "$set": {
+                "username": profile.username,
+                "usernameKey": username_key(profile.username),
+                "displayName": profile.display_name or profile.username,
+                "profilePictureUrl": profile.picture_url,
+                "linknetDestinations": [
+                    {"id": d.id, "name": d.name, "type": d.type} for d in destinations
+                ],
+                "accessToken": self._cipher.encrypt(grant.access_token),
+                "refreshToken": self._cipher.encrypt(grant.refresh_token),
+                "accessTokenExpiresAt": grant.access_expires_at,
+                "refreshTokenExpiresAt": grant.refresh_expires_at,
+                "disconnected": False,
+                "deletedAt": None,
+                "connectedAt": now,
+                "updatedAt": now,
+                "connectLinkUuid": connect_link_uuid,
+            },
+            "$unset": {"disconnectedAt": "", "disconnectReason": ""},
+            "$setOnInsert": {
+                "_id": new_social_account_id(),
+                "createdAt": now,
+                "busyUntil": EPOCH,
+            },
+        }
+        for attempt in range(2):
+            try:
+                doc = await self._accounts.find_one_and_update(
+                    key,
+                    update,
+                    upsert=True,
+                    projection=PUBLIC_PROJECTION,
+                    return_document=ReturnDocument.AFTER,
+                )
+                break
+            except DuplicateKeyError:
+                # Two connects of one account raced; the second now updates the first's record.
+                if attempt:
+                    raise
+        assert doc is not None
+        return ConnectedAccount.from_doc(doc)
+
+    def tokens_of(self, doc: Document) -> StoredTokens:
+        access = doc.get("accessToken")
+        refresh = doc.get("refreshToken")
+        return StoredTokens(
+            self._cipher.decrypt(access) if access else None,
+            self._cipher.decrypt(refresh) if refresh else None,
+            doc.get("accessTokenExpiresAt") or EPOCH,
+        )
+
+    async def store_tokens(self, social_account_id: str, grant: TokenGrant) -> None:
+        await self._accounts.update_one(
+            {"_id": social_account_id, "deletedAt": None},
+            {
+                "$set": {
+                    "accessToken": self._cipher.encrypt(grant.access_token),
+                    # Platforms that do not rotate refresh tokens answer none: keep the old one.
+                    **(
+                        {"refreshToken": self._cipher.encrypt(grant.refresh_token)}
+                        if grant.refresh_token
+                        else {}
+                    ),
+                    "accessTokenExpiresAt": grant.access_expires_at,
+                    "updatedAt": self._clock.now(),
+                }
+            },
+        )
+
+    async def mark_disconnected(
+        self, organization_id: str, ref: AccountRef, reason: str
+    ) -> ConnectedAccount:
+        query = self.ref_filter(organization_id, ref)
+        now = self._clock.now()
+        doc = await self._accounts.find_one_and_update(
+            {**query, "disconnected": False},
+            {
+                "$set": {
+                    "disconnected": True,
+                    "disconnectedAt": now,
+                    "disconnectReason": reason.strip()[:REASON_MAX]
+                    or "the platform refused the account's token",
+                    "updatedAt": now,
+                }
+            },
+            projection=PUBLIC_PROJECTION,
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is None:
+            # Already disconnected (idempotent), or not there at all (NotFound).
+            return await self.get(organization_id, ref)
+        return ConnectedAccount.from_doc(doc)
+
+    async def delete(self, organization_id: str, ref: AccountRef) -> ConnectedAccount:
+        """Soft delete: unlisted, tokens erased. Deleting again returns the deleted record."""
+        query = self.ref_filter(organization_id, ref)
+        now = self._clock.now()
+        doc = await self._accounts.find_one_and_update(
+            query,
+            {
+                "$set": {"deletedAt": now, "updatedAt": now},
+                "$unset": {"accessToken": "", "refreshToken": ""},
+            },
+            projection=PUBLIC_PROJECTION,
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is None and ref.kind == "id":
+            doc = await self._accounts.find_one(
+                {"_id": ref.value, "organizationId": organization_id}, PUBLIC_PROJECTION
+            )
+        if doc is None:
+            raise NotFound(f"no connected account {_describe(ref)} in this organization")
+        return ConnectedAccount.from_doc(doc)
+
+
+def _describe(ref: AccountRef) -> str:
+    match ref.kind:
+        case "id":
+            return ref.value
+        case "username":
+            return f"{ref.platform.upper()} @{username_key(ref.value)}"
+        case _:
+            return f"clipapp {ref.value}"

@@ -1,0 +1,134 @@
+"""The collections account-svc owns and their indexes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+
+from storypost_runtime.mongo import Document, ensure_indexes
+
+
+@dataclass(frozen=True)
+class AccountCollections:
+    organizations: AsyncCollection[Document]
+    credentials: AsyncCollection[Document]
+    users: AsyncCollection[Document]
+    rate_buckets: AsyncCollection[Document]
+    # Connected platform accounts (tokens encrypted), one per (org, platform, connection,
+    # platform account).
+    connected_accounts: AsyncCollection[Document]
+    connect_links: AsyncCollection[Document]
+    # OAuth-like connect flows in progress (state -> who and where), short-lived.
+    connect_sessions: AsyncCollection[Document]
+    # Daily per-platform-account post counters, across organizations.
+    daily_post_counters: AsyncCollection[Document]
+    credit_balances: AsyncCollection[Document]
+    # One record per post that took a credit (makes ConsumeCredit idempotent).
+    credit_consumptions: AsyncCollection[Document]
+    # App sign-in sessions, keyed by the SHA-256 of their token (sessions.py).
+    app_sessions: AsyncCollection[Document]
+    # Sign-in attempt buckets per email and per client address (signin_limits.py).
+    signin_limits: AsyncCollection[Document]
+
+    @classmethod
+    def of(cls, db: AsyncDatabase[Document]) -> AccountCollections:
+        return cls(
+            organizations=db["organizations"],
+            credentials=db["api_credentials"],
+            users=db["users"],
+            rate_buckets=db["rate_buckets"],
+            connected_accounts=db["connected_accounts"],
+            connect_links=db["connect_links"],
+            connect_sessions=db["connect_sessions"],
+            daily_post_counters=db["daily_post_counters"],
+            credit_balances=db["credit_balances"],
+            credit_consumptions=db["credit_consumptions"],
+            app_sessions=db["app_sessions"],
+            signin_limits=db["signin_limits"],
+        )
+
+    async def ensure_indexes(self) -> None:
+        await ensure_indexes(
+            self.credentials,
+            [
+                IndexModel([("tokenHash", ASCENDING)], unique=True, name="token_hash"),
+                IndexModel(
+                    [("organizationId", ASCENDING), ("createdAt", DESCENDING)], name="org_created"
+                ),
+            ],
+        )
+        await ensure_indexes(
+            self.users,
+            [
+                IndexModel(
+                    [("organizationId", ASCENDING), ("email", ASCENDING)],
+                    unique=True,
+                    name="org_email",
+                )
+            ],
+        )
+        await ensure_indexes(
+            self.connected_accounts,
+            [
+                # Connecting the same platform account again updates the one record.
+                IndexModel(
+                    [
+                        ("organizationId", ASCENDING),
+                        ("platform", ASCENDING),
+                        ("connection", ASCENDING),
+                        ("platformAccountId", ASCENDING),
+                    ],
+                    unique=True,
+                    name="org_platform_account",
+                ),
+                IndexModel(
+                    [("organizationId", ASCENDING), ("createdAt", ASCENDING)],
+                    name="org_created",
+                ),
+                IndexModel(
+                    [
+                        ("organizationId", ASCENDING),
+                        ("platform", ASCENDING),
+                        ("usernameKey", ASCENDING),
+                    ],
+                    name="org_platform_username",
+                ),
+            ],
+        )
+        await ensure_indexes(
+            self.connect_links,
+            [
+                IndexModel(
+                    [("organizationId", ASCENDING), ("uuid", ASCENDING)],
+                    unique=True,
+                    name="org_uuid",
+                ),
+                # Slot n is the organization's (n+1)-th link: the 100-link limit holds under
+                # concurrent creates because two links can never take the same slot.
+                IndexModel(
+                    [("organizationId", ASCENDING), ("slot", ASCENDING)],
+                    unique=True,
+                    name="org_slot",
+                ),
+                IndexModel([("tokenHash", ASCENDING)], unique=True, name="token_hash"),
+            ],
+        )
+        await ensure_indexes(
+            self.connect_sessions,
+            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
+        )
+        await ensure_indexes(
+            self.daily_post_counters,
+            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
+        )
+        await ensure_indexes(
+            self.app_sessions,
+            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
+        )
+        await ensure_indexes(
+            self.signin_limits,
+            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
+        )

@@ -1,0 +1,357 @@
+"""Thin gRPC methods of AccountService: proto in, domain call, proto out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import grpc
+
+from account_svc.access_tokens import AccessTokens
+from account_svc.connect_flow import ConnectFlow
+from account_svc.connect_links import ConnectLink, ConnectLinks
+from account_svc.connected_accounts import ConnectedAccounts
+from account_svc.convert import account_pb, account_ref, connection_name
+from account_svc.credentials import Credential, Credentials
+from account_svc.credits import Credits
+from account_svc.daily_limits import DailyLimits, DailyReservation
+from account_svc.mentions import MentionResolver
+from account_svc.organizations import Organization, Organizations
+from account_svc.ratelimit import RateLimiter
+from account_svc.sessions import AppSessions, Session
+from account_svc.users import User, Users
+from storypost.account.v1 import account_pb2 as pb
+from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.errors import InvalidArgument
+from storypost_runtime.protobuf import timestamp
+
+Context = grpc.aio.ServicerContext[Any, Any]
+LINK_STATUS = {"active": pb.CONNECT_LINK_STATUS_ACTIVE, "used": pb.CONNECT_LINK_STATUS_USED}
+
+
+def organization_pb(org: Organization) -> pb.Organization:
+    return pb.Organization(
+        organization_id=org.organization_id, name=org.name, created_at=timestamp(org.created_at)
+    )
+
+
+def credential_pb(cred: Credential) -> pb.ApiCredential:
+    return pb.ApiCredential(
+        credential_id=cred.credential_id,
+        organization_id=cred.organization_id,
+        name=cred.name,
+        token_prefix=cred.token_prefix,
+        created_at=timestamp(cred.created_at),
+        last_used_at=timestamp(cred.last_used_at),
+        revoked_at=timestamp(cred.revoked_at),
+    )
+
+
+def user_pb(user: User) -> pb.User:
+    return pb.User(
+        user_id=user.user_id,
+        organization_id=user.organization_id,
+        email=user.email,
+        created_at=timestamp(user.created_at),
+    )
+
+
+def link_pb(link: ConnectLink) -> pb.ConnectLink:
+    return pb.ConnectLink(
+        connect_link_uuid=link.connect_link_uuid,
+        organization_id=link.organization_id,
+        token=link.token,
+        description=link.description,
+        status=LINK_STATUS[link.status],
+        created_at=timestamp(link.created_at),
+        used_at=timestamp(link.used_at),
+        social_account_id=link.social_account_id,
+    )
+
+
+def session_pb(session: Session) -> pb.AppSession:
+    return pb.AppSession(
+        session_id=session.session_id,
+        organization_id=session.organization_id,
+        user_id=session.user_id,
+        email=session.email,
+        created_at=timestamp(session.created_at),
+        expires_at=timestamp(session.expires_at),
+    )
+
+
+def reservation_pb(reservation: DailyReservation) -> pb.DailyPostReservation:
+    message = pb.DailyPostReservation(
+        reserved=reservation.reserved,
+        day=reservation.day,
+        used=reservation.used,
+        already_reserved=reservation.already_reserved,
+        platform=reservation.account.platform.name,
+        platform_account_id=reservation.account.platform_account_id,
+    )
+    if reservation.limit is not None:
+        message.limit = reservation.limit
+    return message
+
+
+def post_date(request: pb.DailyPostRequest) -> datetime:
+    if not request.HasField("post_date"):
+        raise InvalidArgument("post_date is required")
+    return request.post_date.ToDatetime(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ConnectedAccountParts:
+    """The domain objects behind the connected-account RPCs (issue #4)."""
+
+    accounts: ConnectedAccounts
+    tokens: AccessTokens
+    mentions: MentionResolver
+    daily_limits: DailyLimits
+    credits: Credits
+    links: ConnectLinks
+    connect: ConnectFlow
+
+
+class AccountServicer(account_pb2_grpc.AccountServiceServicer):
+    def __init__(
+        self,
+        organizations: Organizations,
+        credentials: Credentials,
+        users: Users,
+        rate_limiter: RateLimiter,
+        connected: ConnectedAccountParts,
+        sessions: AppSessions,
+    ) -> None:
+        self._sessions = sessions
+        self._organizations = organizations
+        self._credentials = credentials
+        self._users = users
+        self._rate_limiter = rate_limiter
+        self._connected = connected
+
+    async def CreateOrganization(
+        self, request: pb.CreateOrganizationRequest, context: Context
+    ) -> pb.Organization:
+        return organization_pb(await self._organizations.create(request.name))
+
+    async def GetOrganization(
+        self, request: pb.GetOrganizationRequest, context: Context
+    ) -> pb.Organization:
+        return organization_pb(await self._organizations.get(request.organization_id))
+
+    async def CreateApiCredential(
+        self, request: pb.CreateApiCredentialRequest, context: Context
+    ) -> pb.CreateApiCredentialResponse:
+        credential, token = await self._credentials.create(request.organization_id, request.name)
+        return pb.CreateApiCredentialResponse(credential=credential_pb(credential), token=token)
+
+    async def ListApiCredentials(
+        self, request: pb.ListApiCredentialsRequest, context: Context
+    ) -> pb.ListApiCredentialsResponse:
+        found = await self._credentials.list(request.organization_id, request.include_revoked)
+        return pb.ListApiCredentialsResponse(credentials=[credential_pb(c) for c in found])
+
+    async def RevokeApiCredential(
+        self, request: pb.RevokeApiCredentialRequest, context: Context
+    ) -> pb.ApiCredential:
+        revoked = await self._credentials.revoke(request.organization_id, request.credential_id)
+        return credential_pb(revoked)
+
+    async def Authenticate(
+        self, request: pb.AuthenticateRequest, context: Context
+    ) -> pb.AuthenticateResponse:
+        credential = await self._credentials.authenticate(request.token)
+        return pb.AuthenticateResponse(
+            organization_id=credential.organization_id, credential_id=credential.credential_id
+        )
+
+    async def ConsumeRateLimit(
+        self, request: pb.ConsumeRateLimitRequest, context: Context
+    ) -> pb.ConsumeRateLimitResponse:
+        decision = await self._rate_limiter.consume(request.organization_id)
+        return pb.ConsumeRateLimitResponse(
+            allowed=decision.allowed,
+            limit=decision.limit,
+            remaining=decision.remaining,
+            retry_after_seconds=decision.retry_after_seconds,
+            reset_seconds=decision.reset_seconds,
+        )
+
+    async def CreateUser(self, request: pb.CreateUserRequest, context: Context) -> pb.User:
+        user = await self._users.create(request.organization_id, request.email, request.password)
+        return user_pb(user)
+
+    async def ResolveMention(
+        self, request: pb.ResolveMentionRequest, context: Context
+    ) -> pb.ResolvedMention:
+        user_id, username = await self._connected.mentions.resolve(
+            request.organization_id, request.username
+        )
+        return pb.ResolvedMention(photoapp_user_id=user_id, username=username)
+
+    async def ListConnectedAccounts(
+        self, request: pb.ListConnectedAccountsRequest, context: Context
+    ) -> pb.ListConnectedAccountsResponse:
+        found = await self._connected.accounts.list(
+            request.organization_id, request.platform, connection_name(request.connection)
+        )
+        return pb.ListConnectedAccountsResponse(accounts=[account_pb(a) for a in found])
+
+    async def GetConnectedAccount(
+        self, request: pb.GetConnectedAccountRequest, context: Context
+    ) -> pb.ConnectedAccount:
+        account = await self._connected.accounts.get(
+            request.organization_id, account_ref(request.account)
+        )
+        return account_pb(account)
+
+    async def DeleteConnectedAccount(
+        self, request: pb.GetConnectedAccountRequest, context: Context
+    ) -> pb.ConnectedAccount:
+        account = await self._connected.accounts.delete(
+            request.organization_id, account_ref(request.account)
+        )
+        return account_pb(account)
+
+    async def MarkAccountDisconnected(
+        self, request: pb.MarkAccountDisconnectedRequest, context: Context
+    ) -> pb.ConnectedAccount:
+        account = await self._connected.accounts.mark_disconnected(
+            request.organization_id, account_ref(request.account), request.reason
+        )
+        return account_pb(account)
+
+    async def GetAccessToken(
+        self, request: pb.GetAccessTokenRequest, context: Context
+    ) -> pb.AccessToken:
+        account, token, expires_at = await self._connected.tokens.get(
+            request.organization_id,
+            account_ref(request.account),
+            force_refresh=request.force_refresh,
+        )
+        return pb.AccessToken(
+            access_token=token,
+            expires_at=timestamp(expires_at),
+            social_account_id=account.social_account_id,
+            platform=account.platform.name,
+            platform_account_id=account.platform_account_id,
+            username=account.username,
+        )
+
+    async def ReserveDailyPost(
+        self, request: pb.DailyPostRequest, context: Context
+    ) -> pb.DailyPostReservation:
+        reservation = await self._connected.daily_limits.reserve(
+            request.organization_id,
+            account_ref(request.account),
+            request.post_uuid,
+            post_date(request),
+        )
+        return reservation_pb(reservation)
+
+    async def ReleaseDailyPost(
+        self, request: pb.DailyPostRequest, context: Context
+    ) -> pb.DailyPostReservation:
+        reservation = await self._connected.daily_limits.release(
+            request.organization_id,
+            account_ref(request.account),
+            request.post_uuid,
+            post_date(request),
+        )
+        return reservation_pb(reservation)
+
+    async def GetCredits(self, request: pb.GetCreditsRequest, context: Context) -> pb.CreditBalance:
+        balance = await self._connected.credits.get(request.organization_id)
+        return pb.CreditBalance(organization_id=request.organization_id, balance=balance)
+
+    async def ConsumeCredit(
+        self, request: pb.ConsumeCreditRequest, context: Context
+    ) -> pb.ConsumeCreditResponse:
+        taken = await self._connected.credits.consume(request.organization_id, request.post_uuid)
+        return pb.ConsumeCreditResponse(
+            consumed=taken.consumed, already_consumed=taken.already_consumed, balance=taken.balance
+        )
+
+    async def SetCredits(self, request: pb.SetCreditsRequest, context: Context) -> pb.CreditBalance:
+        balance = await self._connected.credits.set(request.organization_id, request.credits)
+        return pb.CreditBalance(organization_id=request.organization_id, balance=balance)
+
+    async def CreateConnectLink(
+        self, request: pb.CreateConnectLinkRequest, context: Context
+    ) -> pb.ConnectLink:
+        link = await self._connected.links.create(
+            request.organization_id, request.connect_link_uuid, request.description
+        )
+        return link_pb(link)
+
+    async def GetConnectLink(
+        self, request: pb.GetConnectLinkRequest, context: Context
+    ) -> pb.ConnectLinkView:
+        link = await self._connected.links.by_token(request.token)
+        organization = await self._organizations.get(link.organization_id)
+        return pb.ConnectLinkView(
+            organization_name=organization.name,
+            description=link.description,
+            status=LINK_STATUS[link.status],
+            platform="PHOTOAPP",
+            connected_username=link.connected_username,
+        )
+
+    async def StartConnect(
+        self, request: pb.StartConnectRequest, context: Context
+    ) -> pb.StartConnectResponse:
+        target = request.WhichOneof("target")
+        started = await self._connected.connect.start(
+            link_token=request.connect_link_token if target == "connect_link_token" else None,
+            organization_id=request.organization_id if target == "organization_id" else None,
+            platform_name=request.platform,
+            connection=connection_name(request.connection),
+            redirect_uri=request.redirect_uri,
+        )
+        return pb.StartConnectResponse(
+            authorize_url=started.authorize_url,
+            state=started.state,
+            expires_at=timestamp(started.expires_at),
+        )
+
+    async def CompleteConnect(
+        self, request: pb.CompleteConnectRequest, context: Context
+    ) -> pb.CompleteConnectResponse:
+        done = await self._connected.connect.complete(request.state, request.code, request.error)
+        return pb.CompleteConnectResponse(
+            account=account_pb(done.account),
+            organization_name=done.organization_name,
+            connect_link_uuid=done.connect_link_uuid,
+        )
+
+    async def VerifyUserPassword(
+        self, request: pb.VerifyUserPasswordRequest, context: Context
+    ) -> pb.User:
+        user = await self._users.verify(request.organization_id, request.email, request.password)
+        return user_pb(user)
+
+    async def ListConnectLinks(
+        self, request: pb.ListConnectLinksRequest, context: Context
+    ) -> pb.ListConnectLinksResponse:
+        links = await self._connected.links.list(request.organization_id)
+        return pb.ListConnectLinksResponse(links=[link_pb(link) for link in links])
+
+    async def SignIn(self, request: pb.SignInRequest, context: Context) -> pb.SignInResponse:
+        session, token = await self._sessions.sign_in(
+            request.organization_id,
+            request.email,
+            request.password,
+            request.client_ip,
+            request.user_agent,
+        )
+        return pb.SignInResponse(session_token=token, session=session_pb(session))
+
+    async def GetSession(self, request: pb.GetSessionRequest, context: Context) -> pb.AppSession:
+        return session_pb(await self._sessions.get(request.organization_id, request.session_token))
+
+    async def EndSession(
+        self, request: pb.EndSessionRequest, context: Context
+    ) -> pb.EndSessionResponse:
+        return pb.EndSessionResponse(ended=await self._sessions.end(request.session_token))

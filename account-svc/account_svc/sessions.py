@@ -1,0 +1,154 @@
+"""App sessions: server-side records keyed by the SHA-256 of a random token, with an idle
+timeout and an absolute lifetime, so signing out (or expiry) really ends them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pymongo import ReturnDocument
+
+from account_svc.records import AccountCollections
+from account_svc.signin_limits import SignInLimits
+from account_svc.users import WRONG_LOGIN, Users
+from storypost_runtime.clock import Clock
+from storypost_runtime.errors import Unauthenticated
+from storypost_runtime.logs import get_logger
+from storypost_runtime.mongo import Document
+
+log = get_logger(__name__)
+NOT_SIGNED_IN = "not signed in"
+USER_AGENT_MAX = 300
+# The idle expiry moves forward at most this often, so most page loads are a single read.
+TOUCH_EVERY = timedelta(minutes=1)
+
+
+def hash_session_token(token: str) -> str:
+    """Tokens carry 256 random bits, so a fast hash is safe (as for API tokens)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def looks_like_session_token(token: str) -> bool:
+    # secrets.token_urlsafe(32): 43 URL-safe characters.
+    return len(token) == 43 and token.isascii() and all(c.isalnum() or c in "-_" for c in token)
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    organization_id: str
+    user_id: str
+    email: str
+    created_at: datetime
+    expires_at: datetime
+
+    @classmethod
+    def from_doc(cls, doc: Document) -> Session:
+        return cls(
+            session_id=doc["sessionId"],
+            organization_id=doc["organizationId"],
+            user_id=doc["userId"],
+            email=doc["email"],
+            created_at=doc["createdAt"],
+            expires_at=doc["expiresAt"],
+        )
+
+
+class AppSessions:
+    def __init__(
+        self,
+        records: AccountCollections,
+        clock: Clock,
+        users: Users,
+        limits: SignInLimits,
+        *,
+        idle: timedelta,
+        lifetime: timedelta,
+    ) -> None:
+        self._sessions = records.app_sessions
+        self._clock = clock
+        self._users = users
+        self._limits = limits
+        self._idle = idle
+        self._lifetime = lifetime
+
+    def _expiry(self, created_at: datetime, used_at: datetime) -> datetime:
+        return min(used_at + self._idle, created_at + self._lifetime)
+
+    async def sign_in(
+        self, organization_id: str, email: str, password: str, client_ip: str, user_agent: str
+    ) -> tuple[Session, str]:
+        """The new session and its plain token (kept nowhere); limits first, then argon2."""
+        await self._limits.take(organization_id, email, client_ip)
+        try:
+            user = await self._users.verify(organization_id, email, password)
+        except Unauthenticated:
+            log.info("sign-in refused", organization_id=organization_id)
+            raise Unauthenticated(WRONG_LOGIN) from None
+        await self._limits.give_back(organization_id, email, client_ip)
+        token = secrets.token_urlsafe(32)
+        now = self._clock.now()
+        doc: Document = {
+            "_id": hash_session_token(token),
+            "sessionId": secrets.token_hex(12),
+            "organizationId": user.organization_id,
+            "userId": user.user_id,
+            "email": user.email,
+            "userAgent": user_agent[:USER_AGENT_MAX],
+            "createdAt": now,
+            "lastSeenAt": now,
+            "expiresAt": self._expiry(now, now),
+            # The TTL index drops the record once even the absolute lifetime is over.
+            "purgeAt": now + self._lifetime,
+        }
+        await self._sessions.insert_one(doc)
+        log.info(
+            "signed in",
+            organization_id=user.organization_id,
+            user_id=user.user_id,
+            session_id=doc["sessionId"],
+        )
+        return Session.from_doc(doc), token
+
+    async def get(self, organization_id: str, token: str) -> Session:
+        """The live session of the token in this organization, or Unauthenticated."""
+        if not looks_like_session_token(token):
+            raise Unauthenticated(NOT_SIGNED_IN)
+        key = hash_session_token(token)
+        doc = await self._sessions.find_one({"_id": key})
+        now = self._clock.now()
+        if (
+            doc is None
+            or not hmac.compare_digest(doc["_id"], key)
+            or doc["organizationId"] != organization_id
+            or doc["expiresAt"] <= now
+        ):
+            raise Unauthenticated(NOT_SIGNED_IN)
+        if now - doc["lastSeenAt"] >= TOUCH_EVERY:
+            touched = await self._sessions.find_one_and_update(
+                {"_id": key},
+                {
+                    "$set": {
+                        "lastSeenAt": now,
+                        "expiresAt": self._expiry(doc["createdAt"], now),
+                    }
+                },
+                return_document=ReturnDocument.AFTER,
+            )
+            if touched is None:  # ended meanwhile
+                raise Unauthenticated(NOT_SIGNED_IN)
+            doc = touched
+        return Session.from_doc(doc)
+
+    async def end(self, token: str) -> bool:
+        """Deletes the session record: the token stops working at once."""
+        if not looks_like_session_token(token):
+            return False
+        doc = await self._sessions.find_one_and_delete({"_id": hash_session_token(token)})
+        if doc is None:
+            return False
+        log.info("signed out", organization_id=doc["organizationId"], session_id=doc["sessionId"])
+        return bool(doc["expiresAt"] > self._clock.now())

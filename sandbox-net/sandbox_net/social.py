@@ -1,0 +1,137 @@
+"""The other platforms (video channel, linknet, professional network, pin board, ephemeral
+chat, short-text, microblog): a profile and one publish endpoint each."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import falcon
+
+from sandbox_net.errors import PlatformHttpError, bad_request, not_found
+from sandbox_net.gate import Gate, json_body
+from sandbox_net.identity import SOCIAL_PLATFORMS
+from sandbox_net.media import MediaInfo, fetch_media
+from sandbox_net.state import Record
+
+TEXT_MAX = 63_206
+
+
+class Me:
+    def __init__(self, gate: Gate, platform: str) -> None:
+        self._gate = gate
+        self._platform = platform
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self._gate.enter(req, self._platform)
+        resp.media = {
+            "id": account["id"],
+            "username": account["username"],
+            "name": account["displayName"],
+            "profile_picture_url": (
+                f"{req.prefix}/_sandbox/avatars/{self._platform}/{account['id']}.svg"
+            ),
+        }
+
+
+class Posts:
+    """POST: publishes at once and answers {id, permalink}; an Idempotency-Key makes a
+    repeat answer the same post."""
+
+    def __init__(self, gate: Gate, platform: str) -> None:
+        self._gate = gate
+        self._platform = platform
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self._gate.enter(req, self._platform)
+        body = json_body(req)
+        key = req.get_header("Idempotency-Key")
+        store = self._gate.store
+        scope = f"{self._platform}:{account['id']}:{key}"
+        if key:
+            with store.lock:
+                known = store.idempotency.get(scope)
+                if known is not None:
+                    resp.status = 200
+                    resp.media = self._answer(store.posts[known])
+                    return
+        media_type, url = self._validate(body)
+        info = fetch_media(url, video=media_type == "video") if store.config.fetch_media else None
+        if info is not None and info.error:
+            raise PlatformHttpError(400, "media_error", info.error)
+        with store.lock:
+            if key and scope in store.idempotency:
+                resp.media = self._answer(store.posts[store.idempotency[scope]])
+                return
+            post_id = str(5_100_000_000_000 + store.next_number())
+            now = time.time()
+            post: Record = {
+                "id": post_id,
+                "platform": self._platform,
+                "accountId": account["id"],
+                "permalink": f"{req.prefix}/_sandbox/p/{self._platform}/{post_id}",
+                "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+            }
+            store.posts[post_id] = post
+            if key:
+                store.idempotency[scope] = post_id
+            store.published.append(
+                {
+                    "platform": self._platform,
+                    "accountId": account["id"],
+                    "username": account["username"],
+                    "kind": str(body.get("post_type") or media_type),
+                    "postId": post_id,
+                    "permalink": post["permalink"],
+                    "publishedAt": post["createdAt"],
+                    "publishedAtEpoch": now,
+                    "media": (info or MediaInfo(url)).to_json(),
+                    "idempotencyKey": key,
+                    "request": body,
+                }
+            )
+            store.touch()
+        resp.status = 201
+        resp.media = self._answer(post)
+
+    @staticmethod
+    def _validate(body: dict[str, Any]) -> tuple[str, str]:
+        media_type = body.get("media_type")
+        if media_type not in ("image", "video"):
+            raise bad_request("media_type must be image or video")
+        url = body.get("media_url")
+        if not isinstance(url, str) or not url:
+            raise bad_request("media_url is required")
+        text = body.get("text", "")
+        if not isinstance(text, str) or len(text) > TEXT_MAX:
+            raise bad_request(f"text must be a string of at most {TEXT_MAX} characters")
+        options = body.get("options", {})
+        if not isinstance(options, dict):
+            raise bad_request("options must be an object")
+        return media_type, url
+
+    @staticmethod
+    def _answer(post: Record) -> dict[str, Any]:
+        return {"id": post["id"], "permalink": post["permalink"], "created_at": post["createdAt"]}
+
+
+class Post:
+    def __init__(self, gate: Gate, platform: str) -> None:
+        self._gate = gate
+        self._platform = platform
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, post_id: str) -> None:
+        account = self._gate.enter(req, self._platform)
+        with self._gate.store.lock:
+            post = self._gate.store.posts.get(post_id)
+        if post is None or (post["platform"], post["accountId"]) != (self._platform, account["id"]):
+            raise not_found(f"no post {post_id}")
+        resp.media = Posts._answer(post)
+
+
+def add_routes(app: falcon.App, gate: Gate) -> None:
+    for platform in SOCIAL_PLATFORMS:
+        base = f"/{platform}/v1"
+        app.add_route(f"{base}/me", Me(gate, platform))
+        app.add_route(f"{base}/posts", Posts(gate, platform))
+        app.add_route(f"{base}/posts/{{post_id}}", Post(gate, platform))

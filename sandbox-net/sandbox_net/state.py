@@ -1,0 +1,252 @@
+"""The sandbox's state: accounts, codes, containers, posts, switches; one lock, optional file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from sandbox_net.config import SandboxSettings
+from sandbox_net.identity import account_id as derive_account_id
+from sandbox_net.switches import Switch, switch_key
+from storypost_runtime.logs import get_logger
+
+log = get_logger(__name__)
+Record = dict[str, Any]
+STATE_FILE = "sandbox-state.json"
+
+
+@dataclass
+class RuntimeConfig:
+    """Knobs tests change at run time (PUT /_sandbox/config)."""
+
+    access_token_seconds: int
+    refresh_token_seconds: int
+    image_processing_seconds: float
+    video_processing_seconds: float
+    container_ttl_seconds: float
+    photoapp_publish_limit: int
+    fetch_media: bool
+
+    @classmethod
+    def from_settings(cls, settings: SandboxSettings) -> RuntimeConfig:
+        return cls(
+            access_token_seconds=settings.access_token_seconds,
+            refresh_token_seconds=settings.refresh_token_seconds,
+            image_processing_seconds=settings.image_processing_seconds,
+            video_processing_seconds=settings.video_processing_seconds,
+            container_ttl_seconds=settings.container_ttl_seconds,
+            photoapp_publish_limit=settings.photoapp_publish_limit,
+            fetch_media=settings.fetch_media,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {_camel(k): v for k, v in asdict(self).items()}
+
+    def update(self, changes: dict[str, Any]) -> list[str]:
+        """Applies known camelCase keys; returns the unknown ones."""
+        by_camel = {_camel(f.name): f for f in fields(self)}
+        unknown = [key for key in changes if key not in by_camel]
+        for key, value in changes.items():
+            if key in by_camel:
+                current = getattr(self, by_camel[key].name)
+                setattr(self, by_camel[key].name, type(current)(value))
+        return unknown
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def default_creator_settings() -> Record:
+    return {
+        "privacy_level_options": [
+            "PUBLIC_TO_EVERYONE",
+            "MUTUAL_FOLLOW_FRIENDS",
+            "FOLLOWER_OF_CREATOR",
+            "SELF_ONLY",
+        ],
+        "comment_disabled": False,
+        "duet_disabled": False,
+        "stitch_disabled": False,
+        "max_video_post_duration_sec": 600,
+    }
+
+
+class Store:
+    """Everything the sandbox knows. Callers hold `lock` while they read and change records."""
+
+    def __init__(self, config: RuntimeConfig, data_dir: Path | None = None) -> None:
+        self.lock = threading.RLock()
+        self.config = config
+        # "<platform>:<account id>" -> account record.
+        self.accounts: dict[str, Record] = {}
+        # Authorization codes (one use, ten minutes): never saved.
+        self.codes: dict[str, Record] = {}
+        # photoapp media containers, clipapp publish jobs, other platforms' posts, by id.
+        self.containers: dict[str, Record] = {}
+        self.clip_publishes: dict[str, Record] = {}
+        self.posts: dict[str, Record] = {}
+        # "<platform>:<account id>:<Idempotency-Key>" -> post id.
+        self.idempotency: dict[str, str] = {}
+        # Everything published, in order, with every field received.
+        self.published: list[Record] = []
+        self.switches: dict[str, Switch] = {}
+        self._path = data_dir / STATE_FILE if data_dir else None
+        self._dirty = threading.Event()
+        self._counter = 0
+
+    # -- ids -------------------------------------------------------------------------------
+    def next_number(self) -> int:
+        with self.lock:
+            self._counter += 1
+            return self._counter
+
+    # -- accounts --------------------------------------------------------------------------
+    def account(self, platform: str, account_id: str) -> Record | None:
+        return self.accounts.get(f"{platform}:{account_id}")
+
+    def ensure_account(
+        self, platform: str, username: str, display_name: str | None = None
+    ) -> Record:
+        """The account of a username, created on first sight (ids derive from usernames)."""
+        with self.lock:
+            account_id = derive_account_id(platform, username)
+            key = f"{platform}:{account_id}"
+            record = self.accounts.get(key)
+            if record is None:
+                record = {
+                    "platform": platform,
+                    "id": account_id,
+                    "username": username,
+                    "displayName": display_name or username,
+                    "linknetDestinations": [],
+                    "createdAt": time.time(),
+                }
+                if platform == "clipapp":
+                    record["creator"] = default_creator_settings()
+                self.accounts[key] = record
+            elif display_name:
+                record["displayName"] = display_name
+            self.touch()
+            return record
+
+    def resolve_account_id(self, platform: str, account: str) -> str:
+        """An account given by id or by username (switches and filters take either)."""
+        name = account.strip().removeprefix("@")
+        with self.lock:
+            if f"{platform}:{name}" in self.accounts:
+                return name
+            for record in self.accounts.values():
+                if record["platform"] == platform and record["username"] == name.lower():
+                    return str(record["id"])
+        return name if name.isdigit() else derive_account_id(platform, name.lower())
+
+    # -- switches --------------------------------------------------------------------------
+    def switch_for(self, platform: str, account_id: str | None) -> Switch | None:
+        with self.lock:
+            if account_id:
+                found = self.switches.get(switch_key(platform, account_id))
+                if found is not None:
+                    return found
+            return self.switches.get(platform)
+
+    def set_switch(self, switch: Switch) -> None:
+        with self.lock:
+            if switch.mode == "ok" and switch.account_id is None:
+                self.switches.pop(switch.key(), None)
+            else:
+                # An account-level "ok" is kept: it overrides a platform-wide switch.
+                self.switches[switch.key()] = switch
+            self.touch()
+
+    def reset_switches(self, platform: str | None, account_id: str | None = None) -> int:
+        """Removes every switch, a platform's (and its accounts'), or one account's."""
+        with self.lock:
+            if account_id and platform:
+                doomed = (
+                    [switch_key(platform, account_id)]
+                    if switch_key(platform, account_id) in self.switches
+                    else []
+                )
+            else:
+                doomed = [k for k, s in self.switches.items() if platform in (None, s.platform)]
+            for key in doomed:
+                del self.switches[key]
+            self.touch()
+            return len(doomed)
+
+    # -- persistence -----------------------------------------------------------------------
+    def touch(self) -> None:
+        self._dirty.set()
+
+    def load(self) -> None:
+        if self._path is None or not self._path.is_file():
+            return
+        data = json.loads(self._path.read_text())
+        with self.lock:
+            self.accounts = data.get("accounts", {})
+            self.containers = data.get("containers", {})
+            self.clip_publishes = data.get("clipPublishes", {})
+            self.posts = data.get("posts", {})
+            self.idempotency = data.get("idempotency", {})
+            self.published = data.get("published", [])
+            self.switches = {
+                s.key(): s for s in (Switch.from_json(raw) for raw in data.get("switches", []))
+            }
+            self._counter = int(data.get("counter", 0))
+            self.config.update(data.get("config", {}))
+            # Processing that was under way when the process stopped never finishes.
+            for container in self.containers.values():
+                if container["statusCode"] == "IN_PROGRESS":
+                    container["statusCode"] = "ERROR"
+                    container["status"] = "processing was interrupted by a restart"
+            for job in self.clip_publishes.values():
+                if job["status"] == "PROCESSING_DOWNLOAD":
+                    job["status"], job["failReason"] = "FAILED", "internal_error"
+                    job["failMessage"] = "processing was interrupted by a restart"
+        log.info("state loaded", path=str(self._path), published=len(self.published))
+
+    def save(self) -> None:
+        if self._path is None:
+            return
+        with self.lock:
+            self._dirty.clear()
+            text = json.dumps(
+                {
+                    "accounts": self.accounts,
+                    "containers": self.containers,
+                    "clipPublishes": self.clip_publishes,
+                    "posts": self.posts,
+                    "idempotency": self.idempotency,
+                    "published": self.published,
+                    "switches": [s.to_json() for s in self.switches.values()],
+                    "counter": self._counter,
+                    "config": self.config.to_json(),
+                }
+            )
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self._path.with_suffix(".tmp")
+        temporary.write_text(text)
+        temporary.replace(self._path)
+
+    def run_saver(self, stopping: threading.Event, interval: float = 0.5) -> None:
+        """Writes the file at most every `interval` seconds while something changed."""
+        while not stopping.is_set():
+            if self._dirty.wait(timeout=interval) and not stopping.is_set():
+                try:
+                    self.save()
+                except OSError as error:
+                    log.warning("cannot save the state", path=str(self._path), error=str(error))
+                stopping.wait(interval)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Store]:
+        with self.lock:
+            yield self

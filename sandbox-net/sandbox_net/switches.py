@@ -1,0 +1,89 @@
+"""Run-time switches per platform and per account: ok, fail, slow, offline, rate-limited,
+token-expired."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, cast
+
+from sandbox_net.errors import PlatformHttpError
+
+Mode = Literal["ok", "fail", "slow", "offline", "rate-limited", "token-expired"]
+MODES: tuple[Mode, ...] = ("ok", "fail", "slow", "offline", "rate-limited", "token-expired")
+
+
+@dataclass(frozen=True)
+class Switch:
+    platform: str
+    # Platform account id; None: every account of the platform.
+    account_id: str | None
+    mode: Mode
+    # fail: the error message and HTTP status.
+    message: str = "the platform rejected the request"
+    status: int = 400
+    # slow: seconds added to every answer.
+    seconds: float = 0.0
+    # rate-limited: the Retry-After the platform answers.
+    retry_after_seconds: int = 60
+
+    def key(self) -> str:
+        return switch_key(self.platform, self.account_id)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {
+            "platform": data["platform"],
+            "account": data["account_id"],
+            "mode": data["mode"],
+            "message": data["message"],
+            "status": data["status"],
+            "seconds": data["seconds"],
+            "retryAfterSeconds": data["retry_after_seconds"],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Switch:
+        return cls(
+            platform=data["platform"],
+            account_id=data.get("account"),
+            mode=cast(Mode, data["mode"]),
+            message=data.get("message") or "the platform rejected the request",
+            status=int(data.get("status") or 400),
+            seconds=float(data.get("seconds") or 0.0),
+            retry_after_seconds=int(data.get("retryAfterSeconds") or 60),
+        )
+
+
+def switch_key(platform: str, account_id: str | None) -> str:
+    return f"{platform}:{account_id}" if account_id else platform
+
+
+def failure_for(switch: Switch, *, token_call: bool) -> PlatformHttpError | None:
+    """The error a switch answers with (after any delay); None lets the call through.
+
+    `token_call`: the call carries an access or refresh token (token-expired applies only
+    there; authorizing and exchanging a fresh code still work).
+    """
+    match switch.mode:
+        case "fail":
+            return PlatformHttpError(switch.status, "rejected", switch.message)
+        case "offline":
+            return PlatformHttpError(
+                503,
+                "unavailable",
+                "the platform is offline",
+                headers={"Connection": "close", "Retry-After": "5"},
+            )
+        case "rate-limited":
+            return PlatformHttpError(
+                429,
+                "rate_limited",
+                "too many requests; try again later",
+                headers={"Retry-After": str(switch.retry_after_seconds)},
+            )
+        case "token-expired" if token_call:
+            return PlatformHttpError(
+                401, "token_expired", "the access token has expired or was revoked"
+            )
+        case _:
+            return None
