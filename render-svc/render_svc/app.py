@@ -1,0 +1,200 @@
+"""Builds render-svc from its settings: stores, the browser pool, domain objects, loops."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from pathlib import Path
+
+import grpc
+from prometheus_client import CollectorRegistry
+
+from render_svc.assets import load_assets
+from render_svc.blob_urls import BlobUrlMatcher
+from render_svc.blobs import OBJECT_PREFIX, BlobCache, BlobSettings, TempBlobs, sweep_forever
+from render_svc.browser.capture import CaptureSettings, PageCapture
+from render_svc.browser.memory import RendererMemoryGuard
+from render_svc.browser.network import NetworkLimits
+from render_svc.browser.pool import BrowserPool, PoolSettings
+from render_svc.config import MIB, RenderSettings
+from render_svc.drafts import Drafts
+from render_svc.ffmpeg import MediaTools, VideoSettings
+from render_svc.finisher import Finisher, finish_durations
+from render_svc.mentions import AccountMentionLookup
+from render_svc.netguard import GuardedFetcher, NetRules
+from render_svc.quota import DraftQuota
+from render_svc.records import RenderCollections
+from render_svc.renderer import Renderer
+from render_svc.renderings import Renderings
+from render_svc.servicer import RenderServicer
+from render_svc.sources import VideoSources
+from render_svc.storage import MediaStore
+from storypost.account.v1 import account_pb2_grpc
+from storypost.render.v1 import render_pb2, render_pb2_grpc
+from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
+from storypost_runtime.clock import Clock, SystemClock
+from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.mongo import mongo_client
+from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
+from storypost_runtime.s3 import s3_client_kwargs, s3_session
+from storypost_runtime.service import ServiceParts
+from storypost_runtime.tasks import background
+
+SERVICE_NAME = render_pb2.DESCRIPTOR.services_by_name["RenderService"].full_name
+# The store's own expiry is a safety net two days out; the sweeper deletes blobs after one.
+BUCKET_EXPIRY_DAYS = 2
+
+
+def pool_settings(
+    settings: RenderSettings, page_script: Callable[[str], str] | None = None
+) -> PoolSettings:
+    return PoolSettings(
+        chromium_path=settings.chromium_path,
+        browsers=settings.render_browsers,
+        concurrency=settings.render_concurrency,
+        spare_pages=settings.render_spare_pages,
+        max_renders=settings.render_browser_max_renders,
+        queue_seconds=settings.render_queue_seconds,
+        js_heap_mib=settings.render_js_heap_mib,
+        page_script=page_script,
+    )
+
+
+def video_settings(settings: RenderSettings) -> VideoSettings:
+    return VideoSettings(
+        ffmpeg=settings.ffmpeg_path,
+        ffprobe=settings.ffprobe_path,
+        preset=settings.video_preset,
+        crf=settings.video_crf,
+        max_bitrate=settings.video_max_bitrate,
+    )
+
+
+async def build(
+    settings: RenderSettings,
+    stack: AsyncExitStack,
+    registry: CollectorRegistry,
+    clock: Clock | None = None,
+) -> ServiceParts:
+    clock = clock or SystemClock()
+    client = mongo_client(settings, "render-svc")
+    stack.push_async_callback(client.close)
+    records = RenderCollections.of(client[settings.mongo_database])
+    await records.ensure_indexes()
+
+    s3 = await stack.enter_async_context(
+        s3_session(settings).client("s3", **s3_client_kwargs(settings))
+    )
+    store = MediaStore(s3, settings.s3_bucket)
+    await store.ensure_bucket()
+    await store.ensure_expiry_rule(OBJECT_PREFIX, BUCKET_EXPIRY_DAYS)
+
+    nats = await stack.enter_async_context(nats_connection(settings, "render-svc"))
+    js = nats.jetstream()
+    await ensure_events_stream(js, settings)
+    relay = OutboxRelay(
+        [records.renderings], JetStreamPublisher(js), metrics=OutboxMetrics.create(registry)
+    )
+    await stack.enter_async_context(background(relay.run(), "outbox relay"))
+
+    accounts = aio_channel(settings.account_addr, settings.grpc_deadline_seconds)
+    stack.push_async_callback(accounts.close)
+    fetcher = GuardedFetcher(NetRules(settings.allowed_hosts()))
+    stack.push_async_callback(fetcher.close)
+    assets = load_assets()
+    pool = BrowserPool(pool_settings(settings, assets.page_script), assets)
+    stack.push_async_callback(pool.close)
+    await pool.start()
+    if settings.render_renderer_memory_mib:
+        guard = RendererMemoryGuard(settings.render_renderer_memory_mib * MIB)
+        await stack.enter_async_context(background(guard.run(), "renderer memory guard"))
+
+    work_root = Path(settings.render_work_dir or tempfile.mkdtemp(prefix="render-svc-"))
+    await asyncio.to_thread(work_root.mkdir, parents=True, exist_ok=True)
+    stack.callback(shutil.rmtree, work_root, True)
+
+    matcher = BlobUrlMatcher(settings.public_url)
+    blobs = TempBlobs(
+        records,
+        store,
+        clock,
+        BlobSettings(
+            upload_seconds=settings.temp_blob_upload_seconds,
+            download_seconds=settings.temp_blob_download_seconds,
+            ttl_seconds=settings.temp_blob_ttl_seconds,
+        ),
+        BlobCache(settings.render_blob_cache_bytes),
+    )
+    tools = MediaTools(video_settings(settings))
+    capture = PageCapture(
+        pool,
+        fetcher,
+        matcher,
+        blobs.read_for_page,
+        assets,
+        CaptureSettings(
+            settings.render_settle_seconds,
+            NetworkLimits(settings.render_max_resource_bytes, settings.render_max_page_bytes),
+        ),
+    )
+    sources = VideoSources(
+        blobs,
+        matcher,
+        fetcher,
+        max_bytes=settings.render_max_video_bytes,
+        timeout_seconds=settings.render_video_fetch_seconds,
+    )
+    renderer = Renderer(
+        capture,
+        sources,
+        tools,
+        AccountMentionLookup(account_pb2_grpc.AccountServiceStub(accounts)),
+        clock,
+    )
+    renderings = Renderings(
+        records,
+        store,
+        renderer,
+        clock,
+        work_root,
+        media_url_seconds=settings.render_media_url_seconds,
+    )
+    finisher = Finisher(
+        records,
+        renderings,
+        renderer,
+        store,
+        tools,
+        clock,
+        lease_seconds=settings.render_finish_lease_seconds,
+        wake_relay=relay.wake,
+        durations=finish_durations(registry),
+    )
+    stack.push_async_callback(finisher.close)
+    quota = DraftQuota(
+        records.draft_quota,
+        clock,
+        settings.draft_quota,
+        timedelta(seconds=settings.draft_quota_window_seconds),
+    )
+    drafts = Drafts(records, renderings, finisher, store, quota, clock)
+    await stack.enter_async_context(
+        background(
+            sweep_forever(blobs, settings.temp_blob_sweep_interval_seconds), "temp blob sweeper"
+        )
+    )
+    await stack.enter_async_context(
+        background(
+            finisher.resume_forever(settings.render_resume_interval_seconds), "finish resumer"
+        )
+    )
+    servicer = RenderServicer(renderings, finisher, blobs, drafts)
+
+    def register(server: grpc.aio.Server) -> None:
+        render_pb2_grpc.add_RenderServiceServicer_to_server(servicer, server)
+
+    return ServiceParts([SERVICE_NAME], register)

@@ -1,0 +1,322 @@
+"""Temp blobs: presigned or inline uploads, the stable URL's redirect target, expiry."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hmac
+import re
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from pymongo.errors import DuplicateKeyError
+
+from render_svc.blob_urls import BlobRef, blob_url, new_key
+from render_svc.netguard import TooLarge
+from render_svc.records import RenderCollections
+from render_svc.storage import MediaStore
+from storypost_runtime.clock import Clock
+from storypost_runtime.errors import InvalidArgument, NotFound
+from storypost_runtime.logs import get_logger
+from storypost_runtime.mongo import Document
+
+log = get_logger(__name__)
+
+CONTENT_TYPE = re.compile(r"^(image|video|audio)/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$")
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+MAX_PRESIGNED_BYTES = 104_857_600
+# 41,943,040 base64 characters decode to at most this many bytes (30 MiB).
+MAX_INLINE_BYTES = 31_457_280
+OBJECT_PREFIX = "temp-blobs/"
+RECORD_CACHE_SIZE = 10_000
+NOT_FOUND = "temp blob not found (unknown, expired or never uploaded)"
+
+
+def normalize_uuid(value: str, name: str) -> str:
+    """Canonical lower-case form; `ABC…` and `abc…` name one resource."""
+    lowered = value.strip().lower()
+    if not UUID.match(lowered):
+        raise InvalidArgument(
+            f"{name} must be a UUID", field_violations={name: ["not a valid uuid"]}
+        )
+    return lowered
+
+
+def check_content_type(content_type: str) -> None:
+    if not CONTENT_TYPE.match(content_type):
+        raise InvalidArgument(
+            "contentType must be an image/*, video/* or audio/* media type, e.g. 'video/mp4'",
+            field_violations={
+                "contentType": [
+                    "must be an image/*, video/* or audio/* media type, e.g. 'video/mp4'"
+                ]
+            },
+        )
+
+
+@dataclass(frozen=True)
+class BlobSettings:
+    upload_seconds: int = 900
+    download_seconds: int = 300
+    ttl_seconds: float = 86400.0
+
+
+@dataclass(frozen=True)
+class TempBlob:
+    organization_id: str
+    temp_blob_uuid: str
+    key: str
+    content_type: str
+    content_length: int
+    object_key: str
+    created_at: datetime
+    expires_at: datetime
+    uploaded: bool
+    # The presigned PUT handed out when the blob was created, and when it stops working: a
+    # repeat of the call within that time answers the same URL (see create_upload_url).
+    upload_url: str = ""
+    upload_until: datetime | None = None
+
+    @classmethod
+    def from_doc(cls, doc: Document) -> TempBlob:
+        return cls(
+            doc["organizationId"],
+            doc["tempBlobUuid"],
+            doc["key"],
+            doc["contentType"],
+            int(doc["contentLength"]),
+            doc["objectKey"],
+            doc["createdAt"],
+            doc["expiresAt"],
+            bool(doc.get("uploaded")),
+            str(doc.get("uploadUrl") or ""),
+            doc.get("uploadUntil"),
+        )
+
+    def url(self, public_app_url: str) -> str:
+        return blob_url(public_app_url, self.temp_blob_uuid, self.key)
+
+
+class BlobCache:
+    """Blobs are immutable: their bytes can be kept in memory (LRU, bounded in bytes)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max = max_bytes
+        self._items: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+        self._size = 0
+
+    def get(self, key: str) -> tuple[str, bytes] | None:
+        item = self._items.get(key)
+        if item is not None:
+            self._items.move_to_end(key)
+        return item
+
+    def put(self, key: str, content_type: str, body: bytes) -> None:
+        if len(body) > self._max // 4 or key in self._items:
+            return
+        self._items[key] = (content_type, body)
+        self._size += len(body)
+        while self._size > self._max and self._items:
+            _old, (_t, dropped) = self._items.popitem(last=False)
+            self._size -= len(dropped)
+
+
+class TempBlobs:
+    def __init__(
+        self,
+        records: RenderCollections,
+        store: MediaStore,
+        clock: Clock,
+        settings: BlobSettings,
+        cache: BlobCache,
+    ) -> None:
+        self._records = records
+        self._store = store
+        self._clock = clock
+        self._s = settings
+        self._cache = cache
+        self._uploaded: OrderedDict[str, TempBlob] = OrderedDict()
+
+    def _new_doc(
+        self, org: str, uuid: str, content_type: str, length: int, *, uploaded: bool
+    ) -> Document:
+        now = self._clock.now()
+        return {
+            "_id": f"{org}:{uuid}",
+            "organizationId": org,
+            "tempBlobUuid": uuid,
+            # The secret part of the stable URL.
+            "key": new_key(),
+            "contentType": content_type,
+            "contentLength": length,
+            # A fresh object name per attempt: a racing duplicate never overwrites the winner.
+            "objectKey": f"{OBJECT_PREFIX}{org}/{uuid}/{secrets.token_hex(8)}",
+            "createdAt": now,
+            "expiresAt": now + timedelta(seconds=self._s.ttl_seconds),
+            "uploaded": uploaded,
+        }
+
+    async def _find(self, org: str, uuid: str) -> TempBlob | None:
+        doc = await self._records.temp_blobs.find_one({"organizationId": org, "tempBlobUuid": uuid})
+        return TempBlob.from_doc(doc) if doc else None
+
+    async def create_upload_url(
+        self, org: str, uuid: str, content_type: str, length: int
+    ) -> tuple[TempBlob, str | None]:
+        """A new blob and its presigned PUT. A repeat (a retry whose answer was lost, or a
+        racing twin) gives the same blob and, until the bytes arrive and while it is valid,
+        the same PUT URL; once the blob has its bytes there is no URL."""
+        uuid = normalize_uuid(uuid, "tempBlobUuid")
+        existing = await self._find(org, uuid)
+        if existing is not None:
+            return existing, await self._pending_upload_url(existing)
+        check_content_type(content_type)
+        if not 1 <= length <= MAX_PRESIGNED_BYTES:
+            raise InvalidArgument(
+                f"contentLengthBytes must be 1 to {MAX_PRESIGNED_BYTES}",
+                field_violations={"contentLengthBytes": [f"must be 1 to {MAX_PRESIGNED_BYTES}"]},
+            )
+        doc = self._new_doc(org, uuid, content_type, length, uploaded=False)
+        # Signed before the insert and stored with the record, so every repeat answers the
+        # very same URL (it grants no more than the first answer did: a PUT of this type and
+        # length to this one object until it expires).
+        url = await self._store.presign_put(
+            doc["objectKey"], content_type, length, self._s.upload_seconds
+        )
+        doc["uploadUrl"] = url
+        doc["uploadUntil"] = doc["createdAt"] + timedelta(seconds=self._s.upload_seconds)
+        try:
+            await self._records.temp_blobs.insert_one(doc)
+        except DuplicateKeyError:
+            found = await self._find(org, uuid)
+            if found is None:
+                raise
+            return found, await self._pending_upload_url(found)
+        return TempBlob.from_doc(doc), url
+
+    async def _pending_upload_url(self, blob: TempBlob) -> str | None:
+        """The stored PUT URL of a blob still waiting for its bytes, else None."""
+        if blob.uploaded or not blob.upload_url or blob.upload_until is None:
+            return None
+        if blob.upload_until <= self._clock.now():
+            return None
+        if await self._store.head(blob.object_key) is not None:
+            return None
+        return blob.upload_url
+
+    async def upload_inline(
+        self, org: str, uuid: str, content: bytes, content_type: str
+    ) -> TempBlob:
+        """Stores the bytes; an existing UUID keeps its content and the upload is ignored."""
+        uuid = normalize_uuid(uuid, "tempBlobUuid")
+        existing = await self._find(org, uuid)
+        if existing is not None:
+            return existing
+        check_content_type(content_type)
+        if not 1 <= len(content) <= MAX_INLINE_BYTES:
+            raise InvalidArgument(
+                f"the decoded content must be 1 to {MAX_INLINE_BYTES} bytes (30 MB)",
+                field_violations={"contentBase64": ["must decode to 1 byte to 30 MB"]},
+            )
+        doc = self._new_doc(org, uuid, content_type, len(content), uploaded=True)
+        await self._store.put(doc["objectKey"], content, content_type)
+        try:
+            await self._records.temp_blobs.insert_one(doc)
+        except DuplicateKeyError:
+            # A concurrent identical call won: keep its object, drop ours.
+            await self._store.delete(doc["objectKey"])
+            found = await self._find(org, uuid)
+            if found is None:
+                raise
+            return found
+        return TempBlob.from_doc(doc)
+
+    async def _usable(self, org: str, uuid: str, key: str) -> TempBlob | None:
+        """The blob when the key matches, it has not expired and its bytes are there."""
+        if not UUID.match(uuid):
+            return None
+        blob = self._uploaded.get(f"{org}:{uuid}") or await self._find(org, uuid)
+        if blob is None or not hmac.compare_digest(blob.key.encode(), key.encode()):
+            return None
+        if blob.expires_at <= self._clock.now():
+            return None
+        if not blob.uploaded:
+            info = await self._store.head(blob.object_key)
+            if info is None:
+                return None
+            # The presigned PUT happened: remember it, so later reads skip the check.
+            await self._records.temp_blobs.update_one(
+                {"_id": f"{org}:{uuid}"}, {"$set": {"uploaded": True}}
+            )
+            blob = dataclasses.replace(blob, uploaded=True)
+        self._remember(blob)
+        return blob
+
+    def _remember(self, blob: TempBlob) -> None:
+        """An uploaded blob's record never changes (its expiry is checked on every use), so
+        pages that use it again skip the database."""
+        name = f"{blob.organization_id}:{blob.temp_blob_uuid}"
+        self._uploaded[name] = blob
+        self._uploaded.move_to_end(name)
+        while len(self._uploaded) > RECORD_CACHE_SIZE:
+            self._uploaded.popitem(last=False)
+
+    async def download_url(self, org: str, uuid: str, key: str) -> str:
+        blob = await self._usable(org, uuid.lower(), key)
+        if blob is None:
+            raise NotFound(NOT_FOUND)
+        return await self._store.presign_get(blob.object_key, self._s.download_seconds)
+
+    async def read_for_page(self, ref: BlobRef, max_bytes: int) -> tuple[str, bytes] | None:
+        """The bytes of one of our blob URLs met in a page (None: not found)."""
+        blob = await self._usable(ref.organization_id, ref.temp_blob_uuid, ref.key)
+        if blob is None:
+            return None
+        cached = self._cache.get(blob.object_key)
+        if cached is not None:
+            return cached
+        if blob.content_length > max_bytes:
+            raise TooLarge(f"{blob.content_length} bytes is over the limit of {max_bytes}")
+        body = await self._store.get(blob.object_key)
+        if len(body) > max_bytes:
+            raise TooLarge(f"{len(body)} bytes is over the limit of {max_bytes}")
+        self._cache.put(blob.object_key, blob.content_type, body)
+        return blob.content_type, body
+
+    async def download_to(self, ref: BlobRef, path: Path) -> bool:
+        """Copies a blob (a video source) to a local file; False when it is not usable."""
+        blob = await self._usable(ref.organization_id, ref.temp_blob_uuid, ref.key)
+        if blob is None:
+            return False
+        await self._store.download(blob.object_key, path)
+        return True
+
+    async def sweep(self, batch: int = 200) -> int:
+        """Deletes expired blobs: objects first, then their records. Returns how many."""
+        now = self._clock.now()
+        docs = await self._records.temp_blobs.find(
+            {"expiresAt": {"$lte": now}}, {"objectKey": 1}
+        ).to_list(batch)
+        if not docs:
+            return 0
+        await self._store.delete(*(doc["objectKey"] for doc in docs))
+        result = await self._records.temp_blobs.delete_many(
+            {"_id": {"$in": [doc["_id"] for doc in docs]}, "expiresAt": {"$lte": now}}
+        )
+        return int(result.deleted_count)
+
+
+async def sweep_forever(blobs: TempBlobs, interval_seconds: float) -> None:
+    """The sweeper loop: deletes expired blobs every interval (errors are logged, retried)."""
+    while True:
+        try:
+            while await blobs.sweep():
+                pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning("temp blob sweep failed", error=str(error))
+        await asyncio.sleep(interval_seconds)

@@ -1,0 +1,1 @@
+"""The Chromium side of rendering: the pool, page network routing, page steps."""

@@ -1,0 +1,237 @@
+"""One page in a leased context: load the design, let it settle, run the component script."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from render_svc.assets import Assets
+from render_svc.blob_urls import BlobUrlMatcher
+from render_svc.browser.network import (
+    BlobReader,
+    NetworkLimits,
+    RenderSession,
+    shown,
+    wait_until_quiet,
+)
+from render_svc.browser.pool import BrowserPool, Lease
+from render_svc.netguard import Blocked, GuardedFetcher
+from render_svc.stickers import Box, Plan, RawElement
+from storypost_runtime.errors import InvalidArgument
+
+MAX_PAGE_REDIRECTS = 5
+JPEG_QUALITY = 90
+NAVIGATED = (
+    "the page navigated away while it was rendered: a design must not change its location, "
+    "refresh itself or submit a form"
+)
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    settle_seconds: float
+    limits: NetworkLimits
+
+
+@dataclass(frozen=True)
+class Drawn:
+    boxes: dict[int, Box | None]
+    # Stickers whose element already had a (closed) shadow root from the page.
+    failed: frozenset[int]
+
+
+class PageSession:
+    """Steps of one render on its page; every step is bounded by the render's deadline."""
+
+    def __init__(self, lease: Lease, network: RenderSession, assets: Assets, settle: float):
+        self._lease = lease
+        self.network = network
+        self._assets = assets
+        self._settle = settle
+        self._key = lease.key
+
+    @property
+    def page(self) -> Any:
+        return self._lease.page
+
+    async def _bounded[T](self, step: Any, what: str, *, loading: bool = False) -> T:
+        """Runs a page step; a crash or running out of time become clear errors.
+
+        Loading steps share the settle deadline; each later step gets the settle time anew.
+        `what` completes the message: "the page did not <what> within N s".
+        """
+        crashed = asyncio.ensure_future(self._lease.crashed.wait())
+        work = asyncio.ensure_future(step)
+        try:
+            done, _ = await asyncio.wait(
+                {work, crashed},
+                timeout=self.network.remaining() if loading else self._settle,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            crashed.cancel()
+        if work in done:
+            try:
+                return work.result()  # type: ignore[no-any-return]
+            except PlaywrightError as error:
+                # A page that navigates itself (location, meta refresh, a form submit)
+                # pulls the document out from under the step: the caller's design, so a 400.
+                if "Execution context was destroyed" in str(error):
+                    raise InvalidArgument(NAVIGATED) from None
+                raise
+        work.cancel()
+        if crashed in done:
+            raise InvalidArgument(
+                "the page crashed the browser tab (it may use too much memory or CPU)"
+            )
+        raise InvalidArgument(f"the page did not {what} within {self._settle:g} s")
+
+    async def load(self, html: str | None, url: str | None) -> None:
+        network = self.network
+        network.loading_main = True
+        try:
+            if html is not None:
+                await self._load_html(html)
+            else:
+                assert url is not None
+                await self._load_url(url)
+        finally:
+            network.loading_main = False
+        quiet = await wait_until_quiet(network)
+        if not quiet:
+            loading = sorted(network.loading)
+            example = f", e.g. {shown(loading[0])}" if loading else ""
+            raise InvalidArgument(
+                f"the page did not settle within {self._settle:g} s: {len(loading)} "
+                f"request(s) still loading{example}"
+            )
+
+    async def _load_html(self, html: str) -> None:
+        try:
+            await self._bounded(
+                self.page.set_content(
+                    html, wait_until="load", timeout=self.network.remaining() * 1000
+                ),
+                "finish loading",
+                loading=True,
+            )
+        except PlaywrightTimeout:
+            raise InvalidArgument(
+                f"the page did not finish loading within {self._settle:g} s"
+            ) from None
+
+    async def _load_url(self, url: str) -> None:
+        network = self.network
+        try:
+            network.fetcher.rules.check_url(url)
+        except Blocked as error:
+            raise InvalidArgument(f"the page url is not allowed: {error}") from None
+        for _hop in range(MAX_PAGE_REDIRECTS + 1):
+            network.main_redirect = network.main_error = None
+            try:
+                await self._bounded(
+                    self.page.goto(url, wait_until="load", timeout=network.remaining() * 1000),
+                    "finish loading",
+                    loading=True,
+                )
+            except PlaywrightTimeout:
+                raise InvalidArgument(
+                    f"the page did not finish loading within {self._settle:g} s"
+                ) from None
+            except PlaywrightError as error:
+                redirect = network.take_redirect()
+                if redirect:
+                    url = redirect
+                    continue
+                reason = network.main_error or str(error).splitlines()[0]
+                raise InvalidArgument(f"the page url could not be loaded: {reason}") from None
+            if network.main_error:
+                raise InvalidArgument(f"the page url could not be loaded: {network.main_error}")
+            status = network.main_status
+            if status is not None and status >= 400:
+                raise InvalidArgument(f"the page url answered HTTP {status}")
+            return
+        raise InvalidArgument(f"the page url redirects more than {MAX_PAGE_REDIRECTS} times")
+
+    async def collect(self) -> list[RawElement]:
+        """The page's photoapp-* elements (the script is installed again if it went missing)."""
+        raw: list[dict[str, Any]] | None = await self._bounded(
+            self.page.evaluate("(key) => window[key] ? window[key].collect() : null", self._key),
+            "settle",
+        )
+        if raw is None:
+            await self._bounded(self.page.evaluate(self._assets.page_script(self._key)), "settle")
+            raw = await self._bounded(
+                self.page.evaluate("(key) => window[key].collect()", self._key), "settle"
+            )
+        return [RawElement.from_js(item) for item in raw or []]
+
+    async def draw(self, plans: Sequence[Plan], *, video: bool, now_ms: int) -> Drawn:
+        """Draws the stickers (video: over a transparent page) and measures them."""
+        result: dict[str, Any] = await self._bounded(
+            self.page.evaluate(
+                "([key, plans, video, now]) => window[key].draw(plans, video, now)",
+                [self._key, [plan.to_js() for plan in plans], video, now_ms],
+            ),
+            "settle",
+        )
+        boxes: dict[int, Box | None] = {}
+        for index, raw in (result.get("boxes") or {}).items():
+            boxes[int(index)] = (
+                Box(float(raw["x"]), float(raw["y"]), float(raw["width"]), float(raw["height"]))
+                if raw
+                else None
+            )
+        return Drawn(boxes, frozenset(int(i) for i in result.get("failed") or ()))
+
+    async def screenshot(self, *, transparent: bool) -> bytes:
+        if transparent:
+            step = self.page.screenshot(type="png", omit_background=True)
+        else:
+            step = self.page.screenshot(type="jpeg", quality=JPEG_QUALITY)
+        data: bytes = await self._bounded(step, "render into an image")
+        return data
+
+
+class PageCapture:
+    """Opens a page session: a leased context with this render's network rules."""
+
+    def __init__(
+        self,
+        pool: BrowserPool,
+        fetcher: GuardedFetcher,
+        blobs: BlobUrlMatcher,
+        read_blob: BlobReader,
+        assets: Assets,
+        settings: CaptureSettings,
+    ) -> None:
+        self._pool = pool
+        self._fetcher = fetcher
+        self._blobs = blobs
+        self._read_blob = read_blob
+        self._assets = assets
+        self._settings = settings
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[PageSession]:
+        async with self._pool.lease() as lease:
+            network = RenderSession(
+                fetcher=self._fetcher,
+                blobs=self._blobs,
+                read_blob=self._read_blob,
+                assets=self._assets,
+                limits=self._settings.limits,
+                deadline=time.monotonic() + self._settings.settle_seconds,
+            )
+            lease.holder.session = network
+            try:
+                yield PageSession(lease, network, self._assets, self._settings.settle_seconds)
+            finally:
+                lease.holder.session = None

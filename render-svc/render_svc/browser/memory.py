@@ -1,0 +1,125 @@
+"""A memory bound for renderer processes, which V8's heap limit alone does not give.
+
+`--max-old-space-size` bounds the JavaScript heap, but typed-array buffers, decoded images
+and the DOM live outside it: a page filling `new Uint8Array(256 << 20)` in a loop takes
+gigabytes. This guard reads the resident size of every Chromium renderer process that
+descends from this service (through Playwright's driver) and kills one that grows past the
+limit; Playwright reports the page as crashed, and the render fails with the "crashed the
+browser tab" error (a 400: it is the caller's page). Only renderers are touched: each render
+has a context, hence a renderer, of its own, so no other render is hurt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from storypost_runtime.logs import get_logger
+
+log = get_logger(__name__)
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    ppid: int
+    rss_bytes: int
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:  # the process ended meanwhile, or /proc is not there
+        return None
+
+
+def processes(proc: Path = Path("/proc")) -> dict[int, Process]:
+    """Every process /proc shows: parent and resident size."""
+    found: dict[int, Process] = {}
+    try:
+        names = [entry.name for entry in proc.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return found
+    for name in names:
+        stat = _read(proc / name / "stat")
+        statm = _read(proc / name / "statm")
+        if not stat or not statm:
+            continue
+        # The command name may hold spaces and parentheses: fields follow the last ')'.
+        fields = stat.rsplit(")", 1)[-1].split()
+        try:
+            found[int(name)] = Process(int(name), int(fields[1]), int(statm.split()[1]) * PAGE_SIZE)
+        except (IndexError, ValueError):
+            continue
+    return found
+
+
+def descendants(root: int, table: dict[int, Process]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for process in table.values():
+        children.setdefault(process.ppid, []).append(process.pid)
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def is_renderer(pid: int, proc: Path = Path("/proc")) -> bool:
+    # Chromium rewrites its process title: the arguments may be NUL- or space-separated.
+    cmdline = _read(proc / str(pid) / "cmdline") or ""
+    return "--type=renderer" in cmdline.replace("\0", " ").split()
+
+
+class RendererMemoryGuard:
+    """Kills renderer processes (descendants of `root`) whose resident size passes the limit."""
+
+    def __init__(
+        self,
+        limit_bytes: int,
+        *,
+        interval_seconds: float = 0.25,
+        root: int | None = None,
+        proc: Path = Path("/proc"),
+    ) -> None:
+        self._limit = limit_bytes
+        self._interval = interval_seconds
+        self._root = root if root is not None else os.getpid()
+        self._proc = proc
+        self.killed = 0
+
+    def check(self) -> list[int]:
+        """One look: kills every renderer over the limit; returns their pids."""
+        table = processes(self._proc)
+        over = [
+            pid
+            for pid in descendants(self._root, table)
+            if table[pid].rss_bytes > self._limit and is_renderer(pid, self._proc)
+        ]
+        for pid in over:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                continue
+            self.killed += 1
+            log.warning(
+                "renderer over its memory limit killed; its render fails",
+                pid=pid,
+                rss_mib=table[pid].rss_bytes >> 20,
+                limit_mib=self._limit >> 20,
+            )
+        return over
+
+    async def run(self) -> None:
+        if not self._proc.is_dir():
+            log.warning("no /proc here: renderer memory is bounded by V8's heap limit only")
+            return
+        while True:
+            await asyncio.to_thread(self.check)
+            await asyncio.sleep(self._interval)

@@ -1,0 +1,273 @@
+"""A warm pool of Chromium browsers: a fresh context per render, spares prepared ahead.
+
+Each render gets a context of its own (no cookies, storage or cache shared with any other
+render or organization) whose every request is routed to render-svc. Creating a context's
+first page starts a renderer process, the slow part, so each browser keeps a few such
+contexts ready. A browser is replaced after `max_renders` renders, and relaunched when it
+crashes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from render_svc.assets import Assets
+from render_svc.browser.network import SessionHolder
+from storypost_runtime.errors import ResourceExhausted, Unavailable
+from storypost_runtime.logs import get_logger
+
+log = get_logger(__name__)
+
+VIEWPORT = {"width": 1080, "height": 1920}
+BASE_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--mute-audio",
+    # The same glyph shapes on every machine, so reference images compare.
+    "--font-render-hinting=none",
+    # WebRTC could reach private addresses without passing our routes.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--dns-prefetch-disable",
+)
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    chromium_path: str
+    browsers: int = 1
+    concurrency: int = 4
+    spare_pages: int = 1
+    max_renders: int = 200
+    queue_seconds: float = 30.0
+    js_heap_mib: int = 512
+    # Script installed in every document of a context before the page's own scripts; it gets
+    # the context's random key (our component script under window[key]).
+    page_script: Callable[[str], str] | None = None
+
+
+@dataclass
+class Lease:
+    """One render's context and page; `holder` receives the render's network session."""
+
+    context: BrowserContext
+    page: Page
+    holder: SessionHolder
+    # The name of our component script in this context's pages.
+    key: str
+    crashed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class _Slot:
+    number: int
+    browser: Browser | None = None
+    renders: int = 0
+    active: int = 0
+    spares: deque[Lease] = field(default_factory=deque)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    refilling: bool = False
+
+
+class BrowserPool:
+    def __init__(self, settings: PoolSettings, assets: Assets) -> None:
+        self._s = settings
+        self._assets = assets
+        self._playwright: Playwright | None = None
+        self._slots = [_Slot(n) for n in range(settings.browsers)]
+        self._free = asyncio.Semaphore(settings.concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.launches = 0
+
+    def _args(self) -> list[str]:
+        return [*BASE_ARGS, f"--js-flags=--max-old-space-size={self._s.js_heap_mib}"]
+
+    async def start(self) -> None:
+        self._playwright = await async_playwright().start()
+        for slot in self._slots:
+            await self._ensure_browser(slot)
+            await self._refill(slot)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for slot in self._slots:
+            await self._close_browser(slot)
+        if self._playwright is not None:
+            await self._playwright.stop()
+            self._playwright = None
+
+    async def _ensure_browser(self, slot: _Slot) -> Browser:
+        async with slot.lock:
+            if slot.browser is not None and slot.browser.is_connected():
+                return slot.browser
+            if self._playwright is None:
+                raise Unavailable("the browser pool is not running")
+            started = time.perf_counter()
+            browser = await self._playwright.chromium.launch(
+                executable_path=self._s.chromium_path, args=self._args(), headless=True
+            )
+            browser.on("disconnected", lambda _b: self._on_disconnect(slot, browser))
+            slot.browser, slot.renders = browser, 0
+            slot.spares.clear()
+            self.launches += 1
+            log.info(
+                "browser launched",
+                slot=slot.number,
+                version=browser.version,
+                seconds=round(time.perf_counter() - started, 2),
+            )
+            return browser
+
+    def _on_disconnect(self, slot: _Slot, browser: Browser) -> None:
+        if slot.browser is browser:
+            log.warning(
+                "browser disconnected; it is relaunched on the next render", slot=slot.number
+            )
+            slot.browser = None
+            slot.spares.clear()
+
+    async def _close_browser(self, slot: _Slot) -> None:
+        browser, slot.browser = slot.browser, None
+        slot.spares.clear()
+        if browser is not None:
+            with contextlib.suppress(PlaywrightError, TimeoutError):
+                async with asyncio.timeout(10):
+                    await browser.close()
+
+    async def _new_lease(self, browser: Browser) -> Lease:
+        context = await browser.new_context(
+            viewport=VIEWPORT,  # type: ignore[arg-type]
+            device_scale_factor=1,
+            bypass_csp=True,
+            service_workers="block",
+            accept_downloads=False,
+            locale="en-US",
+            timezone_id="UTC",
+            color_scheme="light",
+        )
+        holder = SessionHolder(self._assets)
+        key = "__storypost_" + secrets.token_hex(8)
+        try:
+            if self._s.page_script is not None:
+                await context.add_init_script(self._s.page_script(key))
+            await context.route("**/*", holder.on_route)
+            await context.route_web_socket("**/*", holder.on_websocket)
+            page = await context.new_page()
+        except BaseException:
+            with contextlib.suppress(PlaywrightError):
+                await context.close()
+            raise
+        lease = Lease(context, page, holder, key)
+        page.on("crash", lambda _p: lease.crashed.set())
+        return lease
+
+    def _pick(self) -> _Slot:
+        return min(self._slots, key=lambda s: (s.active - len(s.spares), s.number))
+
+    @asynccontextmanager
+    async def lease(self) -> AsyncIterator[Lease]:
+        """A fresh context and page for one render; closed afterwards whatever happens."""
+        try:
+            async with asyncio.timeout(self._s.queue_seconds):
+                await self._free.acquire()
+        except TimeoutError:
+            raise ResourceExhausted(
+                "every render slot is busy; retry later with the same UUID", retry_after_seconds=5
+            ) from None
+        slot = self._pick()
+        slot.active += 1
+        lease: Lease | None = None
+        try:
+            lease = await self._checkout(slot)
+            yield lease
+        finally:
+            slot.active -= 1
+            if lease is None:
+                self._free.release()
+            else:
+                # Closing the context is off the render's path; its slot frees once closed.
+                self._spawn(self._release_then_free(slot, lease))
+
+    async def _release_then_free(self, slot: _Slot, lease: Lease) -> None:
+        try:
+            await self._release(slot, lease)
+        finally:
+            self._free.release()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _checkout(self, slot: _Slot) -> Lease:
+        for _attempt in range(2):
+            browser = await self._ensure_browser(slot)
+            while slot.spares:
+                spare = slot.spares.popleft()
+                if not spare.page.is_closed():
+                    self._schedule_refill(slot)
+                    return spare
+            try:
+                lease = await self._new_lease(browser)
+            except PlaywrightError as error:
+                # The browser died between the check and now: relaunch once.
+                log.warning("new context failed; relaunching the browser", error=str(error))
+                await self._close_browser(slot)
+                continue
+            self._schedule_refill(slot)
+            return lease
+        raise Unavailable("the browser is not starting; retry later")
+
+    async def _release(self, slot: _Slot, lease: Lease) -> None:
+        try:
+            async with asyncio.timeout(10):
+                await lease.context.close()
+        except (PlaywrightError, TimeoutError) as error:
+            # A context that will not close means a wedged browser: replace it.
+            log.warning("closing a render context failed; restarting the browser", error=str(error))
+            await self._close_browser(slot)
+            return
+        slot.renders += 1
+        if slot.renders >= self._s.max_renders and slot.active == 0:
+            log.info("browser reached its render limit; restarting it", slot=slot.number)
+            await self._close_browser(slot)
+            self._schedule_refill(slot)
+
+    def _schedule_refill(self, slot: _Slot) -> None:
+        if slot.refilling or len(slot.spares) >= self._s.spare_pages:
+            return
+        self._spawn(self._refill(slot))
+
+    async def _refill(self, slot: _Slot) -> None:
+        if slot.refilling:
+            return
+        slot.refilling = True
+        try:
+            while len(slot.spares) < self._s.spare_pages:
+                browser = await self._ensure_browser(slot)
+                lease = await self._new_lease(browser)
+                if slot.browser is not browser:
+                    with contextlib.suppress(PlaywrightError):
+                        await lease.context.close()
+                    continue
+                slot.spares.append(lease)
+        except (PlaywrightError, Unavailable) as error:
+            log.warning("preparing a spare context failed", error=str(error))
+        finally:
+            slot.refilling = False

@@ -1,0 +1,275 @@
+"""SSRF rules: which addresses a page may reach, and an HTTP fetcher that enforces them.
+
+Every request of a rendered page (and every video source) is fetched here, not by the
+browser: the resolver checks the addresses a name resolves to and the connection uses
+exactly those, so DNS rebinding cannot slip a private address in between check and connect.
+Redirects are followed here too, each hop checked again.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+MAX_REDIRECTS = 5
+# Hop-by-hop and encoding headers never pass between the page and the origin server.
+_DROP_REQUEST_HEADERS = frozenset(
+    {"host", "connection", "keep-alive", "proxy-authorization", "te", "upgrade", "accept-encoding"}
+)
+_DROP_RESPONSE_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-encoding",
+        "content-length",
+        "upgrade",
+        "proxy-authenticate",
+    }
+)
+
+
+class Blocked(Exception):
+    """A URL the sandbox must not reach; the message says why (shown to callers)."""
+
+
+class TooLarge(Exception):
+    """A response over the size limit."""
+
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries (mapped, 6to4, NAT64): where it really goes."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The address of a host written in a legacy IPv4 form resolvers accept (`127.1`,
+    `2130706433`, `0x7f000001`, `0177.0.0.1`), else None."""
+    if not host or not all(c in "0123456789abcdefxABCDEFX." for c in host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def blocked_reason(address: IpAddress) -> str | None:
+    """Why an address is off limits, or None for a public one."""
+    embedded = _embedded_ipv4(address)
+    if embedded is not None:
+        return blocked_reason(embedded)
+    if address.is_loopback:
+        return "loopback address"
+    if address.is_link_local:
+        # 169.254.169.254 (cloud metadata) is link-local too.
+        return "link-local or metadata address"
+    if address.is_multicast:
+        return "multicast address"
+    if address.is_unspecified:
+        return "unspecified address"
+    if address.is_private or address.is_reserved or not address.is_global:
+        return "private or reserved address"
+    return None
+
+
+def port_of(url: str) -> int:
+    parts = urlsplit(url)
+    if parts.port is not None:
+        return parts.port
+    return 443 if parts.scheme == "https" else 80
+
+
+@dataclass(frozen=True)
+class NetRules:
+    """The sandbox's rules; `allowed_hosts` are `host:port` pairs exempt from them (tests)."""
+
+    allowed_hosts: frozenset[str] = frozenset()
+
+    def is_exempt(self, host: str, port: int) -> bool:
+        return f"{host.lower()}:{port}" in self.allowed_hosts
+
+    def check_url(self, url: str) -> None:
+        """Scheme, host and literal addresses; names are checked when they resolve."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise Blocked(f"{parts.scheme or 'relative'}: URLs are not allowed")
+        host = parts.hostname
+        if not host:
+            raise Blocked("the URL has no host")
+        if parts.username or parts.password:
+            raise Blocked("URLs with credentials are not allowed")
+        if self.is_exempt(host, port_of(url)):
+            return
+        try:
+            literal: IpAddress = ipaddress.ip_address(host)
+        except ValueError:
+            if host.rstrip(".").lower() == "localhost" or host.lower().endswith(".localhost"):
+                raise Blocked("loopback address") from None
+            legacy = legacy_ipv4(host)
+            if legacy is None:
+                return
+            literal = legacy
+        reason = blocked_reason(literal)
+        if reason:
+            raise Blocked(reason)
+
+
+class GuardedResolver(AbstractResolver):
+    """Resolves like the default resolver, then refuses names with any non-public address."""
+
+    def __init__(self, rules: NetRules) -> None:
+        self._rules = rules
+        self._inner = DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        if self._rules.is_exempt(host, port):
+            return results
+        for result in results:
+            reason = blocked_reason(ipaddress.ip_address(result["host"]))
+            if reason:
+                raise Blocked(f"{host} resolves to a {reason}")
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+@dataclass(frozen=True)
+class FetchedResponse:
+    """A response after redirects: final URL, status, headers safe to hand to the browser."""
+
+    url: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def _request_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _DROP_REQUEST_HEADERS}
+
+
+def browser_headers(headers: Any) -> dict[str, str]:
+    """Response headers to hand to the browser (body already decoded, length recomputed)."""
+    kept: dict[str, str] = {}
+    for key, value in headers.items():
+        lower = key.lower()
+        if lower in _DROP_RESPONSE_HEADERS:
+            continue
+        # Several Set-Cookie lines are joined the way Playwright expects them.
+        kept[lower] = f"{kept[lower]}\n{value}" if lower in kept else value
+    return kept
+
+
+class GuardedFetcher:
+    """aiohttp under the sandbox rules: no cookies kept, redirects checked, sizes bounded."""
+
+    def __init__(self, rules: NetRules, *, connect_timeout: float = 10.0) -> None:
+        self.rules = rules
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(
+                resolver=GuardedResolver(rules), limit=64, ttl_dns_cache=None, use_dns_cache=False
+            ),
+            # One session serves every organization: it must never remember cookies.
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
+            auto_decompress=True,
+        )
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    @asynccontextmanager
+    async def open(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        seconds: float = 30.0,
+        follow_redirects: bool = True,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """A checked request; redirects are followed (and checked) here, never by the browser."""
+        current = url
+        for _ in range(MAX_REDIRECTS + 1):
+            self.rules.check_url(current)
+            try:
+                response = await self._session.request(
+                    method,
+                    current,
+                    headers=_request_headers(headers or {}),
+                    data=body,
+                    allow_redirects=False,
+                    timeout=aiohttp.ClientTimeout(total=seconds),
+                )
+            except aiohttp.ClientConnectorError as error:
+                # The resolver's Blocked arrives wrapped; keep its reason.
+                cause = error.__cause__ or error.__context__
+                if isinstance(cause, Blocked):
+                    raise cause from None
+                if isinstance(error.os_error, Blocked):
+                    raise error.os_error from None
+                raise
+            location = response.headers.get("Location")
+            if follow_redirects and response.status in (301, 302, 303, 307, 308) and location:
+                response.release()
+                current = urljoin(current, location)
+                if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+                    method, body = "GET", None
+                continue
+            try:
+                yield response
+            finally:
+                response.release()
+            return
+        raise Blocked(f"more than {MAX_REDIRECTS} redirects")
+
+    async def fetch(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        max_bytes: int,
+        seconds: float = 30.0,
+    ) -> FetchedResponse:
+        """The whole response in memory, refused past max_bytes."""
+        async with self.open(method, url, headers=headers, body=body, seconds=seconds) as resp:
+            declared = resp.content_length
+            if declared is not None and declared > max_bytes:
+                raise TooLarge(f"{declared} bytes is over the limit of {max_bytes}")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.content.iter_chunked(256 * 1024):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise TooLarge(f"more than {max_bytes} bytes")
+                chunks.append(chunk)
+            return FetchedResponse(
+                str(resp.url), resp.status, browser_headers(resp.headers), b"".join(chunks)
+            )

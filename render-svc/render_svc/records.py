@@ -1,0 +1,86 @@
+"""The collections render-svc owns and their indexes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+
+from storypost_runtime.mongo import Document, ensure_indexes
+from storypost_runtime.outbox import PENDING_FIELD
+
+
+@dataclass(frozen=True)
+class RenderCollections:
+    renderings: AsyncCollection[Document]
+    temp_blobs: AsyncCollection[Document]
+    drafts: AsyncCollection[Document]
+    draft_versions: AsyncCollection[Document]
+    draft_folders: AsyncCollection[Document]
+    draft_quota: AsyncCollection[Document]
+
+    @classmethod
+    def of(cls, db: AsyncDatabase[Document]) -> RenderCollections:
+        return cls(
+            renderings=db["renderings"],
+            temp_blobs=db["temp_blobs"],
+            drafts=db["drafts"],
+            draft_versions=db["draft_versions"],
+            draft_folders=db["draft_folders"],
+            draft_quota=db["draft_quota_slots"],
+        )
+
+    async def ensure_indexes(self) -> None:
+        org_unique = [("organizationId", ASCENDING)]
+        await ensure_indexes(
+            self.renderings,
+            [
+                IndexModel([*org_unique, ("renderingId", ASCENDING)], unique=True, name="org_id"),
+                # The resume loop: finishing renderings whose lease ran out.
+                IndexModel([("state", ASCENDING), ("leaseUntil", ASCENDING)], name="state_lease"),
+                IndexModel([(PENDING_FIELD, ASCENDING)], name="outbox_pending", sparse=True),
+            ],
+        )
+        await ensure_indexes(
+            self.temp_blobs,
+            [
+                IndexModel([*org_unique, ("tempBlobUuid", ASCENDING)], unique=True, name="org_id"),
+                IndexModel([("expiresAt", ASCENDING)], name="expires"),
+            ],
+        )
+        await ensure_indexes(
+            self.drafts,
+            [
+                IndexModel([*org_unique, ("draftUuid", ASCENDING)], unique=True, name="org_id"),
+                IndexModel(
+                    [*org_unique, ("folderName", ASCENDING), ("createdAt", DESCENDING)],
+                    name="org_folder_created",
+                ),
+            ],
+        )
+        await ensure_indexes(
+            self.draft_versions,
+            [
+                IndexModel(
+                    [*org_unique, ("draftUuid", ASCENDING), ("version", ASCENDING)],
+                    unique=True,
+                    name="org_draft_version",
+                ),
+                IndexModel(
+                    [*org_unique, ("versionUuid", ASCENDING)], unique=True, name="org_version_uuid"
+                ),
+            ],
+        )
+        await ensure_indexes(
+            self.draft_folders,
+            [IndexModel([*org_unique, ("name", ASCENDING)], unique=True, name="org_name")],
+        )
+        await ensure_indexes(
+            self.draft_quota,
+            [
+                IndexModel([*org_unique, ("slot", ASCENDING)], unique=True, name="org_slot"),
+                IndexModel([*org_unique, ("takenAt", ASCENDING)], name="org_taken"),
+            ],
+        )

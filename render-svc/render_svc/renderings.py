@@ -1,0 +1,313 @@
+"""Renderings: Prepare stores what a render captured; GetRendering hands out media URLs."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from render_svc.records import RenderCollections
+from render_svc.renderer import Capture, DesignInput, Renderer
+from render_svc.stickers import Sticker
+from render_svc.storage import MediaStore
+from render_svc.video_rules import bounds_for
+from storypost_runtime.clock import Clock
+from storypost_runtime.errors import InvalidArgument, NotFound
+from storypost_runtime.logs import get_logger
+from storypost_runtime.mongo import Document
+
+log = get_logger(__name__)
+
+RENDERING_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+PREPARED, FINISHING, FINISHED, FAILED = "prepared", "finishing", "finished", "failed"
+CONTENT_TYPES = {"image": "image/jpeg", "video": "video/mp4"}
+OVERLAY_FILE = "overlay.png"
+
+
+def check_rendering_id(rendering_id: str) -> str:
+    if not RENDERING_ID.match(rendering_id):
+        raise InvalidArgument("rendering_id must be 1 to 128 of A-Z a-z 0-9 . _ : -")
+    return rendering_id
+
+
+def rendering_key(organization_id: str, rendering_id: str, suffix: str) -> str:
+    # A random part per attempt: racing duplicates never overwrite each other's objects.
+    return f"renderings/{organization_id}/{rendering_id}/{secrets.token_hex(8)}{suffix}"
+
+
+@dataclass(frozen=True)
+class Rendering:
+    organization_id: str
+    rendering_id: str
+    purpose: int
+    state: str
+    media_kind: str
+    warnings: list[str]
+    stickers: list[Sticker]
+    capture_key: str
+    created_at: datetime
+    duration_seconds: float | None = None
+    video_src: str | None = None
+    media_key: str | None = None
+    preview_key: str | None = None
+    error_message: str | None = None
+    finished_at: datetime | None = None
+    bounds: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_doc(cls, doc: Document) -> Rendering:
+        return cls(
+            organization_id=doc["organizationId"],
+            rendering_id=doc["renderingId"],
+            purpose=int(doc.get("purpose", 0)),
+            state=doc["state"],
+            media_kind=doc["mediaKind"],
+            warnings=list(doc.get("warnings") or []),
+            stickers=[
+                Sticker(
+                    s["kind"],
+                    dict(s.get("attributes") or {}),
+                    float(s["x"]),
+                    float(s["y"]),
+                    float(s["width"]),
+                    float(s["height"]),
+                    s.get("photoappUserId") or "",
+                )
+                for s in doc.get("stickers") or []
+            ],
+            capture_key=doc["captureKey"],
+            created_at=doc["createdAt"],
+            duration_seconds=doc.get("durationSeconds"),
+            video_src=doc.get("videoSrc"),
+            media_key=doc.get("mediaKey"),
+            preview_key=doc.get("previewKey"),
+            error_message=doc.get("errorMessage"),
+            finished_at=doc.get("finishedAt"),
+            bounds=dict(doc.get("bounds") or {}),
+        )
+
+    @property
+    def content_type(self) -> str:
+        return CONTENT_TYPES[self.media_kind]
+
+
+@dataclass(frozen=True)
+class MediaUrls:
+    media_url: str
+    preview_url: str
+    expires_at: datetime
+
+
+def _sticker_doc(sticker: Sticker) -> Document:
+    doc: Document = {
+        "kind": sticker.kind,
+        "attributes": sticker.attributes,
+        "x": sticker.x,
+        "y": sticker.y,
+        "width": sticker.width,
+        "height": sticker.height,
+    }
+    if sticker.photoapp_user_id:
+        doc["photoappUserId"] = sticker.photoapp_user_id
+    return doc
+
+
+class Renderings:
+    def __init__(
+        self,
+        records: RenderCollections,
+        store: MediaStore,
+        renderer: Renderer,
+        clock: Clock,
+        work_root: Path,
+        *,
+        media_url_seconds: int = 3600,
+    ) -> None:
+        self._records = records
+        self._store = store
+        self._renderer = renderer
+        self._clock = clock
+        self._work_root = work_root
+        self._url_seconds = media_url_seconds
+        # Prepares running in this replica, by "<org>:<rendering id>" (see prepare).
+        self._preparing: dict[str, asyncio.Task[Rendering]] = {}
+
+    def work_dir(self, organization_id: str, rendering_id: str) -> Path:
+        """Local files of one rendering between Prepare and Finish (this replica only)."""
+        return self._work_root / f"{organization_id}__{rendering_id}"
+
+    async def find(self, organization_id: str, rendering_id: str) -> Rendering | None:
+        doc = await self._records.renderings.find_one(
+            {"organizationId": organization_id, "renderingId": rendering_id}
+        )
+        return Rendering.from_doc(doc) if doc else None
+
+    async def get(self, organization_id: str, rendering_id: str) -> Rendering:
+        found = await self.find(organization_id, check_rendering_id(rendering_id))
+        if found is None:
+            raise NotFound(f"rendering {rendering_id} not found")
+        return found
+
+    async def find_many(self, organization_id: str, ids: Sequence[str]) -> dict[str, Rendering]:
+        if not ids:
+            return {}
+        cursor = self._records.renderings.find(
+            {"organizationId": organization_id, "renderingId": {"$in": list(ids)}}
+        )
+        return {doc["renderingId"]: Rendering.from_doc(doc) async for doc in cursor}
+
+    async def prepare(
+        self,
+        organization_id: str,
+        rendering_id: str,
+        design: DesignInput,
+        purpose: int,
+        min_seconds: float = 0.0,
+        max_seconds: float = 0.0,
+    ) -> Rendering:
+        """Renders and stores; a repeat returns the stored rendering and renders nothing.
+
+        Identical calls that race (a retry while the first still runs, concurrent identical
+        schedules) share the one render already running in this replica: rendering twice
+        would waste a browser slot, and the loser's files would sit in the work directory the
+        winner's Finish removes.
+        """
+        check_rendering_id(rendering_id)
+        name = f"{organization_id}:{rendering_id}"
+        running = self._preparing.get(name)
+        if running is None:
+            running = asyncio.create_task(
+                self._prepare(
+                    organization_id, rendering_id, design, purpose, min_seconds, max_seconds
+                )
+            )
+            self._preparing[name] = running
+            running.add_done_callback(lambda task: self._prepared(name, task))
+        # Shielded: a caller that gives up (its deadline) leaves the render to its twins.
+        return await asyncio.shield(running)
+
+    def _prepared(self, name: str, task: asyncio.Task[Rendering]) -> None:
+        self._preparing.pop(name, None)
+        if not task.cancelled():
+            task.exception()  # retrieved here, so a render nobody waits for any more is quiet
+
+    async def _prepare(
+        self,
+        organization_id: str,
+        rendering_id: str,
+        design: DesignInput,
+        purpose: int,
+        min_seconds: float,
+        max_seconds: float,
+    ) -> Rendering:
+        bounds = bounds_for(purpose, min_seconds, max_seconds)
+        started = time.perf_counter()
+        existing = await self.find(organization_id, rendering_id)
+        if existing is not None:
+            return existing
+        found = time.perf_counter()
+        work = self.work_dir(organization_id, rendering_id) / secrets.token_hex(4)
+        work.mkdir(parents=True, exist_ok=True)
+        keep_files = False
+        try:
+            capture = await self._renderer.render(organization_id, design, bounds, work)
+            rendered = time.perf_counter()
+            stored = await self._store_capture(
+                organization_id, rendering_id, purpose, capture, asdict(bounds)
+            )
+            log.info(
+                "prepared",
+                rendering=f"{organization_id}:{rendering_id}",
+                media_kind=capture.media_kind,
+                milliseconds={
+                    "find": round((found - started) * 1000),
+                    "render": round((rendered - found) * 1000),
+                    "store": round((time.perf_counter() - rendered) * 1000),
+                },
+            )
+            if stored.created_by_us and capture.media_kind == "video":
+                (work / OVERLAY_FILE).write_bytes(capture.image)
+                keep_files = True
+            return stored.rendering
+        finally:
+            if not keep_files:
+                shutil.rmtree(work, ignore_errors=True)
+
+    async def _store_capture(
+        self,
+        organization_id: str,
+        rendering_id: str,
+        purpose: int,
+        capture: Capture,
+        bounds: dict[str, Any],
+    ) -> _Stored:
+        video = capture.media_kind == "video"
+        key = rendering_key(organization_id, rendering_id, ".png" if video else ".jpg")
+        doc: Document = {
+            "_id": f"{organization_id}:{rendering_id}",
+            "organizationId": organization_id,
+            "renderingId": rendering_id,
+            "purpose": purpose,
+            "state": PREPARED,
+            "mediaKind": capture.media_kind,
+            "warnings": capture.warnings,
+            "stickers": [_sticker_doc(s) for s in capture.stickers],
+            "captureKey": key,
+            "createdAt": self._clock.now(),
+            "bounds": bounds,
+        }
+        if video:
+            doc["videoSrc"] = capture.video_src
+            doc["durationSeconds"] = capture.duration_seconds
+        # The object and the record are written side by side (one round trip less on the
+        # path of every Prepare); whichever fails undoes the other.
+        put, insert = await asyncio.gather(
+            self._store.put(key, capture.image, "image/png" if video else "image/jpeg"),
+            self._records.renderings.insert_one(doc),
+            return_exceptions=True,
+        )
+        if isinstance(insert, DuplicateKeyError):
+            # An identical call raced us and won: its rendering is the rendering.
+            await self._store.delete(key)
+            found = await self.find(organization_id, rendering_id)
+            if found is None:
+                raise insert
+            return _Stored(found, created_by_us=False)
+        if isinstance(insert, BaseException):
+            await self._store.delete(key)
+            raise insert
+        if isinstance(put, BaseException):
+            await self._records.renderings.delete_one({"_id": doc["_id"], "captureKey": key})
+            raise put
+        return _Stored(Rendering.from_doc(doc), created_by_us=True)
+
+    async def urls(self, rendering: Rendering) -> MediaUrls | None:
+        """Presigned GET URLs of a finished rendering's media and preview."""
+        if rendering.state != FINISHED or not rendering.media_key or not rendering.preview_key:
+            return None
+        expires = self._clock.now() + timedelta(seconds=self._url_seconds)
+        return MediaUrls(
+            await self._store.presign_get(rendering.media_key, self._url_seconds),
+            await self._store.presign_get(rendering.preview_key, self._url_seconds),
+            expires,
+        )
+
+    async def preview_url(self, rendering: Rendering) -> str | None:
+        if rendering.state != FINISHED or not rendering.preview_key:
+            return None
+        return await self._store.presign_get(rendering.preview_key, self._url_seconds)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    rendering: Rendering
+    created_by_us: bool

@@ -1,0 +1,61 @@
+"""Video sources of `<photoapp-story src>`: copied to a local file under the sandbox rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+
+from render_svc.blob_urls import BlobUrlMatcher
+from render_svc.blobs import TempBlobs
+from render_svc.netguard import Blocked, GuardedFetcher
+from storypost_runtime.errors import InvalidArgument
+
+SRC = "the <photoapp-story> src"
+
+
+class VideoSources:
+    """Our own temp blob URLs come from S3; any other URL through the guarded fetcher."""
+
+    def __init__(
+        self,
+        blobs: TempBlobs,
+        matcher: BlobUrlMatcher,
+        fetcher: GuardedFetcher,
+        *,
+        max_bytes: int,
+        timeout_seconds: float,
+    ) -> None:
+        self._blobs = blobs
+        self._matcher = matcher
+        self._fetcher = fetcher
+        self._max = max_bytes
+        self._timeout = timeout_seconds
+
+    async def fetch(self, url: str, path: Path) -> None:
+        """Writes the source to `path`; INVALID_ARGUMENT says why it could not be had."""
+        ref = self._matcher.match(url)
+        if ref is not None:
+            if not await self._blobs.download_to(ref, path):
+                raise InvalidArgument(
+                    f"{SRC} is a temp blob that was not found (unknown, expired or never uploaded)"
+                )
+            return
+        try:
+            async with self._fetcher.open("GET", url, seconds=self._timeout) as response:
+                if response.status >= 400:
+                    raise InvalidArgument(f"{SRC} answered HTTP {response.status}")
+                size = 0
+                with path.open("wb") as out:
+                    async for chunk in response.content.iter_chunked(1024 * 1024):
+                        size += len(chunk)
+                        if size > self._max:
+                            raise InvalidArgument(
+                                f"{SRC} is larger than {self._max // (1024 * 1024)} MiB"
+                            )
+                        out.write(chunk)
+        except Blocked as error:
+            raise InvalidArgument(f"{SRC} is not allowed: {error}") from None
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            reason = str(error) or type(error).__name__
+            raise InvalidArgument(f"{SRC} could not be fetched: {reason}") from None
