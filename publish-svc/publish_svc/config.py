@@ -1,0 +1,45 @@
+"""publish-svc settings (STORYPOST_* environment variables)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from storypost_runtime.settings import (
+    GrpcServerSettings,
+    MongoSettings,
+    NatsSettings,
+    ServiceAddresses,
+)
+
+
+class PublishSettings(GrpcServerSettings, MongoSettings, NatsSettings, ServiceAddresses):
+    grpc_port: int = Field(default=50053, ge=0, le=65535)
+    # Where the platforms' APIs answer; the sandbox network by default. A real platform is a
+    # driver of the same interface pointed at another base URL.
+    sandbox_url: str = "http://127.0.0.1:8090"
+    photoapp_api_url: str | None = None
+    clipapp_api_url: str | None = None
+    social_api_url: str | None = None
+    # Posts published concurrently by one replica.
+    scheduler_workers: int = Field(default=8, ge=1, le=256)
+    # A claimed post is this replica's for this long; renewed while a driver call runs.
+    scheduler_lease_seconds: float = Field(default=60.0, ge=5, le=3600)
+    # The scheduler sleeps until the next due post, but checks at least this often (a
+    # safety net for posts other replicas scheduled).
+    scheduler_max_idle_seconds: float = Field(default=2.0, gt=0, le=60)
+    # A post not published within this long after its date is failed, never posted late.
+    posting_window_seconds: float = Field(default=3600.0, gt=0)
+    # How often a due post waiting for credits or for its rendering is looked at again.
+    hold_recheck_seconds: float = Field(default=5.0, gt=0, le=600)
+    # Deadline of each HTTP call to a platform.
+    platform_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
+    # Story posts per photoapp account in any rolling 24 hours.
+    story_quota_per_day: int = Field(default=100, ge=1, le=100_000)
+
+    def platform_url(self, api: str) -> str:
+        chosen = {
+            "photoapp": self.photoapp_api_url,
+            "clipapp": self.clipapp_api_url,
+            "social": self.social_api_url,
+        }[api]
+        return (chosen or self.sandbox_url).rstrip("/")

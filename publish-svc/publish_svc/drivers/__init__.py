@@ -1,0 +1,1 @@
+"""Platform drivers: each speaks one platform's HTTP API behind the same interface."""

@@ -1,0 +1,106 @@
+"""HTTP calls to a platform and the classification of what went wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from publish_svc.drivers.base import Outcome
+
+
+@dataclass(frozen=True)
+class PlatformError(Exception):
+    """A platform call that did not succeed, already classified as an outcome."""
+
+    outcome: Outcome
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or f"HTTP {response.status_code}"
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        text = str(error.get("message") or error.get("code") or "")
+        code = str(error.get("code") or "")
+        return f"{text} ({code})" if code and code not in text else text
+    if isinstance(error, str):
+        return str(body.get("error_description") or error)
+    return f"HTTP {response.status_code}"
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def classify(response: httpx.Response, platform: str) -> Outcome | None:
+    """None for success; otherwise what the processor should do about it."""
+    if response.is_success:
+        return None
+    message = f"{platform}: {_message(response)}"
+    if response.status_code == 401:
+        return Outcome.unauthorized(message)
+    if response.status_code == 429 or response.status_code >= 500:
+        return Outcome.retry(message, _retry_after(response))
+    return Outcome.failed(message)
+
+
+class PlatformClient:
+    """One platform's base URL with bearer-token calls that raise PlatformError."""
+
+    def __init__(self, http: httpx.AsyncClient, base_url: str, platform: str) -> None:
+        self._http = http
+        self._base = base_url.rstrip("/")
+        self.platform = platform
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        token: str,
+        *,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Any:
+        try:
+            response = await self._http.request(
+                method,
+                f"{self._base}{path}",
+                json=json,
+                params=params,
+                headers={"Authorization": f"Bearer {token}", **(headers or {})},
+            )
+        except httpx.TimeoutException:
+            raise PlatformError(Outcome.retry(f"{self.platform}: the platform timed out")) from None
+        except httpx.TransportError as error:
+            raise PlatformError(
+                Outcome.retry(
+                    f"{self.platform}: the platform is unreachable ({type(error).__name__})"
+                )
+            ) from None
+        problem = classify(response, self.platform)
+        if problem is not None:
+            raise PlatformError(problem)
+        try:
+            return response.json()
+        except ValueError:
+            raise PlatformError(
+                Outcome.retry(f"{self.platform}: the platform answered something that is not JSON")
+            ) from None
+
+    async def reachable(self, path: str, token: str) -> bool:
+        try:
+            response = await self._http.get(
+                f"{self._base}{path}", headers={"Authorization": f"Bearer {token}"}
+            )
+        except httpx.HTTPError:
+            return False
+        return response.status_code < 500

@@ -1,0 +1,135 @@
+"""The photoapp driver: media container → status polling → publish → media id.
+
+Idempotent towards the platform: the container id is recorded (with the irreversible mark)
+before publishing, a retry first asks that container whether it was published, and
+publishing a container twice returns the same media id on the platform.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
+from publish_svc.drivers.http import PlatformClient, PlatformError
+from publish_svc.model import Kind, Post
+
+POLL_START_SECONDS = 0.2
+POLL_MAX_SECONDS = 2.0
+# How long a container may stay IN_PROGRESS before this attempt gives up (it retries later).
+POLL_LIMIT_SECONDS = 120.0
+REEL_TYPES = {"REEL", "REELS"}
+
+
+def _media_type(post: Post) -> str:
+    if post.kind is Kind.REEL:
+        return "REELS"
+    if post.kind is Kind.SOCIAL and str(post.params.get("postType", "")).upper() in REEL_TYPES:
+        return "REELS"
+    return "STORIES"
+
+
+def container_request(post: Post, media: Media) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "media_type": _media_type(post),
+        ("video_url" if media.kind == "video" else "image_url"): media.url,
+        "ai_generated": bool(post.params.get("aiGenerated")),
+    }
+    if post.kind is Kind.STORY:
+        # Native stickers go with stories only (reels have them rendered into the video).
+        body["stickers"] = [
+            {
+                "type": s["kind"],
+                **s["attributes"],
+                "x": s["x"],
+                "y": s["y"],
+                "width": s["width"],
+                "height": s["height"],
+            }
+            for s in post.stickers
+        ]
+        destination = post.params.get("linknetDestination")
+        if post.params.get("shareToLinknet") and destination:
+            body["share_to_linknet"] = True
+            body["linknet_destination_id"] = destination["id"]
+    elif post.kind is Kind.REEL:
+        body["caption"] = post.params.get("caption") or ""
+        body["share_to_feed"] = bool(post.params.get("shareToFeed"))
+        body["share_to_linknet"] = bool(post.params.get("shareToLinknet", True))
+    else:
+        body["caption"] = post.params.get("text") or ""
+        body.update(post.params.get("options") or {})
+    return body
+
+
+class PhotoappDriver:
+    def __init__(self, client: PlatformClient) -> None:
+        self._client = client
+
+    async def publish(
+        self, post: Post, media: Media, credentials: Credentials, progress: Progress
+    ) -> Outcome:
+        try:
+            return await self._publish(post, media, credentials, progress)
+        except PlatformError as error:
+            return error.outcome
+
+    async def _publish(
+        self, post: Post, media: Media, credentials: Credentials, progress: Progress
+    ) -> Outcome:
+        token, user = credentials.access_token, credentials.platform_account_id
+        container = progress.recorded.get("containerId")
+        if container:
+            status = await self._status(container, token)
+            if status.get("media_id"):
+                return await self._executed(post, str(status["media_id"]), token)
+            if status.get("status_code") == "EXPIRED":
+                container = None
+        if not container:
+            # Not recorded yet: a container that is never published just expires, so a crash
+            # before the publish call may leave one behind, never a post.
+            created = await self._client.call(
+                "POST", f"/users/{user}/media", token, json=container_request(post, media)
+            )
+            container = str(created["id"])
+        outcome = await self._wait_ready(container, token)
+        if outcome is not None:
+            return outcome
+        # From here on a retry must ask this container first: it is stored with the mark.
+        await progress.irreversible(containerId=container)
+        published = await self._client.call(
+            "POST", f"/users/{user}/media_publish", token, json={"creation_id": container}
+        )
+        return await self._executed(post, str(published["id"]), token)
+
+    async def _status(self, container: str, token: str) -> dict[str, Any]:
+        status: dict[str, Any] = await self._client.call("GET", f"/containers/{container}", token)
+        return status
+
+    async def _wait_ready(self, container: str, token: str) -> Outcome | None:
+        """None when the container can be published; else the outcome to report."""
+        delay, waited = POLL_START_SECONDS, 0.0
+        while True:
+            status = await self._status(container, token)
+            code = status.get("status_code")
+            if code in ("FINISHED", "PUBLISHED"):
+                return None
+            if code == "ERROR":
+                return Outcome.failed(f"photoapp refused the media: {status.get('status', '')}")
+            if code == "EXPIRED":
+                return Outcome.retry("photoapp: the media container expired")
+            if waited >= POLL_LIMIT_SECONDS:
+                return Outcome.retry("photoapp: the media is still being processed")
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(POLL_MAX_SECONDS, delay * 2)
+
+    async def _executed(self, post: Post, media_id: str, token: str) -> Outcome:
+        permalink = None
+        if post.kind is Kind.SOCIAL:
+            details = await self._client.call("GET", f"/media/{media_id}", token)
+            permalink = details.get("permalink")
+        return Outcome.executed(media_id, permalink)
+
+    async def reachable(self, credentials: Credentials | None = None) -> bool:
+        return await self._client.reachable("/me", credentials.access_token if credentials else "")

@@ -1,0 +1,44 @@
+"""Which driver speaks to which platform (uppercase names as account-svc lists them)."""
+
+from __future__ import annotations
+
+import httpx
+
+from publish_svc.config import PublishSettings
+from publish_svc.drivers.base import Driver
+from publish_svc.drivers.clipapp import ClipappDriver
+from publish_svc.drivers.http import PlatformClient
+from publish_svc.drivers.photoapp import PhotoappDriver
+from publish_svc.drivers.social import SocialDriver
+
+SOCIAL_PLATFORMS = (
+    "VIDEOCHANNEL",
+    "LINKNET",
+    "PRONET",
+    "PINBOARD",
+    "EPHEMERAL",
+    "SHORTTEXT",
+    "MICROBLOG",
+)
+
+
+class DriverRegistry:
+    def __init__(self, http: httpx.AsyncClient, settings: PublishSettings) -> None:
+        photoapp = PlatformClient(
+            http, settings.platform_url("photoapp") + "/photoapp/v1", "photoapp"
+        )
+        clipapp = PlatformClient(http, settings.platform_url("clipapp") + "/clipapp/v2", "clipapp")
+        self._drivers: dict[str, Driver] = {
+            "PHOTOAPP": PhotoappDriver(photoapp),
+            "CLIPAPP": ClipappDriver(clipapp),
+        }
+        social_base = settings.platform_url("social")
+        for name in SOCIAL_PLATFORMS:
+            key = name.lower()
+            self._drivers[name] = SocialDriver(PlatformClient(http, f"{social_base}/{key}/v1", key))
+
+    def get(self, platform: str) -> Driver:
+        driver = self._drivers.get(platform.upper())
+        if driver is None:
+            raise KeyError(f"no driver for platform {platform}")
+        return driver

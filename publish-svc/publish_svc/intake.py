@@ -1,0 +1,321 @@
+"""Accepting posts: idempotent on the UUID, account and design checked, rendering started."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import grpc
+
+from publish_svc.accounts import Accounts, account_info, clipapp_ref, photoapp_ref, social_ref
+from publish_svc.events import status_event
+from publish_svc.model import Kind, Post, Status, post_id
+from publish_svc.quota import StoryQuota
+from publish_svc.renderer import Renderer
+from publish_svc.social_options import check_options, shorten_caption
+from publish_svc.store import PostStore
+from storypost.account.v1 import account_pb2 as apb
+from storypost.render.v1 import render_pb2 as rpb
+from storypost_runtime.clock import Clock
+from storypost_runtime.errors import InvalidArgument, ResourceExhausted
+from storypost_runtime.logs import get_logger
+from storypost_runtime.mongo import Document
+
+log = get_logger(__name__)
+
+NOT_NATIVE_REEL = "stickers are not native on reels: they are rendered into the video"
+NOT_NATIVE_CLIPAPP = "sticker metadata is not sent to clipapp: stickers are rendered into the media"
+NO_LINKNET_FOR_REEL = (
+    "shareToLinknet: the account has no linknet destination; the reel is not shared to linknet"
+)
+PHOTO_TITLE_LIMIT = 90
+
+
+@dataclass(frozen=True)
+class Accepted:
+    post: Post
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class NewPost:
+    """What a schedule call asks for, before checks."""
+
+    kind: Kind
+    organization_id: str
+    post_uuid: str
+    design: rpb.Design
+    date: datetime | None
+    params: dict[str, Any]
+
+
+def _media(rendering: rpb.Rendering) -> str:
+    return "video" if rendering.media_kind == rpb.MEDIA_KIND_VIDEO else "image"
+
+
+def _stickers(rendering: rpb.Rendering) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": s.kind,
+            "attributes": dict(s.attributes),
+            "x": s.x,
+            "y": s.y,
+            "width": s.width,
+            "height": s.height,
+        }
+        for s in rendering.stickers
+    ]
+
+
+class PostIntake:
+    def __init__(
+        self,
+        store: PostStore,
+        quota: StoryQuota,
+        accounts: Accounts,
+        renderer: Renderer,
+        clock: Clock,
+        window: timedelta,
+        wake_scheduler: Callable[[], None],
+    ) -> None:
+        self._store = store
+        self._quota = quota
+        self._accounts = accounts
+        self._renderer = renderer
+        self._clock = clock
+        self._window = window
+        self._wake_scheduler = wake_scheduler
+        self._finishing: set[asyncio.Task[None]] = set()
+
+    # -- per kind ---------------------------------------------------------------------------
+
+    async def story(self, new: NewPost, username: str) -> Accepted:
+        existing = await self._existing(new)
+        if existing:
+            return existing
+        self._check_date(new)
+        account = await self._accounts.connected(
+            new.organization_id, photoapp_ref(username), f"photoapp account '{username}'"
+        )
+        params = dict(new.params)
+        if params.get("shareToLinknet"):
+            params["linknetDestination"] = self._linknet_destination(account, params, username)
+        params["photoappUsername"] = account.username
+        quota_key = f"PHOTOAPP:{account.platform_account_id}"
+        record_id = post_id(Kind.STORY, new.organization_id, new.post_uuid)
+        now = self._clock.now()
+        decision = await self._quota.reserve(quota_key, record_id, now)
+        if not decision.allowed:
+            retry = (decision.retry_at - now).total_seconds() if decision.retry_at else 60.0
+            raise ResourceExhausted(
+                f"story quota reached: at most {self._quota.per_day} story posts per account "
+                f"in any 24 hours for '{account.username}'",
+                retry_after_seconds=max(1.0, retry),
+                reason="QUOTA_EXCEEDED",
+            )
+        try:
+            return await self._accept(new, account, params)
+        except BaseException:
+            # The slot goes back unless a twin call stored the post meanwhile.
+            if await self._store.get_by_id(record_id) is None:
+                await self._quota.release(quota_key, record_id)
+            raise
+
+    async def reel(self, new: NewPost, username: str) -> Accepted:
+        existing = await self._existing(new)
+        if existing:
+            return existing
+        self._check_date(new)
+        account = await self._accounts.connected(
+            new.organization_id, photoapp_ref(username), f"photoapp account '{username}'"
+        )
+        params = {**new.params, "photoappUsername": account.username}
+        params.setdefault("shareToLinknet", True)
+        notes: list[str] = []
+        if params["shareToLinknet"] and not account.linknet_destinations:
+            # The default is true; an account without a linknet destination posts the reel
+            # without the recommendation instead of failing.
+            params["shareToLinknet"] = False
+            notes.append(NO_LINKNET_FOR_REEL)
+        return await self._accept(new, account, params, notes=notes)
+
+    async def clipapp(self, new: NewPost, account_id: str) -> Accepted:
+        existing = await self._existing(new)
+        if existing:
+            return existing
+        self._check_date(new)
+        account = await self._accounts.connected(
+            new.organization_id, clipapp_ref(account_id), f"clipapp account '{account_id}'"
+        )
+        if account.connection != apb.CONNECTION_DIRECT:
+            raise InvalidArgument(
+                f"clipapp account '{account_id}' is connected through the social integrations: "
+                "post to it with schedule-social-post"
+            )
+        params = {**new.params, "clipappAccountId": account.platform_account_id}
+        params.setdefault("privacyLevel", "SELF_ONLY")
+        return await self._accept(new, account, params)
+
+    async def social(self, new: NewPost, social_account_id: str, post_type: str) -> Accepted:
+        existing = await self._existing(new)
+        if existing:
+            if existing.post.account.social_account_id != social_account_id:
+                raise InvalidArgument(
+                    f"social post {new.post_uuid} exists with another socialAccountId "
+                    f"({existing.post.account.social_account_id})"
+                )
+            return existing
+        account = await self._accounts.connected(
+            new.organization_id,
+            social_ref(social_account_id),
+            f"social account '{social_account_id}'",
+        )
+        types = {t.post_type: t for t in account.post_types}
+        chosen = types.get(post_type)
+        if chosen is None:
+            offered = ", ".join(sorted(types)) or "none (this account cannot be posted to yet)"
+            raise InvalidArgument(
+                f"post type '{post_type}' is not offered by {account.platform} account "
+                f"'{social_account_id}'; its post types: {offered}"
+            )
+        if chosen.procedure and chosen.procedure != "schedule-social-post":
+            raise InvalidArgument(
+                f"post type '{post_type}' of this account is scheduled with {chosen.procedure}"
+            )
+        params = dict(new.params)
+        params["options"] = check_options(chosen, params.get("options") or {})
+        params["text"] = shorten_caption(chosen, params.get("text"))
+        params["postType"] = post_type
+        return await self._accept(new, account, params, post_type=chosen)
+
+    # -- shared steps -----------------------------------------------------------------------
+
+    async def _existing(self, new: NewPost) -> Accepted | None:
+        post = await self._store.get(new.kind, new.organization_id, new.post_uuid)
+        return Accepted(post, post.warnings) if post else None
+
+    def _check_date(self, new: NewPost) -> None:
+        if new.date is not None and new.date < self._clock.now() - self._window:
+            minutes = int(self._window.total_seconds() // 60)
+            raise InvalidArgument(
+                f"date is more than {minutes} minutes in the past: the post could never be "
+                "published in time"
+            )
+
+    @staticmethod
+    def _linknet_destination(
+        account: apb.ConnectedAccount, params: Mapping[str, Any], username: str
+    ) -> dict[str, str]:
+        destinations = list(account.linknet_destinations)
+        if not destinations:
+            raise InvalidArgument(
+                f"shareToLinknet: photoapp account '{username}' has no linked linknet destination"
+            )
+        wanted = params.get("linknetDestinationId")
+        if wanted is None:
+            chosen = destinations[0]
+        else:
+            matches = [d for d in destinations if d.id == str(wanted)]
+            if not matches:
+                linked = ", ".join(d.id for d in destinations)
+                raise InvalidArgument(
+                    f"linknetDestinationId '{wanted}' is not linked to photoapp account "
+                    f"'{username}'; linked destinations: {linked}"
+                )
+            chosen = matches[0]
+        return {"id": chosen.id, "name": chosen.name, "type": chosen.type}
+
+    async def _accept(
+        self,
+        new: NewPost,
+        account: apb.ConnectedAccount,
+        params: dict[str, Any],
+        *,
+        post_type: apb.PostType | None = None,
+        notes: list[str] | None = None,
+    ) -> Accepted:
+        record_id = post_id(new.kind, new.organization_id, new.post_uuid)
+        rendering = await self._renderer.prepare(
+            new.organization_id,
+            record_id,
+            new.design,
+            new.kind,
+            min_duration_seconds=(post_type.min_duration_seconds if post_type else 0.0),
+            max_duration_seconds=(post_type.max_duration_seconds if post_type else 0.0),
+        )
+        media = _media(rendering)
+        warnings = [*rendering.warnings, *(notes or [])]
+        stickers = _stickers(rendering)
+        self._check_media(new, media, params, post_type)
+        if stickers and new.kind is Kind.REEL:
+            warnings.append(NOT_NATIVE_REEL)
+        if stickers and new.kind is Kind.CLIPAPP:
+            warnings.append(NOT_NATIVE_CLIPAPP)
+        now = self._clock.now()
+        future = new.date is not None and new.date > now
+        status = Status.IN_PROGRESS if new.kind is Kind.SOCIAL and not future else Status.SCHEDULED
+        doc: Document = {
+            "_id": record_id,
+            "organizationId": new.organization_id,
+            "kind": new.kind.value,
+            "postUuid": new.post_uuid.lower(),
+            "status": status.value,
+            "account": account_info(account).to_doc(),
+            "params": params,
+            "date": new.date,
+            "dueAt": new.date if future else now,
+            "futureDate": future,
+            "media": media,
+            "durationSeconds": rendering.duration_seconds,
+            "warnings": warnings,
+            "stickers": stickers,
+            "renderState": "prepared",
+            "createdAt": now,
+            "updatedAt": now,
+            "attempts": 0,
+            "progress": {},
+        }
+        draft = Post.from_doc({**doc, "leaseUntil": now})
+        post, created = await self._store.insert(doc, status_event(draft, status, now))
+        if created:
+            self._start_finish(post)
+            if not future:
+                self._wake_scheduler()
+        return Accepted(post, post.warnings)
+
+    @staticmethod
+    def _check_media(
+        new: NewPost, media: str, params: Mapping[str, Any], post_type: apb.PostType | None
+    ) -> None:
+        if new.kind is Kind.REEL and media != "video":
+            raise InvalidArgument(
+                "a reel needs a video: give the <photoapp-story> element a src pointing to a video"
+            )
+        if new.kind is Kind.CLIPAPP and media == "image":
+            title = params.get("title") or ""
+            if len(title) > PHOTO_TITLE_LIMIT:
+                raise InvalidArgument(
+                    f"title is {len(title)} characters; photo posts allow at most "
+                    f"{PHOTO_TITLE_LIMIT} (use description for longer text)"
+                )
+        if post_type is not None and post_type.media != media:
+            raise InvalidArgument(
+                f"post type '{post_type.post_type}' takes {post_type.media}, but the design "
+                f"renders {'a video' if media == 'video' else 'an image'}"
+            )
+
+    def _start_finish(self, post: Post) -> None:
+        """Rendering finishes at once, also for a future date; the worker retries if this fails."""
+
+        async def finish() -> None:
+            try:
+                await self._renderer.finish(post.organization_id, post.id)
+            except grpc.aio.AioRpcError as error:
+                log.warning("finish not started", post=post.id, code=error.code().name)
+
+        task = asyncio.create_task(finish())
+        self._finishing.add(task)
+        task.add_done_callback(self._finishing.discard)

@@ -1,0 +1,35 @@
+"""publish-svc's own metrics: how late posts go out, and how attempts end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600)
+
+
+@dataclass(frozen=True)
+class PublishMetrics:
+    # Publish time minus due time of each executed post (the scheduler's lag).
+    lag: Histogram
+    # Attempt outcomes by platform: executed, failed, retry, held (credits, rendering).
+    outcomes: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None = None) -> PublishMetrics:
+        return cls(
+            lag=Histogram(
+                "storypost_publish_lag_seconds",
+                "Seconds from a post's due time to its publication",
+                ["kind"],
+                buckets=LAG_BUCKETS,
+                registry=registry,
+            ),
+            outcomes=Counter(
+                "storypost_publish_attempts",
+                "Publish attempts by platform and outcome",
+                ["platform", "outcome"],
+                registry=registry,
+            ),
+        )

@@ -1,0 +1,139 @@
+"""Post kinds, statuses and the stored post record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from storypost_runtime.mongo import Document
+
+
+class Kind(StrEnum):
+    STORY = "story"
+    REEL = "reel"
+    CLIPAPP = "clipapp"
+    SOCIAL = "social"
+
+
+class Status(StrEnum):
+    SCHEDULED = "scheduled"
+    IN_PROGRESS = "in-progress"
+    EXECUTED = "executed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+FINAL = frozenset({Status.EXECUTED, Status.FAILED, Status.CANCELED})
+OPEN = (Status.SCHEDULED.value, Status.IN_PROGRESS.value)
+
+# The status event each kind emits on the bus (the first and last are the spec's).
+EVENT_TYPE = {
+    Kind.STORY: "photoapp_story_post.status_changed",
+    Kind.REEL: "photoapp_reel_post.status_changed",
+    Kind.CLIPAPP: "clipapp_post.status_changed",
+    Kind.SOCIAL: "social_post.status_changed",
+}
+# The UUID field name of each kind in the API and in events.
+UUID_FIELD = {
+    Kind.STORY: "storyPostUuid",
+    Kind.REEL: "reelPostUuid",
+    Kind.CLIPAPP: "clipappPostUuid",
+    Kind.SOCIAL: "socialPostUuid",
+}
+
+
+def post_id(kind: Kind, organization_id: str, post_uuid: str) -> str:
+    """One record per (organization, kind, UUID): the id itself makes creates idempotent."""
+    return f"{kind.value}:{organization_id}:{post_uuid.lower()}"
+
+
+@dataclass(frozen=True)
+class AccountInfo:
+    """The connected account a post goes to, as resolved when it was scheduled."""
+
+    social_account_id: str
+    platform: str
+    platform_account_id: str
+    username: str
+
+    def to_doc(self) -> Document:
+        return {
+            "socialAccountId": self.social_account_id,
+            "platform": self.platform,
+            "platformAccountId": self.platform_account_id,
+            "username": self.username,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Document) -> AccountInfo:
+        return cls(
+            doc["socialAccountId"], doc["platform"], doc["platformAccountId"], doc["username"]
+        )
+
+
+@dataclass(frozen=True)
+class Post:
+    """A stored post; `params` holds the kind's own request fields (camelCase, as sent)."""
+
+    id: str
+    organization_id: str
+    kind: Kind
+    post_uuid: str
+    status: Status
+    account: AccountInfo
+    params: dict[str, Any]
+    date: datetime | None
+    due_at: datetime
+    # The caller gave a date in the future (social posts send no in-progress event then).
+    future_date: bool
+    media: str
+    warnings: list[str]
+    stickers: list[dict[str, Any]]
+    created_at: datetime
+    attempts: int = 0
+    error_message: str | None = None
+    permalink: str | None = None
+    preview_url: str | None = None
+    clipapp_status: str | None = None
+    platform_post_id: str | None = None
+    finished_at: datetime | None = None
+    # What the driver recorded of an attempt (container or publish ids, phase).
+    progress: dict[str, Any] = field(default_factory=dict)
+    render_state: str = "prepared"
+    render_error: str | None = None
+
+    @property
+    def deadline_base(self) -> datetime:
+        """The 60-minute window counts from the date, or from acceptance when none was given."""
+        return self.date or self.created_at
+
+    @classmethod
+    def from_doc(cls, doc: Document) -> Post:
+        return cls(
+            id=doc["_id"],
+            organization_id=doc["organizationId"],
+            kind=Kind(doc["kind"]),
+            post_uuid=doc["postUuid"],
+            status=Status(doc["status"]),
+            account=AccountInfo.from_doc(doc["account"]),
+            params=dict(doc.get("params") or {}),
+            date=doc.get("date"),
+            due_at=doc["dueAt"],
+            future_date=bool(doc.get("futureDate")),
+            media=doc.get("media", "image"),
+            warnings=list(doc.get("warnings") or []),
+            stickers=list(doc.get("stickers") or []),
+            created_at=doc["createdAt"],
+            attempts=int(doc.get("attempts", 0)),
+            error_message=doc.get("errorMessage"),
+            permalink=doc.get("permalink"),
+            preview_url=doc.get("previewUrl"),
+            clipapp_status=doc.get("clipappStatus"),
+            platform_post_id=doc.get("platformPostId"),
+            finished_at=doc.get("finishedAt"),
+            progress=dict(doc.get("progress") or {}),
+            render_state=doc.get("renderState", "prepared"),
+            render_error=doc.get("renderError"),
+        )

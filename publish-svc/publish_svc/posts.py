@@ -1,0 +1,153 @@
+"""Reading and canceling posts, with the spec's rules per kind."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import grpc
+
+from publish_svc.accounts import Accounts
+from publish_svc.drivers.base import Credentials
+from publish_svc.events import status_event
+from publish_svc.model import Kind, Post, Status, post_id
+from publish_svc.processing import DriverLookup
+from publish_svc.renderer import Renderer
+from publish_svc.store import PostStore
+from storypost_runtime.clock import Clock
+from storypost_runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
+
+RETRY_CANCEL_SECONDS = 60.0
+NOUN = {
+    Kind.STORY: "story post",
+    Kind.REEL: "reel post",
+    Kind.CLIPAPP: "clipapp post",
+    Kind.SOCIAL: "social post",
+}
+# Which statuses a cancel moves from, per kind (the spec's tables).
+CANCELABLE = {
+    Kind.STORY: (Status.SCHEDULED,),
+    Kind.REEL: (Status.SCHEDULED,),
+    Kind.CLIPAPP: (Status.SCHEDULED, Status.IN_PROGRESS),
+    Kind.SOCIAL: (Status.SCHEDULED, Status.IN_PROGRESS),
+}
+
+
+class Posts:
+    def __init__(
+        self,
+        store: PostStore,
+        accounts: Accounts,
+        renderer: Renderer,
+        drivers: DriverLookup,
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._accounts = accounts
+        self._renderer = renderer
+        self._drivers = drivers
+        self._clock = clock
+
+    async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
+        post = await self._store.get(kind, organization_id, post_uuid)
+        if post is None:
+            raise NotFound(f"{NOUN[kind]} {post_uuid} not found")
+        if kind is Kind.STORY:
+            return await self._with_preview(post)
+        return post
+
+    async def _with_preview(self, post: Post) -> Post:
+        """previewUrl appears once rendering finished (also long before the date).
+
+        render-svc hands out presigned URLs that expire, so each answer asks for a fresh one
+        instead of storing it.
+        """
+        try:
+            rendering = await self._renderer.get(post.organization_id, post.id)
+        except grpc.aio.AioRpcError:
+            return post
+        if not rendering.preview_url:
+            return post
+        return replace(post, preview_url=rendering.preview_url)
+
+    async def cancel(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
+        record_id = post_id(kind, organization_id, post_uuid)
+        post = await self.get(kind, organization_id, post_uuid)
+        if post.status is Status.CANCELED:
+            return post
+        self._refuse_final(kind, post)
+        if post.progress.get("irreversible"):
+            raise ResourceExhausted(
+                f"the {NOUN[kind]} is being uploaded or published right now and cannot be "
+                "canceled; retry in a minute (it stays as it is until a retry succeeds)",
+                retry_after_seconds=RETRY_CANCEL_SECONDS,
+                reason="CANCEL_IN_PROGRESS",
+            )
+        if kind is Kind.SOCIAL and not await self._platform_reachable(post):
+            raise ResourceExhausted(
+                f"{post.account.platform} is unreachable, so the post cannot be canceled safely "
+                "now; retry in a minute",
+                retry_after_seconds=RETRY_CANCEL_SECONDS,
+                reason="PLATFORM_UNREACHABLE",
+            )
+        now = self._clock.now()
+        canceled = await self._store.transition(
+            record_id,
+            CANCELABLE[kind],
+            Status.CANCELED,
+            now=now,
+            event=status_event(post, Status.CANCELED, now),
+            idle_only=True,
+        )
+        if canceled is not None:
+            await self._give_back(post)
+            return canceled
+        # It moved meanwhile: answer from where it is now.
+        current = await self.get(kind, organization_id, post_uuid)
+        if current.status is Status.CANCELED:
+            return current
+        self._refuse_final(kind, current)
+        raise ResourceExhausted(
+            f"the {NOUN[kind]} is being published right now; retry in a minute",
+            retry_after_seconds=RETRY_CANCEL_SECONDS,
+            reason="CANCEL_IN_PROGRESS",
+        )
+
+    @staticmethod
+    def _refuse_final(kind: Kind, post: Post) -> None:
+        if post.status in (Status.EXECUTED, Status.FAILED):
+            raise FailedPrecondition(
+                f"the {NOUN[kind]} is already {post.status.value} and cannot be canceled",
+                reason="POST_FINISHED",
+            )
+        if post.status not in CANCELABLE[kind]:
+            raise FailedPrecondition(
+                f"the {NOUN[kind]} is {post.status.value}: posting already started, so it "
+                "cannot be canceled",
+                reason="POSTING_STARTED",
+            )
+
+    async def _platform_reachable(self, post: Post) -> bool:
+        try:
+            token = await self._accounts.access_token(
+                post.organization_id, post.account.social_account_id
+            )
+        except grpc.aio.AioRpcError as error:
+            # A disconnected account cannot publish anyway: canceling is safe.
+            return error.code() != grpc.StatusCode.UNAVAILABLE
+        credentials = Credentials(token.access_token, token.platform_account_id, token.username)
+        return await self._drivers.get(post.account.platform).reachable(credentials)
+
+    async def _give_back(self, post: Post) -> None:
+        if post.kind is Kind.SOCIAL:
+            await self._accounts.release_daily(
+                post.organization_id,
+                post.account.social_account_id,
+                post.id,
+                post.date or post.created_at,
+            )
+
+    async def list(
+        self, organization_id: str, kinds: Sequence[Kind], statuses: Sequence[Status], limit: int
+    ) -> list[Post]:
+        return await self._store.list(organization_id, kinds, statuses, limit)

@@ -1,0 +1,334 @@
+"""Publishing one claimed post: window, rendering, credits and limits, the driver, the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import grpc
+
+from publish_svc.accounts import Accounts
+from publish_svc.drivers.base import (
+    Canceled,
+    Credentials,
+    Driver,
+    LeaseLost,
+    Media,
+    Outcome,
+    OutcomeKind,
+)
+from publish_svc.events import status_event
+from publish_svc.metrics import PublishMetrics
+from publish_svc.model import OPEN, Kind, Post, Status
+from publish_svc.progress import StoredProgress, TooLate
+from publish_svc.renderer import Renderer
+from publish_svc.store import PostStore
+from storypost.render.v1 import render_pb2 as rpb
+from storypost_runtime.clock import Clock, iso_utc
+from storypost_runtime.logs import get_logger
+
+log = get_logger(__name__)
+
+
+class DriverLookup(Protocol):
+    def get(self, platform: str) -> Driver: ...
+
+
+RENDER_RECHECK = timedelta(seconds=1)
+MAX_BACKOFF = timedelta(minutes=5)
+
+
+def late_message(post: Post, window: timedelta, last_error: str | None = None) -> str:
+    minutes = int(window.total_seconds() // 60)
+    message = (
+        f"not posted within {minutes} minutes after its scheduled time "
+        f"({iso_utc(post.deadline_base)}); it was not posted late"
+    )
+    return f"{message}; last error: {last_error}" if last_error else message
+
+
+class PostProcessor:
+    def __init__(
+        self,
+        store: PostStore,
+        accounts: Accounts,
+        renderer: Renderer,
+        drivers: DriverLookup,
+        clock: Clock,
+        *,
+        owner: str,
+        window: timedelta,
+        lease: timedelta,
+        hold_recheck: timedelta,
+        metrics: PublishMetrics | None = None,
+    ) -> None:
+        self._store = store
+        self._accounts = accounts
+        self._renderer = renderer
+        self._drivers = drivers
+        self._clock = clock
+        self._owner = owner
+        self._window = window
+        self._lease = lease
+        self._hold = hold_recheck
+        self._metrics = metrics or PublishMetrics.create(None)
+
+    def deadline(self, post: Post) -> datetime:
+        return post.deadline_base + self._window
+
+    def driver_for(self, post: Post) -> Driver:
+        return self._drivers.get(post.account.platform)
+
+    async def process(self, post: Post) -> None:
+        """Runs one attempt; every path ends with the lease given back or a final status."""
+        try:
+            await self._attempt(post)
+        except (LeaseLost, Canceled):
+            log.info("attempt stopped", post=post.id)
+        except TooLate:
+            await self._fail(post, late_message(post, self._window, post.progress.get("lastError")))
+        except grpc.aio.AioRpcError as error:
+            # account-svc or render-svc did not answer: a transient failure like any other.
+            await self._retry(post, Outcome.retry(f"internal dependency: {error.code().name}"))
+        except Exception:
+            log.exception("attempt crashed", post=post.id)
+            await self._retry(post, Outcome.retry("internal error"))
+
+    async def _attempt(self, post: Post) -> None:
+        now = self._clock.now()
+        # After an irreversible call whose outcome is unknown, attempts go on past the deadline
+        # only to ask the platform what became of it (never to send anything new), for at
+        # most one more window.
+        limit = self.deadline(post) + (
+            self._window if post.progress.get("irreversible") else timedelta(0)
+        )
+        if now > limit:
+            await self._fail(post, late_message(post, self._window, post.progress.get("lastError")))
+            return
+        media = await self._rendered_media(post)
+        if media is None:
+            return
+        if post.kind is Kind.SOCIAL and not await self._social_gates(post):
+            return
+        moved = await self._mark_in_progress(post)
+        if moved is None:
+            return
+        post = moved
+        credentials = await self._credentials(post)
+        if credentials is None:
+            return
+        outcome = await self._publish(post, media, credentials)
+        if outcome.kind is OutcomeKind.UNAUTHORIZED:
+            # The token may have expired early: refresh once before calling it a disconnect.
+            credentials = await self._credentials(post, force_refresh=True)
+            if credentials is None:
+                return
+            outcome = await self._publish(post, media, credentials)
+            if outcome.kind is OutcomeKind.UNAUTHORIZED:
+                await self._accounts.mark_disconnected(
+                    post.organization_id, post.account.social_account_id, outcome.message
+                )
+                await self._fail(post, self._disconnected_message(post, outcome.message))
+                return
+        await self._conclude(post, outcome)
+
+    async def _rendered_media(self, post: Post) -> Media | None:
+        rendering = await self._renderer.get(post.organization_id, post.id)
+        if rendering.state == rpb.RENDERING_STATE_FAILED:
+            await self._fail(post, f"rendering failed: {rendering.error_message}")
+            return None
+        if rendering.state != rpb.RENDERING_STATE_FINISHED:
+            if rendering.state == rpb.RENDERING_STATE_PREPARED:
+                await self._renderer.finish(post.organization_id, post.id)
+            await self._store.release(
+                post.id, self._owner, due_at=self._clock.now() + RENDER_RECHECK
+            )
+            return None
+        return Media(
+            kind="video" if rendering.media_kind == rpb.MEDIA_KIND_VIDEO else "image",
+            url=rendering.media_url,
+            preview_url=rendering.preview_url or None,
+            duration_seconds=rendering.duration_seconds,
+        )
+
+    async def _social_gates(self, post: Post) -> bool:
+        """Credits (wait, in progress) and the platform's daily limit (fail)."""
+        if await self._accounts.credits(post.organization_id) <= 0:
+            if post.status is Status.SCHEDULED:
+                # The date came: in progress from now on, without an event (spec).
+                await self._store.transition(
+                    post.id,
+                    [Status.SCHEDULED],
+                    Status.IN_PROGRESS,
+                    now=self._clock.now(),
+                    owner=self._owner,
+                )
+            await self._store.release(
+                post.id,
+                self._owner,
+                due_at=self._clock.now() + self._hold,
+                set_fields={"progress.waitingForCredits": True},
+            )
+            return False
+        reservation = await self._accounts.reserve_daily(
+            post.organization_id,
+            post.account.social_account_id,
+            post.id,
+            post.date or post.created_at,
+        )
+        if not reservation.reserved:
+            await self._fail(
+                post,
+                f"daily limit reached: {post.account.platform} allows {reservation.limit} posts "
+                f"per day for account '{post.account.username}' and {reservation.used} are "
+                f"scheduled on {reservation.day} (UTC)",
+                release_daily=False,
+            )
+            return False
+        return True
+
+    async def _mark_in_progress(self, post: Post) -> Post | None:
+        if post.kind is Kind.STORY or post.status is Status.IN_PROGRESS:
+            return post
+        now = self._clock.now()
+        # Reels and clipapp posts announce in-progress; a social post whose date came does not.
+        event = None if post.kind is Kind.SOCIAL else status_event(post, Status.IN_PROGRESS, now)
+        moved = await self._store.transition(
+            post.id, [Status.SCHEDULED], Status.IN_PROGRESS, now=now, event=event, owner=self._owner
+        )
+        if moved is None:
+            log.info("post changed before publishing", post=post.id)
+        return moved
+
+    async def _credentials(self, post: Post, *, force_refresh: bool = False) -> Credentials | None:
+        try:
+            token = await self._accounts.access_token(
+                post.organization_id, post.account.social_account_id, force_refresh=force_refresh
+            )
+        except grpc.aio.AioRpcError as error:
+            if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+                await self._fail(post, self._disconnected_message(post, error.details() or ""))
+                return None
+            raise
+        return Credentials(token.access_token, token.platform_account_id, token.username)
+
+    @staticmethod
+    def _disconnected_message(post: Post, detail: str) -> str:
+        reason = f" ({detail})" if detail else ""
+        return (
+            f"{post.account.platform} account '{post.account.username}' is disconnected"
+            f"{reason}: reconnect it in the app"
+        )
+
+    async def _publish(self, post: Post, media: Media, credentials: Credentials) -> Outcome:
+        progress = StoredProgress(
+            self._store, post.id, self._owner, post.progress, self._clock, self.deadline(post)
+        )
+        async with self._renewing_lease(post):
+            return await self.driver_for(post).publish(post, media, credentials, progress)
+
+    @contextlib.asynccontextmanager
+    async def _renewing_lease(self, post: Post) -> AsyncIterator[None]:
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self._lease.total_seconds() / 3)
+                until = self._clock.now() + self._lease
+                if not await self._store.renew_lease(post.id, self._owner, until):
+                    return
+
+        task = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _conclude(self, post: Post, outcome: Outcome) -> None:
+        self._metrics.outcomes.labels(post.account.platform, outcome.kind.value).inc()
+        raw: dict[str, Any] = {"clipappStatus": outcome.raw_status} if outcome.raw_status else {}
+        if outcome.kind is OutcomeKind.EXECUTED:
+            now = self._clock.now()
+            done = await self._store.transition(
+                post.id,
+                OPEN_STATUSES,
+                Status.EXECUTED,
+                now=now,
+                owner=self._owner,
+                event=status_event(
+                    post,
+                    Status.EXECUTED,
+                    now,
+                    permalink=outcome.permalink,
+                    clipapp_status=outcome.raw_status,
+                ),
+                set_fields={
+                    "permalink": outcome.permalink,
+                    "platformPostId": outcome.platform_post_id,
+                    **raw,
+                },
+            )
+            if done is not None:
+                due = post.date if post.date and post.future_date else post.created_at
+                self._metrics.lag.labels(post.kind.value).observe((now - due).total_seconds())
+            if done is not None and post.kind is Kind.SOCIAL:
+                await self._accounts.consume_credit(post.organization_id, post.id)
+            log.info("published", post=post.id, platform=post.account.platform)
+        elif outcome.kind is OutcomeKind.FAILED:
+            await self._fail(post, outcome.message, extra=raw)
+        else:
+            await self._retry(post, outcome)
+
+    async def _retry(self, post: Post, outcome: Outcome) -> None:
+        now = self._clock.now()
+        delay = min(MAX_BACKOFF, timedelta(seconds=2 ** min(post.attempts, 10)))
+        delay = delay * (0.5 + random.random())  # noqa: S311 - jitter, not security
+        if outcome.retry_after_seconds:
+            delay = max(delay, timedelta(seconds=outcome.retry_after_seconds))
+        if now + delay > self.deadline(post) and not post.progress.get("irreversible"):
+            await self._fail(post, late_message(post, self._window, outcome.message))
+            return
+        fields: dict[str, Any] = {"progress.lastError": outcome.message}
+        if outcome.raw_status:
+            fields["clipappStatus"] = outcome.raw_status
+        await self._store.release(
+            post.id, self._owner, due_at=now + delay, set_fields=fields, inc_attempts=True
+        )
+        log.info("retry later", post=post.id, error=outcome.message, delay_s=delay.total_seconds())
+
+    async def _fail(
+        self,
+        post: Post,
+        message: str,
+        *,
+        extra: Mapping[str, Any] | None = None,
+        release_daily: bool = True,
+    ) -> None:
+        now = self._clock.now()
+        failed = await self._store.transition(
+            post.id,
+            OPEN_STATUSES,
+            Status.FAILED,
+            now=now,
+            owner=self._owner,
+            event=status_event(post, Status.FAILED, now, error_message=message),
+            set_fields={"errorMessage": message, **(extra or {})},
+        )
+        if failed is None:
+            return
+        log.info("failed", post=post.id, error=message)
+        if release_daily and post.kind is Kind.SOCIAL and not post.progress.get("irreversible"):
+            await self._accounts.release_daily(
+                post.organization_id,
+                post.account.social_account_id,
+                post.id,
+                post.date or post.created_at,
+            )
+
+
+OPEN_STATUSES = (Status.SCHEDULED, Status.IN_PROGRESS)
+assert tuple(s.value for s in OPEN_STATUSES) == OPEN

@@ -1,0 +1,114 @@
+"""Claims due posts with a lease and hands each to a worker; sleeps until the next due time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import timedelta
+
+from publish_svc.processing import PostProcessor
+from publish_svc.store import PostStore
+from storypost_runtime.clock import Clock
+from storypost_runtime.logs import get_logger
+
+log = get_logger(__name__)
+DRAIN_SECONDS = 10.0
+# When every candidate was taken by other replicas, look again after this pause.
+CONTENDED_PAUSE_SECONDS = 0.05
+
+
+class DueScheduler:
+    """Any number of replicas may run one: the atomic claim gives each post to one of them.
+
+    One query finds as many due posts as there are free workers; each is then claimed by
+    its id (a cheap guarded update), so a burst of due posts costs one search per batch.
+    """
+
+    def __init__(
+        self,
+        store: PostStore,
+        processor: PostProcessor,
+        clock: Clock,
+        *,
+        owner: str,
+        workers: int,
+        lease: timedelta,
+        max_idle: timedelta,
+    ) -> None:
+        self._store = store
+        self._processor = processor
+        self._clock = clock
+        self._owner = owner
+        self._workers = workers
+        self._lease = lease
+        self._max_idle = max_idle
+        self._wake = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+
+    def wake(self) -> None:
+        """A post became due now (scheduled without a date): look at once."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        try:
+            while True:
+                free = self._workers - len(self._running)
+                if free <= 0:
+                    self._slot_freed.clear()
+                    await self._slot_freed.wait()
+                    continue
+                try:
+                    found, claimed = await self._claim_batch(free)
+                except Exception as error:
+                    log.warning("claim failed", error=str(error))
+                    await self._sleep(self._max_idle.total_seconds())
+                    continue
+                if claimed:
+                    continue
+                if found:
+                    await asyncio.sleep(CONTENDED_PAUSE_SECONDS)
+                    continue
+                await self._sleep(await self._idle_seconds())
+        finally:
+            await self.drain()
+
+    async def _claim_batch(self, free: int) -> tuple[int, int]:
+        """(candidates found, posts claimed and started)."""
+        now = self._clock.now()
+        ids = await self._store.due_ids(now, free)
+        claimed = 0
+        for record_id in ids:
+            post = await self._store.claim(record_id, self._owner, now, now + self._lease)
+            if post is None:
+                continue
+            claimed += 1
+            task = asyncio.create_task(self._processor.process(post), name=f"publish {post.id}")
+            self._running.add(task)
+            task.add_done_callback(self._done)
+        return len(ids), claimed
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._slot_freed.set()
+
+    async def _idle_seconds(self) -> float:
+        now = self._clock.now()
+        limit = self._max_idle.total_seconds()
+        try:
+            next_due = await self._store.next_due_at(now)
+        except Exception:
+            return limit
+        if next_due is None:
+            return limit
+        return max(0.0, min(limit, (next_due - now).total_seconds()))
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=seconds)
+        self._wake.clear()
+
+    async def drain(self) -> None:
+        """On shutdown: let running attempts finish (their leases expire otherwise)."""
+        if self._running:
+            await asyncio.wait(set(self._running), timeout=DRAIN_SECONDS)

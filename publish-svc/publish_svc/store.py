@@ -1,0 +1,214 @@
+"""The posts collection: idempotent inserts, guarded transitions with their events, leases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import DuplicateKeyError
+
+from publish_svc.model import OPEN, Kind, Post, Status, post_id
+from storypost_runtime.mongo import Document, ensure_indexes
+from storypost_runtime.outbox import Event, new_record_outbox, with_event
+
+NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+# Set while a driver call that cannot be taken back (upload, publish) runs.
+PHASE_FIELD = "phase"
+
+
+class PostStore:
+    def __init__(self, posts: AsyncCollection[Document], wake_relay: Callable[[], None]) -> None:
+        self._posts = posts
+        self._wake_relay = wake_relay
+
+    async def ensure_indexes(self) -> None:
+        await ensure_indexes(
+            self._posts,
+            [
+                # The scheduler's claim: open posts whose due time came and whose lease ended.
+                IndexModel([("status", ASCENDING), ("dueAt", ASCENDING)], name="status_due"),
+                IndexModel([("organizationId", ASCENDING), ("dueAt", DESCENDING)], name="org_due"),
+                IndexModel([("outboxPending", ASCENDING)], sparse=True, name="outbox_pending"),
+            ],
+        )
+
+    async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post | None:
+        doc = await self._posts.find_one({"_id": post_id(kind, organization_id, post_uuid)})
+        return Post.from_doc(doc) if doc else None
+
+    async def get_by_id(self, record_id: str) -> Post | None:
+        doc = await self._posts.find_one({"_id": record_id})
+        return Post.from_doc(doc) if doc else None
+
+    async def insert(self, doc: Document, *events: Event) -> tuple[Post, bool]:
+        """Stores a new post with its first events; a racing twin gets the stored one back."""
+        full = {**doc, "leaseUntil": NEVER, PHASE_FIELD: None, **new_record_outbox(*events)}
+        try:
+            await self._posts.insert_one(full)
+        except DuplicateKeyError:
+            existing = await self._posts.find_one({"_id": doc["_id"]})
+            assert existing is not None
+            return Post.from_doc(existing), False
+        self._wake_relay()
+        return Post.from_doc(full), True
+
+    async def transition(
+        self,
+        record_id: str,
+        from_statuses: Iterable[Status],
+        to_status: Status,
+        *,
+        now: datetime,
+        event: Event | None = None,
+        set_fields: Mapping[str, Any] | None = None,
+        owner: str | None = None,
+        idle_only: bool = False,
+    ) -> Post | None:
+        """Moves a post from one of `from_statuses`; None when it was not in one of them.
+
+        `owner` requires this replica's lease; `idle_only` requires that no irreversible
+        driver call is running (cancel must not race a publish).
+        """
+        query: Document = {"_id": record_id, "status": {"$in": [s.value for s in from_statuses]}}
+        if owner is not None:
+            query["leaseOwner"] = owner
+        if idle_only:
+            query[PHASE_FIELD] = None
+        fields: Document = {"status": to_status.value, "updatedAt": now, **(set_fields or {})}
+        if to_status in (Status.EXECUTED, Status.FAILED, Status.CANCELED):
+            fields.update({"finishedAt": now, "leaseUntil": NEVER, PHASE_FIELD: None})
+        update: Document = {"$set": fields}
+        if event is not None:
+            update = with_event(update, event)
+        doc = await self._posts.find_one_and_update(
+            query, update, return_document=ReturnDocument.AFTER
+        )
+        if doc is None:
+            return None
+        if event is not None:
+            self._wake_relay()
+        return Post.from_doc(doc)
+
+    async def update_fields(
+        self, record_id: str, fields: Mapping[str, Any], *, owner: str | None = None
+    ) -> bool:
+        query: Document = {"_id": record_id}
+        if owner is not None:
+            query["leaseOwner"] = owner
+        result = await self._posts.update_one(query, {"$set": dict(fields)})
+        return result.matched_count == 1
+
+    async def due_ids(self, now: datetime, limit: int) -> list[str]:
+        """Ids of the most overdue open posts whose lease ended (candidates, not yet ours)."""
+        cursor = (
+            self._posts.find(
+                {
+                    "status": {"$in": list(OPEN)},
+                    "dueAt": {"$lte": now},
+                    "leaseUntil": {"$lte": now},
+                },
+                {"_id": 1},
+            )
+            .sort("dueAt", ASCENDING)
+            .limit(limit)
+        )
+        return [doc["_id"] async for doc in cursor]
+
+    async def claim(
+        self, record_id: str, owner: str, now: datetime, lease_until: datetime
+    ) -> Post | None:
+        """Atomically leases one due post, so no two replicas take one post; None when another
+        replica was first (or it changed meanwhile)."""
+        doc = await self._posts.find_one_and_update(
+            {
+                "_id": record_id,
+                "status": {"$in": list(OPEN)},
+                "dueAt": {"$lte": now},
+                "leaseUntil": {"$lte": now},
+            },
+            {"$set": {"leaseOwner": owner, "leaseUntil": lease_until}},
+            return_document=ReturnDocument.AFTER,
+        )
+        return Post.from_doc(doc) if doc else None
+
+    async def claim_due(self, owner: str, now: datetime, lease_until: datetime) -> Post | None:
+        """The most overdue claimable post, leased to `owner` (None when there is none)."""
+        for record_id in await self.due_ids(now, 4):
+            post = await self.claim(record_id, owner, now, lease_until)
+            if post is not None:
+                return post
+        return None
+
+    async def next_due_at(self, now: datetime) -> datetime | None:
+        """The next due time in the future (posts leased by others come back by polling)."""
+        doc = await self._posts.find_one(
+            {"status": {"$in": list(OPEN)}, "dueAt": {"$gt": now}},
+            {"dueAt": 1},
+            sort=[("dueAt", ASCENDING)],
+        )
+        if doc is None:
+            return None
+        due: datetime = doc["dueAt"]
+        return due
+
+    async def release(
+        self,
+        record_id: str,
+        owner: str,
+        *,
+        due_at: datetime,
+        set_fields: Mapping[str, Any] | None = None,
+        inc_attempts: bool = False,
+    ) -> bool:
+        """Gives the lease back and sets when the post is due again.
+
+        The phase stays: once an irreversible call was made, the post may be published
+        already, so a cancel must keep being refused until the outcome is known.
+        """
+        update: Document = {"$set": {"dueAt": due_at, "leaseUntil": NEVER, **(set_fields or {})}}
+        if inc_attempts:
+            update["$inc"] = {"attempts": 1}
+        result = await self._posts.update_one({"_id": record_id, "leaseOwner": owner}, update)
+        return result.matched_count == 1
+
+    async def mark_irreversible(
+        self, record_id: str, owner: str, progress: Mapping[str, Any]
+    ) -> Post | None:
+        """Sets the phase (and progress fields) if the post is still open and ours; else
+        returns it as it is."""
+        fields = {f"progress.{key}": value for key, value in progress.items()}
+        doc = await self._posts.find_one_and_update(
+            {"_id": record_id, "leaseOwner": owner, "status": {"$in": list(OPEN)}},
+            {"$set": {PHASE_FIELD: "publishing", "progress.irreversible": True, **fields}},
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is not None:
+            return None
+        current = await self._posts.find_one({"_id": record_id}, {"outbox": 0})
+        return Post.from_doc(current) if current else None
+
+    async def renew_lease(self, record_id: str, owner: str, lease_until: datetime) -> bool:
+        result = await self._posts.update_one(
+            {"_id": record_id, "leaseOwner": owner}, {"$set": {"leaseUntil": lease_until}}
+        )
+        return result.matched_count == 1
+
+    async def list(
+        self,
+        organization_id: str,
+        kinds: Iterable[Kind],
+        statuses: Iterable[Status],
+        limit: int,
+    ) -> list[Post]:
+        query: Document = {"organizationId": organization_id}
+        kind_values = [k.value for k in kinds]
+        status_values = [s.value for s in statuses]
+        if kind_values:
+            query["kind"] = {"$in": kind_values}
+        if status_values:
+            query["status"] = {"$in": status_values}
+        cursor = self._posts.find(query, {"outbox": 0}).sort("dueAt", DESCENDING).limit(limit)
+        return [Post.from_doc(doc) async for doc in cursor]
