@@ -1,0 +1,312 @@
+"""Takes status events from JetStream and turns each into deliveries, one per subscribed URL.
+
+Every replica pulls from one durable consumer, so each event goes to one replica at a time.
+An event is acknowledged only after its delivery records are stored; a crash before that
+makes JetStream hand it out again (after the ack wait), and the derived delivery ids make
+the second pass find the records instead of creating new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
+from storypost_runtime.logs import get_logger
+from storypost_runtime.mongo import Document
+from webhook_svc.deliveries import DeliveryStore, NewDelivery, delivery_uuid
+from webhook_svc.directory import WebhookDirectory
+from webhook_svc.dispatcher import Dispatcher
+from webhook_svc.event_types import payload_json
+from webhook_svc.metrics import WebhookMetrics
+from webhook_svc.records_writer import RecordWriter
+from webhook_svc.webhooks import Webhook
+
+log = get_logger(__name__)
+FETCH_WAIT_SECONDS = 2.0
+NAK_DELAY_SECONDS = 2.0
+
+
+class Delivered(Protocol):
+    @property
+    def num_delivered(self) -> int: ...
+
+
+class Message(Protocol):
+    """The part of a JetStream message (nats.aio.msg.Msg) the consumer uses."""
+
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def metadata(self) -> Delivered: ...
+    @property
+    def headers(self) -> dict[str, str] | None: ...
+    @property
+    def subject(self) -> str: ...
+    async def ack(self) -> None: ...
+    async def nak(self, delay: float | None = None) -> None: ...
+    async def term(self) -> None: ...
+    async def in_progress(self) -> None: ...
+
+
+class Fetcher(Protocol):
+    async def fetch(self, batch: int, timeout: float) -> Sequence[Message]: ...  # noqa: ASYNC109
+
+
+@dataclass(frozen=True)
+class BusEvent:
+    """An event as the outbox relay publishes it (docs/architecture.md)."""
+
+    id: str
+    type: str
+    organization_id: str
+    occurred_at: datetime
+    data: Mapping[str, Any]
+
+    @classmethod
+    def parse(cls, raw: bytes) -> BusEvent:
+        """Raises ValueError for anything but a well-formed event."""
+        try:
+            body = json.loads(raw)
+            event = cls(
+                id=str(body["id"]),
+                type=str(body["type"]),
+                organization_id=str(body["organizationId"]),
+                occurred_at=_utc(datetime.fromisoformat(body["occurredAt"])),
+                data=body["data"],
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not a status event: {error}") from None
+        if not (event.id and event.type and event.organization_id) or not isinstance(
+            event.data, dict
+        ):
+            raise ValueError("not a status event: empty id, type, organizationId or data")
+        return event
+
+
+class EventConsumer:
+    """Pulls batches, plans deliveries, attempts the new ones, stores them, acknowledges."""
+
+    def __init__(
+        self,
+        subscription: Fetcher,
+        webhooks: WebhookDirectory,
+        store: DeliveryStore,
+        dispatcher: Dispatcher,
+        writer: RecordWriter,
+        metrics: WebhookMetrics,
+        *,
+        batch: int,
+        max_inflight: int,
+        ack_wait_seconds: float,
+    ) -> None:
+        self._subscription = subscription
+        self._webhooks = webhooks
+        self._deliveries = store
+        self._dispatcher = dispatcher
+        self._writer = writer
+        self._metrics = metrics
+        self._batch = batch
+        self._max_inflight = max_inflight
+        self._keepalive = ack_wait_seconds / 3
+        self._inflight = 0
+        self._room = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        backoff = 0.2
+        try:
+            while True:
+                free = self._max_inflight - self._inflight
+                if free <= 0:
+                    self._room.clear()
+                    await self._room.wait()
+                    continue
+                try:
+                    messages = await self._subscription.fetch(
+                        min(self._batch, free), FETCH_WAIT_SECONDS
+                    )
+                except TimeoutError:
+                    backoff = 0.2
+                    continue
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:
+                    # NATS restarting or unreachable: nats-py reconnects; ask again shortly.
+                    log.warning("fetching events failed", error=str(error) or type(error).__name__)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                backoff = 0.2
+                if messages:
+                    self._inflight += len(messages)
+                    self._spawn(self._handle(list(messages)))
+        finally:
+            await self._close()
+
+    async def _handle(self, messages: list[Message]) -> None:
+        try:
+            events: list[tuple[Message, BusEvent]] = []
+            for message in messages:
+                try:
+                    events.append((message, BusEvent.parse(message.data)))
+                except ValueError as error:
+                    log.warning(
+                        "dropping an unreadable event", subject=message.subject, error=str(error)
+                    )
+                    self._metrics.events.labels("invalid").inc()
+                    await _quietly(message.term())
+            if events:
+                await self._handle_events(events)
+        finally:
+            self._inflight -= len(messages)
+            self._room.set()
+
+    async def _handle_events(self, events: list[tuple[Message, BusEvent]]) -> None:
+        try:
+            # The organizations' URLs (cached briefly), and the records that exist already, read
+            # only when JetStream hands an event out again (a crash or a lost ack): a first
+            # delivery cannot have records yet.
+            hooks = await self._webhooks.of_organizations({e.organization_id for _, e in events})
+            plans = [(message, event, _plan(event, hooks)) for message, event in events]
+            existing = await self._deliveries.existing_ids(
+                [
+                    new.delivery_id
+                    for message, _, planned in plans
+                    if _redelivered(message)
+                    for new, _ in planned
+                ]
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning("cannot plan deliveries; events will come again", error=str(error))
+            for message, _ in events:
+                await _quietly(message.nak(NAK_DELAY_SECONDS))
+            return
+        await asyncio.gather(
+            *(
+                self._deliver(
+                    message, event, [p for p in planned if p[0].delivery_id not in existing]
+                )
+                for message, event, planned in plans
+            )
+        )
+
+    async def _deliver(
+        self, message: Message, event: BusEvent, todo: list[tuple[NewDelivery, Webhook]]
+    ) -> None:
+        request_id = clean_request_id((message.headers or {}).get(REQUEST_ID_HEADER))
+        with request_scope(request_id):
+            if not todo:
+                self._metrics.events.labels("no_subscriber_or_duplicate").inc()
+                await _quietly(message.ack())
+                return
+            docs = list(await asyncio.gather(*(self._first_attempt(n, w) for n, w in todo)))
+            due_now = any(doc.get("attempts") == 0 for doc in docs)
+            try:
+                await self._store(message, docs)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning(
+                    "storing deliveries failed; the event will come again", error=str(error)
+                )
+                await _quietly(message.nak(NAK_DELAY_SECONDS))
+                return
+            if due_now:
+                self._dispatcher.note_backlog()
+            self._metrics.events.labels("delivered").inc()
+            await _quietly(message.ack())
+
+    async def _first_attempt(self, new: NewDelivery, webhook: Webhook) -> Document:
+        """The record to store: with the attempt's outcome, or due at once when its URL has
+        no room (the scheduler attempts it then)."""
+        if not await self._dispatcher.admit(webhook):
+            return self._dispatcher.deferred(new)
+        try:
+            return await self._dispatcher.first_attempt(new, webhook)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning(
+                "first attempt failed unexpectedly", delivery_id=new.delivery_id, error=str(error)
+            )
+            return self._dispatcher.deferred(new)
+
+    async def _store(self, message: Message, docs: list[Document]) -> None:
+        """Waits for the records to be stored, telling JetStream the event is still being
+        worked on so that a slow database does not make it hand the event out again."""
+        stored = asyncio.ensure_future(self._writer.store(docs))
+        try:
+            while True:
+                done, _ = await asyncio.wait({stored}, timeout=self._keepalive)
+                if done:
+                    stored.result()
+                    return
+                await _quietly(message.in_progress())
+        finally:
+            stored.cancel()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _close(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def _redelivered(message: Message) -> bool:
+    try:
+        return message.metadata.num_delivered > 1
+    except Exception:
+        return True  # no JetStream metadata: assume the worst and look
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _plan(event: BusEvent, hooks: Mapping[str, list[Webhook]]) -> list[tuple[NewDelivery, Webhook]]:
+    """One delivery per URL of the event's organization that receives its type."""
+    receivers = [w for w in hooks.get(event.organization_id, []) if w.receives(event.type)]
+    if not receivers:
+        return []
+    body = payload_json(event.type, event.data)
+    return [
+        (
+            NewDelivery(
+                delivery_id=delivery_uuid(event.id, webhook.webhook_id),
+                organization_id=event.organization_id,
+                webhook_id=webhook.webhook_id,
+                event_id=event.id,
+                event=event.type,
+                url=webhook.url,
+                body=body,
+                occurred_at=event.occurred_at,
+            ),
+            webhook,
+        )
+        for webhook in receivers
+    ]
+
+
+async def _quietly(action: Coroutine[Any, Any, None]) -> None:
+    """Acks and naks are best effort: a lost one only means the event comes again."""
+    try:
+        await action
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        log.info("acknowledging an event failed", error=str(error) or type(error).__name__)

@@ -1,0 +1,297 @@
+"""Delivery records: one per event and URL, their retry schedule and lease in MongoDB, the log.
+
+A pending delivery carries `dueAt`: when its next attempt may start. Claiming it moves
+`dueAt` to the end of a lease and sets `leaseId` in one atomic update, so replicas never run
+the same attempt twice, and a replica that dies mid-attempt loses the claim when the lease
+runs out. Finished deliveries have no `dueAt`, so the due scan never reads them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from pymongo import DESCENDING, ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import BulkWriteError
+
+from storypost_runtime.errors import FailedPrecondition, NotFound
+from storypost_runtime.mongo import Document
+from webhook_svc.schedule import RetrySchedule
+
+# Namespace of delivery ids: uuid5(namespace, "<eventId>/<webhookId>").
+_DELIVERY_NAMESPACE = uuid.UUID("6f1d7a52-3c1e-4b8e-9a51-0c9f0e4c2d17")
+DUPLICATE_KEY = 11000
+MAX_LIST = 200
+DEFAULT_LIST = 50
+
+
+def delivery_uuid(event_id: str, webhook_id: str) -> str:
+    """The X-Service-Delivery id of an event for a URL: the same however often the bus hands
+    the event out, so a redelivered message can never make a second delivery."""
+    return str(uuid.uuid5(_DELIVERY_NAMESPACE, f"{event_id}/{webhook_id}"))
+
+
+class Status(StrEnum):
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """What one HTTP attempt came to."""
+
+    ok: bool
+    # HTTP status; 0 when no answer came.
+    status_code: int
+    latency_ms: int
+    # Empty on success.
+    error: str
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class Delivery:
+    delivery_id: str
+    organization_id: str
+    webhook_id: str
+    event_id: str
+    event: str
+    url: str
+    body: str
+    test: bool
+    occurred_at: datetime
+    created_at: datetime
+    status: Status
+    attempts: int
+    # Failed attempts since the schedule (re)started: picks the next wait.
+    retry_step: int
+    due_at: datetime | None
+    lease_id: str | None
+    last_response_code: int
+    last_latency_ms: int
+    last_error: str
+    last_attempt_at: datetime | None
+
+    @classmethod
+    def from_doc(cls, doc: Document) -> Delivery:
+        return cls(
+            delivery_id=doc["_id"],
+            organization_id=doc["organizationId"],
+            webhook_id=doc["webhookId"],
+            event_id=doc["eventId"],
+            event=doc["event"],
+            url=doc["url"],
+            body=doc["body"],
+            test=bool(doc.get("test")),
+            occurred_at=doc["occurredAt"],
+            created_at=doc["createdAt"],
+            status=Status(doc["status"]),
+            attempts=int(doc.get("attempts", 0)),
+            retry_step=int(doc.get("retryStep", 0)),
+            due_at=doc.get("dueAt"),
+            lease_id=doc.get("leaseId"),
+            last_response_code=int(doc.get("lastResponseCode", 0)),
+            last_latency_ms=int(doc.get("lastLatencyMs", 0)),
+            last_error=doc.get("lastError", ""),
+            last_attempt_at=doc.get("lastAttemptAt"),
+        )
+
+
+@dataclass(frozen=True)
+class NewDelivery:
+    """What a delivery is made of before it is stored."""
+
+    delivery_id: str
+    organization_id: str
+    webhook_id: str
+    event_id: str
+    event: str
+    url: str
+    body: str
+    occurred_at: datetime
+    test: bool = False
+
+    def document(self, now: datetime, retention: timedelta) -> Document:
+        """The pending record, due at once (callers add an attempt's outcome or a lease)."""
+        return {
+            "_id": self.delivery_id,
+            "organizationId": self.organization_id,
+            "webhookId": self.webhook_id,
+            "eventId": self.event_id,
+            "event": self.event,
+            "url": self.url,
+            "body": self.body,
+            "test": self.test,
+            "occurredAt": self.occurred_at,
+            "createdAt": now,
+            "updatedAt": now,
+            "status": Status.PENDING.value,
+            "attempts": 0,
+            "retryStep": 0,
+            "dueAt": now,
+            "expireAt": now + retention,
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The change an attempt makes to its record."""
+
+    set: dict[str, Any]
+    unset: tuple[str, ...]
+
+    def update(self) -> dict[str, Any]:
+        change: dict[str, Any] = {"$set": self.set}
+        if self.unset:
+            change["$unset"] = dict.fromkeys(self.unset, "")
+        return change
+
+    def apply(self, doc: Document) -> Document:
+        """The record with the outcome applied (for inserting a fresh one in one write)."""
+        merged = {**doc, **self.set}
+        for key in self.unset:
+            merged.pop(key, None)
+        return merged
+
+
+def outcome(
+    result: AttemptResult,
+    *,
+    attempts: int,
+    retry_step: int,
+    test: bool,
+    schedule: RetrySchedule,
+    now: datetime,
+) -> Outcome:
+    """Success ends the delivery; a failure schedules the next attempt, or fails it when the
+    schedule has run out. Test deliveries get one attempt (send another test to retry)."""
+    fields: dict[str, Any] = {
+        "attempts": attempts + 1,
+        "lastAttemptAt": result.started_at,
+        "lastResponseCode": result.status_code,
+        "lastLatencyMs": result.latency_ms,
+        "lastError": result.error,
+        "updatedAt": now,
+    }
+    if result.ok:
+        fields |= {"status": Status.SUCCEEDED.value, "retryStep": 0}
+        return Outcome(fields, ("dueAt", "leaseId"))
+    failures = retry_step + 1
+    fields["retryStep"] = failures
+    due = None if test else schedule.next_attempt(failures, now)
+    if due is None:
+        fields["status"] = Status.FAILED.value
+        return Outcome(fields, ("dueAt", "leaseId"))
+    fields |= {"status": Status.PENDING.value, "dueAt": due}
+    return Outcome(fields, ("leaseId",))
+
+
+class DeliveryStore:
+    """Reads and writes delivery records; every query the API makes is organization-scoped."""
+
+    def __init__(self, collection: AsyncCollection[Document], retention: timedelta) -> None:
+        self._collection = collection
+        self.retention = retention
+
+    async def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        cursor = self._collection.find({"_id": {"$in": list(ids)}}, {"_id": 1})
+        return {doc["_id"] async for doc in cursor}
+
+    async def insert_new(self, docs: Sequence[Document]) -> int:
+        """Stores records; one that exists already (a racing replica) is left as it is."""
+        if not docs:
+            return 0
+        try:
+            result = await self._collection.insert_many(list(docs), ordered=False)
+        except BulkWriteError as error:
+            others = [e for e in error.details.get("writeErrors", []) if e["code"] != DUPLICATE_KEY]
+            if others:
+                raise
+            return int(error.details.get("nInserted", 0))
+        return len(result.inserted_ids)
+
+    async def claim_due(
+        self, now: datetime, lease_until: datetime, lease_id: str, skip_webhooks: Sequence[str]
+    ) -> Delivery | None:
+        """Takes one due delivery for an attempt (atomic: at most one replica gets it)."""
+        query: Document = {"dueAt": {"$lte": now}, "status": Status.PENDING.value}
+        if skip_webhooks:
+            query["webhookId"] = {"$nin": list(skip_webhooks)}
+        doc = await self._collection.find_one_and_update(
+            query,
+            {"$set": {"dueAt": lease_until, "leaseId": lease_id}},
+            return_document=ReturnDocument.AFTER,
+        )
+        return None if doc is None else Delivery.from_doc(doc)
+
+    async def release(self, delivery_id: str, lease_id: str, due: datetime) -> None:
+        """Gives a claim back unattempted (no capacity after all)."""
+        await self._collection.update_one(
+            {"_id": delivery_id, "leaseId": lease_id},
+            {"$set": {"dueAt": due}, "$unset": {"leaseId": ""}},
+        )
+
+    async def finish(self, delivery_id: str, lease_id: str, change: Outcome) -> bool:
+        """Writes an attempt's outcome, unless the lease was lost meanwhile."""
+        result = await self._collection.update_one(
+            {"_id": delivery_id, "leaseId": lease_id}, change.update()
+        )
+        return result.matched_count == 1
+
+    async def get(self, organization_id: str, delivery_id: str) -> Delivery:
+        doc = await self._collection.find_one(
+            {"_id": delivery_id, "organizationId": organization_id}
+        )
+        if doc is None:
+            raise NotFound(f"delivery {delivery_id} not found")
+        return Delivery.from_doc(doc)
+
+    async def list(
+        self, organization_id: str, limit: int, webhook_id: str | None = None
+    ) -> list[Delivery]:
+        limit = DEFAULT_LIST if limit <= 0 else min(limit, MAX_LIST)
+        query: Document = {"organizationId": organization_id}
+        if webhook_id:
+            query["webhookId"] = webhook_id
+        cursor = (
+            self._collection.find(query)
+            .sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
+            .limit(limit)
+        )
+        return [Delivery.from_doc(doc) async for doc in cursor]
+
+    async def redeliver(self, organization_id: str, delivery_id: str, now: datetime) -> Delivery:
+        """Due at once with a fresh schedule; refused while an attempt of it is running."""
+        # Not while a live lease holds it; an expired lease (its holder died) does not count.
+        doc = await self._collection.find_one_and_update(
+            {
+                "_id": delivery_id,
+                "organizationId": organization_id,
+                "$or": [{"leaseId": None}, {"dueAt": {"$lte": now}}],
+            },
+            {
+                "$set": {
+                    "status": Status.PENDING.value,
+                    "dueAt": now,
+                    "retryStep": 0,
+                    "updatedAt": now,
+                    "expireAt": now + self.retention,
+                },
+                "$unset": {"leaseId": ""},
+            },
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is not None:
+            return Delivery.from_doc(doc)
+        await self.get(organization_id, delivery_id)
+        raise FailedPrecondition(
+            f"delivery {delivery_id} is being attempted right now; try again when it ends"
+        )

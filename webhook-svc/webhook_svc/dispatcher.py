@@ -1,0 +1,258 @@
+"""Runs attempts: the first one of a new delivery at once, retries when due, tests, redelivery."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Coroutine
+from datetime import datetime, timedelta
+from typing import Any
+
+from storypost_runtime.clock import Clock, iso_utc
+from storypost_runtime.errors import FailedPrecondition
+from storypost_runtime.logs import get_logger
+from storypost_runtime.mongo import Document
+from webhook_svc.deliveries import (
+    AttemptResult,
+    Delivery,
+    DeliveryStore,
+    NewDelivery,
+    Outcome,
+    Status,
+    outcome,
+)
+from webhook_svc.event_types import STORY, sample_payload
+from webhook_svc.lanes import Lanes
+from webhook_svc.metrics import WebhookMetrics, attempt_outcome
+from webhook_svc.schedule import RetrySchedule
+from webhook_svc.sender import Sender
+from webhook_svc.webhooks import Webhook, Webhooks
+
+log = get_logger(__name__)
+WEBHOOK_REMOVED = "the webhook was removed"
+
+
+class Dispatcher:
+    """Attempts deliveries within the lanes' bounds; the retry schedule lives in MongoDB."""
+
+    def __init__(
+        self,
+        webhooks: Webhooks,
+        store: DeliveryStore,
+        sender: Sender,
+        lanes: Lanes,
+        schedule: RetrySchedule,
+        clock: Clock,
+        metrics: WebhookMetrics,
+        *,
+        lease_seconds: float,
+        poll_seconds: float,
+        test_wait_seconds: float = 3.5,
+    ) -> None:
+        self._webhooks = webhooks
+        self._store = store
+        self._sender = sender
+        self._lanes = lanes
+        self._schedule = schedule
+        self._clock = clock
+        self._metrics = metrics
+        self._lease = timedelta(seconds=lease_seconds)
+        self._poll = poll_seconds
+        self._test_wait = test_wait_seconds
+        self._wake = asyncio.Event()
+        # True while due deliveries may be waiting for room (checked when an attempt ends).
+        self._backlog = True
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- new deliveries (the consumer's fast path) ---
+
+    async def admit(self, webhook: Webhook) -> bool:
+        """A slot for a first attempt (now or after a short wait); False: store it due
+        instead (deferred)."""
+        return await self._lanes.enter(webhook.webhook_id)
+
+    async def first_attempt(self, new: NewDelivery, webhook: Webhook) -> Document:
+        """Attempts a new delivery (its slot taken by admit) and returns its record with
+        the outcome, ready to store: one write per delivery when the endpoint is healthy."""
+        created = self._clock.now()
+        try:
+            result = await self._sender.attempt(
+                webhook.url, new.delivery_id, new.event, new.body, webhook.signing_secret
+            )
+        finally:
+            self._release(webhook.webhook_id)
+        now = self._clock.now()
+        self._observe(result, first=True, occurred_at=new.occurred_at)
+        change = outcome(
+            result, attempts=0, retry_step=0, test=new.test, schedule=self._schedule, now=now
+        )
+        return change.apply(new.document(created, self._store.retention))
+
+    def deferred(self, new: NewDelivery) -> Document:
+        """The record of a new delivery that found no room: due at once, for the scheduler
+        (call note_backlog once it is stored)."""
+        return new.document(self._clock.now(), self._store.retention)
+
+    def note_backlog(self) -> None:
+        """Due deliveries may be waiting: look for them now and whenever an attempt ends."""
+        self._backlog = True
+        self._wake.set()
+
+    # --- due deliveries ---
+
+    async def run(self) -> None:
+        """Claims due deliveries while there is room; sleeps until woken or the poll interval."""
+        try:
+            while True:
+                try:
+                    claimed = await self._claim_round()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:
+                    log.warning("claiming due deliveries failed", error=str(error))
+                    claimed = 0
+                if claimed:
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
+                self._wake.clear()
+        finally:
+            await self.close()
+
+    async def _claim_round(self) -> int:
+        claimed = 0
+        while self._lanes.has_room:
+            now = self._clock.now()
+            lease_id = uuid.uuid4().hex
+            delivery = await self._store.claim_due(
+                now, now + self._lease, lease_id, self._lanes.full_lanes()
+            )
+            if delivery is None:
+                self._backlog = False
+                break
+            if not self._lanes.try_take(delivery.webhook_id):
+                # A first attempt took the last slot meanwhile: hand it back, due now.
+                await self._store.release(delivery.delivery_id, lease_id, now)
+                break
+            self._spawn(self._attempt_claimed(delivery, lease_id, None))
+            claimed += 1
+        return claimed
+
+    async def _attempt_claimed(
+        self, delivery: Delivery, lease_id: str, webhook: Webhook | None
+    ) -> None:
+        """One attempt of a claimed delivery; the outcome is written under the lease."""
+        try:
+            if webhook is None:
+                webhook = await self._webhooks.by_id(delivery.webhook_id)
+            if webhook is None or webhook.organization_id != delivery.organization_id:
+                change = self._removed()
+            else:
+                result = await self._sender.attempt(
+                    webhook.url,
+                    delivery.delivery_id,
+                    delivery.event,
+                    delivery.body,
+                    webhook.signing_secret,
+                )
+                self._observe(
+                    result, first=delivery.attempts == 0, occurred_at=delivery.occurred_at
+                )
+                change = outcome(
+                    result,
+                    attempts=delivery.attempts,
+                    retry_step=delivery.retry_step,
+                    test=delivery.test,
+                    schedule=self._schedule,
+                    now=self._clock.now(),
+                )
+            if not await self._store.finish(delivery.delivery_id, lease_id, change):
+                log.warning("delivery lease was lost", delivery_id=delivery.delivery_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            # The lease runs out and another pass tries again.
+            log.warning(
+                "delivery attempt failed", delivery_id=delivery.delivery_id, error=str(error)
+            )
+        finally:
+            self._release(delivery.webhook_id)
+
+    def _removed(self) -> Outcome:
+        now = self._clock.now()
+        fields = {"status": Status.FAILED.value, "lastError": WEBHOOK_REMOVED, "updatedAt": now}
+        return Outcome(fields, ("dueAt", "leaseId"))
+
+    # --- the API's actions ---
+
+    async def send_test(self, organization_id: str, webhook_id: str) -> Delivery:
+        """Stores and attempts one test delivery; answers with its outcome when it comes
+        within a few seconds, else with the pending record (the attempt goes on)."""
+        webhook = await self._webhooks.get(organization_id, webhook_id)
+        now = self._clock.now()
+        new = NewDelivery(
+            delivery_id=str(uuid.uuid4()),
+            organization_id=organization_id,
+            webhook_id=webhook_id,
+            event_id=str(uuid.uuid4()),
+            event=STORY,
+            url=webhook.url,
+            body=sample_payload(str(uuid.uuid4()), iso_utc(now)),
+            occurred_at=now,
+            test=True,
+        )
+        lease_id = uuid.uuid4().hex
+        doc = new.document(now, self._store.retention) | {
+            "dueAt": now + self._lease,
+            "leaseId": lease_id,
+        }
+        await self._store.insert_new([doc])
+        # A one-off the user asked for: it runs even when the lane is busy.
+        self._lanes.try_take(webhook_id, force=True)
+        task = self._spawn(self._attempt_claimed(Delivery.from_doc(doc), lease_id, webhook))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), timeout=self._test_wait)
+        return await self._store.get(organization_id, new.delivery_id)
+
+    async def redeliver(self, organization_id: str, delivery_id: str) -> Delivery:
+        current = await self._store.get(organization_id, delivery_id)
+        webhook = await self._webhooks.by_id(current.webhook_id)
+        if webhook is None or webhook.organization_id != organization_id:
+            raise FailedPrecondition(
+                f"delivery {delivery_id} went to a webhook that was removed; it cannot be "
+                "delivered again"
+            )
+        delivery = await self._store.redeliver(organization_id, delivery_id, self._clock.now())
+        self.note_backlog()
+        return delivery
+
+    # --- bookkeeping ---
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _release(self, webhook_id: str) -> None:
+        self._lanes.release(webhook_id)
+        if self._backlog:
+            self._wake.set()
+
+    def _observe(self, result: AttemptResult, *, first: bool, occurred_at: datetime) -> None:
+        self._metrics.attempts.labels(
+            attempt_outcome(result.ok, result.status_code, result.error)
+        ).inc()
+        if first:
+            lag = (self._clock.now() - occurred_at).total_seconds()
+            self._metrics.first_attempt_lag.observe(max(0.0, lag))
+
+    async def close(self) -> None:
+        """Cancels attempts still running (their leases run out; others retry them)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -1,0 +1,77 @@
+"""Admission of attempts: a bound for the replica and a smaller one per webhook URL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict, deque
+
+
+class Lanes:
+    """Each webhook URL is a lane with at most `per_lane` attempts at once; the replica runs at
+    most `total`. A new delivery whose lane is busy waits in memory for a short while (FIFO,
+    at most `queue_per_lane` of them); past that, or when the replica is full, it waits in
+    MongoDB (pending, due) and the scheduler takes it when room frees up. So a slow endpoint
+    fills only its own lane and a short queue: it never holds back another URL."""
+
+    def __init__(
+        self, total: int, per_lane: int, *, queue_per_lane: int = 0, max_wait: float = 0.0
+    ) -> None:
+        self._total = total
+        self._per_lane = per_lane
+        self._queue_per_lane = queue_per_lane
+        self._max_wait = max_wait
+        self._running: Counter[str] = Counter()
+        self._count = 0
+        self._waiters: defaultdict[str, deque[asyncio.Future[None]]] = defaultdict(deque)
+
+    @property
+    def has_room(self) -> bool:
+        return self._count < self._total
+
+    @property
+    def running(self) -> int:
+        return self._count
+
+    def full_lanes(self) -> list[str]:
+        return [lane for lane, count in self._running.items() if count >= self._per_lane]
+
+    def try_take(self, lane: str, *, force: bool = False) -> bool:
+        """Takes a slot when there is room now (or always, for a one-off like 'send test')."""
+        if not force and (self._count >= self._total or self._running[lane] >= self._per_lane):
+            return False
+        self._running[lane] += 1
+        self._count += 1
+        return True
+
+    async def enter(self, lane: str) -> bool:
+        """A slot now or, when only the lane is busy, within `max_wait`; else False."""
+        if self.try_take(lane):
+            return True
+        queue = self._waiters[lane]
+        # Waiting only helps when this lane's own attempts will end and hand their slots on.
+        if not self._running[lane] or len(queue) >= self._queue_per_lane:
+            return False
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue.append(turn)
+        try:
+            await asyncio.wait({turn}, timeout=self._max_wait)
+        finally:
+            if not turn.done():
+                turn.cancel()
+                queue.remove(turn)
+            if not queue:
+                self._waiters.pop(lane, None)
+        return not turn.cancelled()
+
+    def release(self, lane: str) -> None:
+        """Ends an attempt: its slot goes to the lane's next waiter, else back to the pool."""
+        queue = self._waiters.get(lane)
+        while queue:
+            turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(None)  # the slot passes on; the counts stay
+                return
+        self._running[lane] -= 1
+        if self._running[lane] <= 0:
+            del self._running[lane]
+        self._count -= 1

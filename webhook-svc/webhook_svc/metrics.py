@@ -1,0 +1,54 @@
+"""Prometheus metrics of webhook deliveries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600)
+
+
+@dataclass(frozen=True)
+class WebhookMetrics:
+    # Attempts by outcome: success, http_error, timeout, connect_error, refused.
+    attempts: Counter
+    # Seconds from the status change (occurredAt) to the end of the first attempt.
+    first_attempt_lag: Histogram
+    # Bus events by what came of them: delivered, no_subscriber, duplicate, invalid.
+    events: Counter
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry) -> WebhookMetrics:
+        return cls(
+            attempts=Counter(
+                "storypost_webhook_attempts",
+                "webhook delivery attempts, by outcome",
+                ["outcome"],
+                registry=registry,
+            ),
+            first_attempt_lag=Histogram(
+                "storypost_webhook_first_attempt_lag_seconds",
+                "seconds from the status change to the end of a delivery's first attempt",
+                buckets=LAG_BUCKETS,
+                registry=registry,
+            ),
+            events=Counter(
+                "storypost_webhook_events",
+                "status events taken from the bus, by what came of them",
+                ["result"],
+                registry=registry,
+            ),
+        )
+
+
+def attempt_outcome(ok: bool, status_code: int, error: str) -> str:
+    if ok:
+        return "success"
+    if status_code:
+        return "http_error"
+    if error.startswith("timed out"):
+        return "timeout"
+    if error.startswith("refused"):
+        return "refused"
+    return "connect_error"

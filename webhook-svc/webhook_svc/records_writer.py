@@ -1,0 +1,64 @@
+"""Stores new delivery records in batches; each caller waits until its own are stored."""
+
+from __future__ import annotations
+
+import asyncio
+
+from storypost_runtime.logs import get_logger
+from storypost_runtime.mongo import Document
+from webhook_svc.deliveries import DeliveryStore
+
+log = get_logger(__name__)
+
+
+class RecordWriter:
+    """Many events finishing at once become one insert: while one batch is written, the next
+    gathers. A failed write is retried (with backoff) until it succeeds, so a database outage
+    delays acknowledgements but loses nothing."""
+
+    def __init__(self, store: DeliveryStore, max_batch: int = 25) -> None:
+        self._store = store
+        self._max_batch = max_batch
+        self._queue: list[tuple[list[Document], asyncio.Future[None]]] = []
+        self._wake = asyncio.Event()
+
+    async def store(self, docs: list[Document]) -> None:
+        if not docs:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append((docs, done))
+        self._wake.set()
+        await done
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                await self._write(self._take())
+
+    def _take(self) -> list[tuple[list[Document], asyncio.Future[None]]]:
+        taken: list[tuple[list[Document], asyncio.Future[None]]] = []
+        count = 0
+        while self._queue and (not taken or count + len(self._queue[0][0]) <= self._max_batch):
+            item = self._queue.pop(0)
+            taken.append(item)
+            count += len(item[0])
+        return taken
+
+    async def _write(self, items: list[tuple[list[Document], asyncio.Future[None]]]) -> None:
+        docs = [doc for batch, waiter in items if not waiter.done() for doc in batch]
+        delay = 0.2
+        while docs:
+            try:
+                await self._store.insert_new(docs)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("storing delivery records failed; retrying", error=str(error))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        for _, waiter in items:
+            if not waiter.done():
+                waiter.set_result(None)
