@@ -1,0 +1,41 @@
+"""Starts the edge: `python -m edge`."""
+
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import CollectorRegistry
+
+from edge.app import EdgeDependencies, create_app
+from edge.backends import Backends
+from edge.catalog import build_catalog
+from edge.config import EdgeSettings
+from edge.middleware import InFlight
+from edge.procedures import all_handlers
+from edge.serve import serve
+from storypost_runtime.logs import configure_logging
+from storypost_runtime.metrics import serve_metrics
+from storypost_runtime.settings import load_settings
+
+
+def main() -> None:
+    settings = load_settings(EdgeSettings)
+    configure_logging("edge", settings.log_level)
+    registry = CollectorRegistry()
+    catalog = build_catalog()
+    backends = Backends.connect(settings)
+    deps = EdgeDependencies(
+        backends=backends,
+        catalog=catalog,
+        handlers=all_handlers(catalog.names(), backends, settings),
+        registry=registry,
+        draining=threading.Event(),
+        in_flight=InFlight(),
+    )
+    serve_metrics(registry, settings.metrics_host, settings.metrics_port)
+    serve(create_app(settings, deps), settings, deps.draining, deps.in_flight)
+    backends.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The edge's Falcon application: routes, error answers, middleware."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import falcon
+from prometheus_client import CollectorRegistry
+
+from edge.auth import Authenticator, RateLimitGate
+from edge.backends import Backends
+from edge.catalog import Catalog
+from edge.config import EdgeSettings
+from edge.errors import INTERNAL_ERROR, ApiError
+from edge.middleware import AccessLog, EdgeMetrics, InFlight, RequestScopeApp
+from edge.procedures.base import Handler
+from edge.resources import (
+    CatalogResource,
+    Liveness,
+    OpenApiResource,
+    ProcedureResource,
+    Readiness,
+)
+from edge.routes import add_routes
+from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.logs import get_logger
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class EdgeDependencies:
+    backends: Backends
+    catalog: Catalog
+    handlers: Mapping[str, Handler]
+    registry: CollectorRegistry
+    draining: threading.Event
+    in_flight: InFlight
+
+
+def _api_error(req: falcon.Request, resp: falcon.Response, error: ApiError, _params: Any) -> None:
+    resp.status = error.status
+    resp.set_headers(error.headers)
+    resp.media = error.body
+
+
+def _http_error(
+    req: falcon.Request, resp: falcon.Response, error: falcon.HTTPError, _p: Any
+) -> None:
+    """Falcon's own errors (no route, wrong method) as JSON with errorMessage."""
+    resp.status = error.status
+    if error.headers:
+        resp.set_headers(error.headers)
+    if error.status_code == 404:
+        message = f"no such endpoint: {req.method} {req.path}"
+    elif error.status_code == 405:
+        message = f"method {req.method} not allowed; procedures are called with POST"
+    else:
+        message = error.title or "bad request"
+        if error.description:
+            message = f"{message}: {error.description}"
+    resp.media = {"errorMessage": message}
+
+
+def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, _p: Any) -> None:
+    """No stack trace ever reaches a caller: it goes to the log with the request id."""
+    log.exception("unhandled error", path=req.path)
+    resp.status = 500
+    resp.media = {"errorMessage": INTERNAL_ERROR}
+
+
+def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeApp:
+    accounts = account_pb2_grpc.AccountServiceStub(deps.backends.account)
+    app = falcon.App(middleware=[AccessLog(EdgeMetrics(deps.registry))], cors_enable=False)
+    app.req_options.strip_url_path_trailing_slash = True
+    app.add_error_handler(Exception, _unexpected)
+    app.add_error_handler(falcon.HTTPError, _http_error)
+    app.add_error_handler(ApiError, _api_error)
+    app.add_route(
+        "/o/{organization_id}/api/v1/{procedure}",
+        ProcedureResource(
+            settings,
+            deps.catalog,
+            deps.handlers,
+            Authenticator(accounts, settings.auth_cache_seconds),
+            RateLimitGate(accounts),
+        ),
+    )
+    app.add_route("/api/v1/catalog.json", CatalogResource(deps.catalog))
+    app.add_route("/api/v1/openapi.json", OpenApiResource(deps.catalog, settings.public_url))
+    app.add_route("/healthz", Liveness())
+    app.add_route("/readyz", Readiness(deps.backends.account, deps.draining))
+    add_routes(app, deps.backends, settings)
+    return RequestScopeApp(app, deps.in_flight)

@@ -1,0 +1,160 @@
+"""Procedure records of clipapp posts: schedule, status and cancel."""
+
+from __future__ import annotations
+
+from edge.catalog import fragments as f
+from edge.catalog.model import Procedure
+
+_POST_UUID = "54ba01fa-7f90-4e90-95c7-961c8cd5ceee"
+_STATUSES = ("scheduled", "in-progress", "executed", "failed", "canceled")
+
+
+def _post_uuid() -> f.Schema:
+    return f.uuid("Caller-chosen UUID of the clipapp post.")
+
+
+def _flag(description: str) -> f.Schema:
+    return f.boolean(description, default=False)
+
+
+SCHEDULE_CLIPAPP_POST = Procedure(
+    name="schedule-clipapp-post",
+    backend="publish",
+    summary="Renders a page and schedules it as a post on a directly connected clipapp account.",
+    doc=(
+        "Renders the page (a video post when the design has video, a photo post otherwise) "
+        "and schedules it on the directly connected clipapp account `clipappAccountId` "
+        "(see `list-clipapp-accounts`). It is published at `date`, or as soon as rendering "
+        "is complete when `date` is omitted; poll `status-clipapp-post`. Native sticker "
+        "metadata is not sent to the network.\n\n"
+        "- `title` and `description`: at most 2200 characters each; a photo post's title "
+        "is at most 90 characters, so use `description` for longer text.\n"
+        "- `privacyLevel`: `PUBLIC_TO_EVERYONE`, `MUTUAL_FOLLOW_FRIENDS`, "
+        "`FOLLOWER_OF_CREATOR` or `SELF_ONLY` (default).\n"
+        "- `videoCoverTimestampMs`: the frame used as cover; the first frame when omitted "
+        "or invalid.\n"
+        "- `disableDuet`, `disableComment`, `disableStitch`; the disclosure toggles "
+        "`brandOrganic` and `brandedContent`; `aiGenerated`; `autoAudio` lets the network "
+        "add audio to photo posts.\n\n"
+        f"{f.RENDER_INPUT_DOC}\n\n"
+        + f.VIDEO_DOC.format(
+            duration="at most 600 seconds long (the network may allow less for some "
+            "accounts; the post then fails when published)"
+        )
+        + f"\n\n{f.RETRY_DOC}\n\n{f.LONG_CALL_DOC}"
+    ),
+    input_schema=f.render_input_object(
+        {
+            "clipappAccountId": f.string(
+                "The clipapp account, as listed by `list-clipapp-accounts`.",
+                min_length=1,
+                max_length=128,
+            ),
+            "clipappPostUuid": _post_uuid(),
+            "date": f.date_time("When to publish; omitted means once rendering is complete."),
+            "title": f.string("Title; at most 90 characters for photo posts.", max_length=2200),
+            "description": f.string("Description; use it for longer text.", max_length=2200),
+            "privacyLevel": f.enum(
+                "Who can watch the post.", f.CLIPAPP_PRIVACY_LEVELS, default="SELF_ONLY"
+            ),
+            "videoCoverTimestampMs": {
+                "type": "integer",
+                "minimum": 0,
+                "description": (
+                    "Milliseconds into the video of the cover frame; the first frame when "
+                    "omitted or invalid."
+                ),
+            },
+            "disableDuet": _flag("Disable duets."),
+            "disableComment": _flag("Disable comments."),
+            "disableStitch": _flag("Disable stitches."),
+            "brandOrganic": _flag("Disclose the post as promoting the creator's own brand."),
+            "brandedContent": _flag("Disclose the post as paid partnership content."),
+            "aiGenerated": _flag("Mark the post as AI-generated."),
+            "autoAudio": _flag("Let the network add audio to a photo post."),
+        },
+        ("clipappAccountId", "clipappPostUuid"),
+    ),
+    output_schema=f.output_object(
+        {
+            "clipappPostUuid": f.uuid("The clipapp post's UUID."),
+            "status": f.status("Always `scheduled`.", ("scheduled",)),
+            "warnings": f.warnings(),
+        },
+        ("clipappPostUuid", "status"),
+    ),
+    example_input={
+        "html": f.EXAMPLE_VIDEO_HTML,
+        "clipappAccountId": "7096538120371831814",
+        "clipappPostUuid": _POST_UUID,
+        "date": "2026-07-03T18:00:00Z",
+        "title": "Behind the scenes of our summer collection",
+        "privacyLevel": "PUBLIC_TO_EVERYONE",
+        "videoCoverTimestampMs": 1500,
+        "disableDuet": True,
+        "brandOrganic": True,
+    },
+    example_output={"clipappPostUuid": _POST_UUID, "status": "scheduled"},
+    render_input=True,
+    client_timeout_seconds=120.0,
+    tags=("clipapp",),
+)
+
+STATUS_CLIPAPP_POST = Procedure(
+    name="status-clipapp-post",
+    backend="publish",
+    summary="Returns the status of a clipapp post.",
+    doc=(
+        "Returns where a clipapp post stands: `scheduled` (queued, or the media is still "
+        "rendering), `in-progress` (due and being processed), `executed` (the network "
+        "confirmed publishing), `failed` (with `errorMessage`) or `canceled`. "
+        "`clipappStatus` is the last raw publish status the network returned, if any."
+    ),
+    input_schema=f.input_object({"clipappPostUuid": _post_uuid()}, ("clipappPostUuid",)),
+    output_schema=f.output_object(
+        {
+            "clipappPostUuid": f.uuid("The clipapp post's UUID."),
+            "status": f.status("Where the clipapp post stands.", _STATUSES),
+            "errorMessage": f.error_message(),
+            "clipappStatus": f.string("Last raw publish status returned by the network."),
+        },
+        ("clipappPostUuid", "status"),
+    ),
+    example_input={"clipappPostUuid": _POST_UUID},
+    example_output={
+        "clipappPostUuid": _POST_UUID,
+        "status": "in-progress",
+        "clipappStatus": "PROCESSING_UPLOAD",
+    },
+    tags=("clipapp",),
+)
+
+CANCEL_CLIPAPP_POST = Procedure(
+    name="cancel-clipapp-post",
+    backend="publish",
+    summary="Cancels a scheduled or in-progress clipapp post.",
+    doc=(
+        "Cancels a clipapp post that is `scheduled` or `in-progress`; it becomes "
+        "`canceled`.\n\n"
+        "**Idempotency:** canceling an already canceled post succeeds again.\n\n"
+        "**Errors:** a post that is already `executed` or `failed` cannot be canceled: an "
+        "expected error (HTTP 400) is returned and the post is unchanged."
+    ),
+    input_schema=f.input_object({"clipappPostUuid": _post_uuid()}, ("clipappPostUuid",)),
+    output_schema=f.output_object(
+        {
+            "clipappPostUuid": f.uuid("The clipapp post's UUID."),
+            "status": f.status("Always `canceled`.", ("canceled",)),
+        },
+        ("clipappPostUuid", "status"),
+    ),
+    example_input={"clipappPostUuid": _POST_UUID},
+    example_output={"clipappPostUuid": _POST_UUID, "status": "canceled"},
+    tags=("clipapp",),
+)
+
+PROCEDURES: tuple[Procedure, ...] = (
+    SCHEDULE_CLIPAPP_POST,
+    STATUS_CLIPAPP_POST,
+    CANCEL_CLIPAPP_POST,
+)

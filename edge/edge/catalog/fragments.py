@@ -1,0 +1,270 @@
+"""Shared JSON Schema pieces (draft 2020-12) that the procedure records are built from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Every helper returns a fresh dict so that no two schemas share (and could mutate) one object.
+Schema = dict[str, Any]
+
+HTML_MAX_CHARS = 10_485_760
+URL_MAX_CHARS = 2048
+# `image/*`, `video/*` or `audio/*` with an RFC 6838 subtype (at most 127 characters).
+CONTENT_TYPE_PATTERN = r"^(image|video|audio)/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
+PAGE_URL_PATTERN = r"^https?://"
+PHOTOAPP_ID_PATTERN = r"^\d{1,50}$"
+# Uppercase platform names of list-social-accounts (the list grows; never a closed enum).
+PLATFORM_PATTERN = r"^[A-Z][A-Z0-9_]{0,31}$"
+PLATFORMS = (
+    "PHOTOAPP",
+    "CLIPAPP",
+    "VIDEOCHANNEL",
+    "LINKNET",
+    "PRONET",
+    "PINBOARD",
+    "EPHEMERAL",
+    "SHORTTEXT",
+    "MICROBLOG",
+)
+CLIPAPP_PRIVACY_LEVELS = (
+    "PUBLIC_TO_EVERYONE",
+    "MUTUAL_FOLLOW_FRIENDS",
+    "FOLLOWER_OF_CREATOR",
+    "SELF_ONLY",
+)
+
+
+def uuid(description: str) -> Schema:
+    """A client-chosen identifier: a string in the canonical 8-4-4-4-12 hex form."""
+    return {"type": "string", "format": "uuid", "description": description}
+
+
+def date_time(description: str) -> Schema:
+    """An RFC 3339 (ISO 8601) date-time with an offset, e.g. `2026-07-01T09:30:00Z`."""
+    return {"type": "string", "format": "date-time", "description": description}
+
+
+def string(
+    description: str, *, min_length: int | None = None, max_length: int | None = None
+) -> Schema:
+    """A string, optionally bounded in length (counted in Unicode code points)."""
+    schema: Schema = {"type": "string"}
+    if min_length is not None:
+        schema["minLength"] = min_length
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    schema["description"] = description
+    return schema
+
+
+def boolean(description: str, *, default: bool | None = None) -> Schema:
+    """A boolean flag; `default` documents what omitting it means."""
+    schema: Schema = {"type": "boolean", "description": description}
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def enum(description: str, values: tuple[str, ...], *, default: str | None = None) -> Schema:
+    """A string from a closed list of values."""
+    schema: Schema = {"type": "string", "enum": list(values), "description": description}
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def link(description: str) -> Schema:
+    """An absolute URL returned by the service."""
+    return {"type": "string", "format": "uri", "description": description}
+
+
+def warnings() -> Schema:
+    """Render warnings: unknown elements or attributes and overlapping stickers."""
+    return {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": (
+            "Present only when there are warnings: unknown `<photoapp-*>` elements, unknown "
+            "attributes on sticker elements, overlapping stickers. The call succeeded anyway."
+        ),
+    }
+
+
+def error_message() -> Schema:
+    """The reason a post failed."""
+    return string("Why the post failed; present only when `status` is `failed`.")
+
+
+def content_type() -> Schema:
+    """The media type of a temp blob: only images, videos and audio."""
+    return {
+        "type": "string",
+        "pattern": CONTENT_TYPE_PATTERN,
+        "description": (
+            "Media type of the file: `image/*`, `video/*` or `audio/*`, e.g. `video/mp4`."
+        ),
+    }
+
+
+def photoapp_username() -> Schema:
+    """The username of a connected photoapp account."""
+    return string(
+        "Username of a connected photoapp account, as listed by `list-photoapp-users`.",
+        min_length=1,
+        max_length=64,
+    )
+
+
+def page_url() -> Schema:
+    """The `url` render input: the address of a page the headless browser loads."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": URL_MAX_CHARS,
+        "format": "uri",
+        "pattern": PAGE_URL_PATTERN,
+        "description": (
+            "Address (http or https) of the page to render. Give exactly one of `url` and `html`."
+        ),
+    }
+
+
+def page_html() -> Schema:
+    """The `html` render input: the page itself."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": HTML_MAX_CHARS,
+        "description": (
+            "The page to render, built from story components (`<photoapp-*>` elements). "
+            "Give exactly one of `url` and `html`."
+        ),
+    }
+
+
+def status(description: str, values: tuple[str, ...]) -> Schema:
+    """A post or draft status from the procedure's own list of states."""
+    return enum(description, values)
+
+
+def input_object(properties: Schema, required: tuple[str, ...] = ()) -> Schema:
+    """A request body: a closed object (unknown keys are a validation error)."""
+    schema: Schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def render_input_object(properties: Schema, required: tuple[str, ...]) -> Schema:
+    """A render procedure's request: `url` and `html` first, both optional in the schema.
+
+    Exactly one of them must be given, but the spec makes that an expected error (400 with
+    `errorMessage`), not a validation error, so the edge checks it after the schema.
+    """
+    return input_object({"url": page_url(), "html": page_html(), **properties}, required)
+
+
+def output_object(properties: Schema, required: tuple[str, ...]) -> Schema:
+    """A response body: open, because new entries may be added to responses at any time."""
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+def array_of(items: Schema, description: str) -> Schema:
+    """An array whose items share one schema."""
+    return {"type": "array", "items": items, "description": description}
+
+
+def linknet_destination() -> Schema:
+    """A linknet destination linked to a photoapp account."""
+    return output_object(
+        {
+            "linknetDestinationId": string(
+                "Id of the destination; pass it as `linknetDestinationId` to "
+                "`schedule-photoapp-story`.",
+                min_length=1,
+                max_length=64,
+            ),
+            "linknetDestinationName": string(
+                "Display name of the destination.", min_length=1, max_length=200
+            ),
+            "linknetDestinationType": string(
+                "Kind of destination, passed to the network when cross-posting.",
+                min_length=1,
+                max_length=64,
+            ),
+        },
+        ("linknetDestinationId", "linknetDestinationName", "linknetDestinationType"),
+    )
+
+
+def linknet_destinations() -> Schema:
+    """The linknet destinations of a photoapp account (absent when none is linked)."""
+    return array_of(linknet_destination(), "Linknet destinations linked to the account, if any.")
+
+
+# Paragraphs that several procedure docs share (Markdown).
+RENDER_INPUT_DOC = (
+    "Give exactly one of `url` (the http or https address of the page) and `html` (the page "
+    "itself, at most 10485760 characters); both or neither is an expected error (HTTP 400 "
+    "with `errorMessage`). The page is loaded in a headless browser, in a sandboxed context "
+    "with no origin that cannot read cookies or session data; the component script and the "
+    "fonts are injected automatically and sticker data is extracted. Media that only exists "
+    "as a local file is uploaded first as a temp blob (`create-temp-blob-upload-url`) and its "
+    "`url` is used in `src` attributes. Unknown `<photoapp-*>` elements, unknown attributes "
+    "on sticker elements and overlapping stickers are reported in `warnings`."
+)
+VIDEO_DOC = (
+    "A video source must be h264, 1080 x 1920 pixels (9:16 portrait), at most 30 Mbps and "
+    "{duration}; a video that does not meet this is rejected with HTTP 400 and a descriptive "
+    "`errorMessage`."
+)
+LONG_CALL_DOC = (
+    "**Timeout:** the call may take longer than 30 seconds (the page is rendered before it "
+    "answers): use a client read timeout of at least 120 seconds, and after a client timeout "
+    "retry with the same UUID."
+)
+MENTION_BUSY_DOC = (
+    "Resolving a `<photoapp-mention>` username uses one of the connected photoapp accounts; "
+    "when all are busy the call fails with HTTP 429: retry later with the same UUID."
+)
+RETRY_DOC = (
+    "**Idempotency:** calling it again with the same UUID returns the same success response "
+    "and duplicates nothing, so it is safe to retry after a timeout, a 429 or a 5xx."
+)
+
+# Values the examples share, so that they tell one consistent story.
+EXAMPLE_APP_URL = "https://storypost.example.com"
+EXAMPLE_ORGANIZATION_ID = "665f1c2a9b3e4d0012a7c5e1"
+EXAMPLE_VIDEO_BLOB_UUID = "6b81abc4-0825-4b6c-8c9c-a33d9d55d93e"
+EXAMPLE_VIDEO_BLOB_URL = (
+    f"{EXAMPLE_APP_URL}/o/{EXAMPLE_ORGANIZATION_ID}/blobs/{EXAMPLE_VIDEO_BLOB_UUID}"
+)
+_LAYER_STYLE = (
+    "position:absolute;inset:0;display:flex;flex-direction:column;align-items:center;"
+    "gap:40px;padding:300px 40px"
+)
+EXAMPLE_IMAGE_STORY_HTML = (
+    "<!doctype html><html><head><style>"
+    "body{margin:0;width:1080px;height:1920px;font-family:sans-serif;color:#fff;"
+    "background:linear-gradient(160deg,#ff7a59,#ffb347)}"
+    "h1{font-size:96px;margin:0}p{font-size:48px;margin:0;text-align:center}"
+    "</style></head><body><photoapp-story>"
+    f'<div style="{_LAYER_STYLE}">'
+    "<h1>Summer sale</h1><p>30% off everything until Sunday night</p>"
+    '<photoapp-link url="https://shop.example.com/sale" text="Shop the sale" '
+    'design="default"></photoapp-link>'
+    '<photoapp-countdown title="Sale ends" end-time="2026-07-05T22:00:00Z" '
+    'color="orange"></photoapp-countdown>'
+    '<photoapp-hashtag hashtag="summersale" design="rainbow"></photoapp-hashtag>'
+    "</div></photoapp-story></body></html>"
+)
+EXAMPLE_VIDEO_HTML = (
+    "<!doctype html><html><head><style>"
+    "body{margin:0;width:1080px;height:1920px;font-family:sans-serif;color:#fff}"
+    "h1{font-size:88px;margin:0;text-shadow:0 4px 16px #000}"
+    "</style></head><body>"
+    f'<photoapp-story src="{EXAMPLE_VIDEO_BLOB_URL}">'
+    f'<div style="{_LAYER_STYLE}"><h1>Behind the scenes</h1></div>'
+    "</photoapp-story></body></html>"
+)

@@ -1,0 +1,260 @@
+"""Procedure records of photoapp stories and reels: schedule, status and cancel."""
+
+from __future__ import annotations
+
+from edge.catalog import fragments as f
+from edge.catalog.model import Procedure
+
+_STORY_UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
+_REEL_UUID = "a238d129-05ad-4b23-aafe-f508e44205d6"
+_STORY_STATUSES = ("scheduled", "executed", "failed", "canceled")
+_REEL_STATUSES = ("scheduled", "in-progress", "executed", "failed", "canceled")
+
+
+def _story_uuid() -> f.Schema:
+    return f.uuid("Caller-chosen UUID of the story post.")
+
+
+def _reel_uuid() -> f.Schema:
+    return f.uuid("Caller-chosen UUID of the reel post.")
+
+
+SCHEDULE_PHOTOAPP_STORY = Procedure(
+    name="schedule-photoapp-story",
+    backend="publish",
+    summary="Renders a page and schedules it as a story on a connected photoapp account.",
+    doc=(
+        "Renders the page into an image story, or into a video story when its "
+        "`<photoapp-story>` element has a `src` pointing to a video, and schedules it on "
+        "the connected photoapp account `photoappUsername`. It answers `scheduled` once the "
+        "media is prepared; rendering finishes in the background and `previewUrl` appears "
+        "in `status-photoapp-story`, usually within a minute.\n\n"
+        "The story is posted at `date`, or at once when `date` is omitted. It becomes "
+        "`executed` or `failed`; a story that cannot be posted within 60 minutes after its "
+        "scheduled time is marked `failed` (it is never posted late). Each change sends the "
+        "webhook event `photoapp_story_post.status_changed`.\n\n"
+        "`aiGenerated` marks the story as AI-generated. `shareToLinknet: true` cross-posts "
+        "it to a linknet destination of the account: `linknetDestinationId`, or the first "
+        "linked destination when omitted.\n\n"
+        f"{f.RENDER_INPUT_DOC}\n\n"
+        f"{f.VIDEO_DOC.format(duration='0.5 to 60 seconds long')}\n\n"
+        f"{f.MENTION_BUSY_DOC}\n\n"
+        "**Quota:** 100 story posts per account per 24 hours. Photoapp itself allows "
+        "roughly 15 to 25 stories per account per day; more may cause a cooldown or a "
+        "'try again later' failure.\n\n"
+        f"{f.RETRY_DOC}\n\n{f.LONG_CALL_DOC}"
+    ),
+    input_schema=f.render_input_object(
+        {
+            "photoappUsername": f.photoapp_username(),
+            "storyPostUuid": _story_uuid(),
+            "date": f.date_time("When to post; omitted means at once."),
+            "aiGenerated": f.boolean("Marks the story as AI-generated."),
+            "shareToLinknet": f.boolean("Cross-post the story to a linknet destination."),
+            "linknetDestinationId": {
+                "type": ["string", "integer"],
+                "minLength": 1,
+                "maxLength": 64,
+                "description": (
+                    "Linknet destination to cross-post to when `shareToLinknet` is true; it "
+                    "must be linked to the account. Omitted means the first linked one."
+                ),
+            },
+        },
+        ("photoappUsername", "storyPostUuid"),
+    ),
+    output_schema=f.output_object(
+        {
+            "storyPostUuid": f.uuid("The story post's UUID."),
+            "status": f.status("Always `scheduled`.", ("scheduled",)),
+            "warnings": f.warnings(),
+        },
+        ("storyPostUuid", "status"),
+    ),
+    example_input={
+        "html": f.EXAMPLE_IMAGE_STORY_HTML,
+        "photoappUsername": "sunnyshop",
+        "storyPostUuid": _STORY_UUID,
+        "date": "2026-07-01T09:30:00Z",
+        "shareToLinknet": True,
+        "linknetDestinationId": "104857512345678",
+    },
+    example_output={
+        "storyPostUuid": _STORY_UUID,
+        "status": "scheduled",
+        "warnings": ['unknown attribute "size" on <photoapp-hashtag> was ignored'],
+    },
+    render_input=True,
+    client_timeout_seconds=120.0,
+    tags=("photoapp",),
+)
+
+STATUS_PHOTOAPP_STORY = Procedure(
+    name="status-photoapp-story",
+    backend="publish",
+    summary="Returns the status and preview of a story post.",
+    doc=(
+        "Returns where a story post stands: `scheduled`, `executed`, `failed` (with "
+        "`errorMessage`) or `canceled`. `previewUrl` is a JPEG of the rendered design "
+        "(the full-size image for image designs, a 360x640 first frame for video designs), "
+        "present once rendering finished.\n\n"
+        "There is no fixed time from `scheduled` to `executed`: keep polling (or receive "
+        "the `photoapp_story_post.status_changed` webhook) until `executed` or `failed`."
+    ),
+    input_schema=f.input_object({"storyPostUuid": _story_uuid()}, ("storyPostUuid",)),
+    output_schema=f.output_object(
+        {
+            "storyPostUuid": f.uuid("The story post's UUID."),
+            "status": f.status("Where the story post stands.", _STORY_STATUSES),
+            "errorMessage": f.error_message(),
+            "previewUrl": f.link("JPEG preview; present once rendering finished."),
+        },
+        ("storyPostUuid", "status"),
+    ),
+    example_input={"storyPostUuid": _STORY_UUID},
+    example_output={
+        "storyPostUuid": _STORY_UUID,
+        "status": "executed",
+        "previewUrl": f"https://media.storypost.example.com/previews/{_STORY_UUID}.jpg",
+    },
+    tags=("photoapp",),
+)
+
+CANCEL_PHOTOAPP_STORY = Procedure(
+    name="cancel-photoapp-story",
+    backend="publish",
+    summary="Cancels a scheduled story post.",
+    doc=(
+        "Cancels a story post that is still `scheduled`; it becomes `canceled` and the "
+        "webhook event `photoapp_story_post.status_changed` is sent.\n\n"
+        "**Idempotency:** canceling an already canceled story succeeds again.\n\n"
+        "**Errors:** a story that is already `executed` or `failed` cannot be canceled: an "
+        "expected error (HTTP 400) is returned and the story is unchanged."
+    ),
+    input_schema=f.input_object({"storyPostUuid": _story_uuid()}, ("storyPostUuid",)),
+    output_schema=f.output_object(
+        {
+            "storyPostUuid": f.uuid("The story post's UUID."),
+            "status": f.status(
+                "`canceled` on success (executed and failed stories answer with an error).",
+                ("canceled", "executed", "failed"),
+            ),
+        },
+        ("storyPostUuid", "status"),
+    ),
+    example_input={"storyPostUuid": _STORY_UUID},
+    example_output={"storyPostUuid": _STORY_UUID, "status": "canceled"},
+    tags=("photoapp",),
+)
+
+SCHEDULE_PHOTOAPP_REEL = Procedure(
+    name="schedule-photoapp-reel",
+    backend="publish",
+    summary="Renders a video page and schedules it as a reel on a connected photoapp account.",
+    doc=(
+        "Renders the page into a video and schedules it as a reel on the connected photoapp "
+        "account `photoappUsername`. The `<photoapp-story>` element needs a `src` pointing "
+        "to a video of up to 3 minutes; reels have no native stickers. The reel is "
+        "published at `date`, or as soon as rendering is complete when `date` is omitted; "
+        "poll `status-photoapp-reel`.\n\n"
+        "`caption` (at most 2200 characters) is published with the reel. `shareToFeed` "
+        "(default false) also shows it in the feed; `shareToLinknet` (default true) lets "
+        "the linknet network recommend it; `aiGenerated` marks it as AI-generated.\n\n"
+        f"{f.RENDER_INPUT_DOC}\n\n"
+        f"{f.VIDEO_DOC.format(duration='0.5 to 180 seconds long')}\n\n"
+        f"{f.RETRY_DOC}\n\n{f.LONG_CALL_DOC}"
+    ),
+    input_schema=f.render_input_object(
+        {
+            "photoappUsername": f.photoapp_username(),
+            "reelPostUuid": _reel_uuid(),
+            "caption": f.string("Caption published with the reel.", max_length=2200),
+            "date": f.date_time("When to publish; omitted means once rendering is complete."),
+            "shareToFeed": f.boolean("Also show the reel in the feed.", default=False),
+            "aiGenerated": f.boolean("Marks the reel as AI-generated."),
+            "shareToLinknet": f.boolean(
+                "Let the linknet network recommend the reel.", default=True
+            ),
+        },
+        ("photoappUsername", "reelPostUuid"),
+    ),
+    output_schema=f.output_object(
+        {
+            "reelPostUuid": f.uuid("The reel post's UUID."),
+            "status": f.status("Always `scheduled`.", ("scheduled",)),
+            "warnings": f.warnings(),
+        },
+        ("reelPostUuid", "status"),
+    ),
+    example_input={
+        "html": f.EXAMPLE_VIDEO_HTML,
+        "photoappUsername": "sunnyshop",
+        "reelPostUuid": _REEL_UUID,
+        "caption": "How our summer collection is made #behindthescenes",
+        "date": "2026-07-02T17:00:00Z",
+        "shareToFeed": True,
+    },
+    example_output={"reelPostUuid": _REEL_UUID, "status": "scheduled"},
+    render_input=True,
+    client_timeout_seconds=120.0,
+    tags=("photoapp",),
+)
+
+STATUS_PHOTOAPP_REEL = Procedure(
+    name="status-photoapp-reel",
+    backend="publish",
+    summary="Returns the status of a reel post.",
+    doc=(
+        "Returns where a reel post stands: `scheduled` (queued, or the video is still "
+        "rendering), `in-progress` (due and being processed), `executed`, `failed` (with "
+        "`errorMessage`) or `canceled`."
+    ),
+    input_schema=f.input_object({"reelPostUuid": _reel_uuid()}, ("reelPostUuid",)),
+    output_schema=f.output_object(
+        {
+            "reelPostUuid": f.uuid("The reel post's UUID."),
+            "status": f.status("Where the reel post stands.", _REEL_STATUSES),
+            "errorMessage": f.error_message(),
+        },
+        ("reelPostUuid", "status"),
+    ),
+    example_input={"reelPostUuid": _REEL_UUID},
+    example_output={
+        "reelPostUuid": _REEL_UUID,
+        "status": "failed",
+        "errorMessage": "photoapp rejected the video: the account is temporarily restricted",
+    },
+    tags=("photoapp",),
+)
+
+CANCEL_PHOTOAPP_REEL = Procedure(
+    name="cancel-photoapp-reel",
+    backend="publish",
+    summary="Cancels a scheduled reel post.",
+    doc=(
+        "Cancels a reel post that is still `scheduled`; it becomes `canceled`.\n\n"
+        "**Idempotency:** canceling an already canceled reel succeeds again.\n\n"
+        "**Errors:** once posting started (`in-progress`), succeeded (`executed`) or failed "
+        "(`failed`), an expected error (HTTP 400) is returned and the reel is unchanged."
+    ),
+    input_schema=f.input_object({"reelPostUuid": _reel_uuid()}, ("reelPostUuid",)),
+    output_schema=f.output_object(
+        {
+            "reelPostUuid": f.uuid("The reel post's UUID."),
+            "status": f.status("Always `canceled`.", ("canceled",)),
+        },
+        ("reelPostUuid", "status"),
+    ),
+    example_input={"reelPostUuid": _REEL_UUID},
+    example_output={"reelPostUuid": _REEL_UUID, "status": "canceled"},
+    tags=("photoapp",),
+)
+
+PROCEDURES: tuple[Procedure, ...] = (
+    SCHEDULE_PHOTOAPP_STORY,
+    STATUS_PHOTOAPP_STORY,
+    CANCEL_PHOTOAPP_STORY,
+    SCHEDULE_PHOTOAPP_REEL,
+    STATUS_PHOTOAPP_REEL,
+    CANCEL_PHOTOAPP_REEL,
+)

@@ -1,0 +1,32 @@
+"""Edge settings (STORYPOST_* environment variables)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from storypost_runtime.settings import BaseServiceSettings, ServiceAddresses
+
+
+class EdgeSettings(BaseServiceSettings, ServiceAddresses):
+    edge_host: str = "127.0.0.1"
+    edge_port: int = Field(default=8080, ge=0, le=65535)
+    # Worker threads of waitress: concurrent requests in flight per replica.
+    edge_threads: int = Field(default=16, ge=1, le=512)
+    # Scheme, host and port callers use to reach the edge; base URLs are built from it.
+    public_url: str = "http://127.0.0.1:8080"
+    # How long a token check (valid or not) is remembered by this replica.
+    auth_cache_seconds: float = Field(default=5.0, ge=0, le=300)
+    # Largest request body: upload-temp-blob's 41,943,040 base64 characters plus room for JSON.
+    max_body_bytes: int = Field(default=48 * 1024 * 1024, ge=1024)
+    # Deadline of the render procedures' calls (the spec asks callers to wait 120 s).
+    render_deadline_seconds: float = Field(default=110.0, gt=0, le=600)
+    # After SIGTERM: /readyz answers 503 this long before the listener closes.
+    shutdown_drain_seconds: float = Field(default=0.0, ge=0, le=120)
+    # Then in-flight requests get this long to finish.
+    shutdown_grace_seconds: float = Field(default=10.0, ge=0, le=600)
+
+    def base_url(self, organization_id: str) -> str:
+        return f"{self.public_url.rstrip('/')}/o/{organization_id}/api/v1"
+
+    def app_url(self, organization_id: str) -> str:
+        return f"{self.public_url.rstrip('/')}/o/{organization_id}"

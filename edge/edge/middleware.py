@@ -1,0 +1,132 @@
+"""Per-request work around every answer: request id, access log, metrics, in-flight count."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import falcon
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
+from storypost_runtime.logs import get_logger
+from storypost_runtime.metrics import LATENCY_BUCKETS
+
+log = get_logger("edge.access")
+REQUEST_ID_ENV = "storypost.request_id"
+# Route fields that are credentials: a connect link's token and a temp blob URL's key are
+# the whole authorization of their URL, so they never reach a log line or a metric label.
+SECRET_ROUTE_FIELDS = frozenset({"{token}", "{key}"})
+
+
+def loggable_path(req: falcon.Request) -> str:
+    """The request path with the segments of secret route fields replaced."""
+    template = req.uri_template
+    if not template or not SECRET_ROUTE_FIELDS.intersection(template.split("/")):
+        return req.path
+    shape, path = template.split("/"), req.path.split("/")
+    if len(shape) != len(path):
+        return template
+    return "/".join(
+        "[redacted]" if field in SECRET_ROUTE_FIELDS else segment
+        for field, segment in zip(shape, path, strict=True)
+    )
+
+
+class InFlight:
+    """Counts requests being served, so shutdown can wait for them."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._cond = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._cond:
+            self._count += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._cond:
+            self._count -= 1
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._count == 0, timeout=timeout)
+
+
+class RequestScopeApp:
+    """WSGI wrapper: the request id is bound for the whole call (logs, gRPC metadata)."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], in_flight: InFlight) -> None:
+        self._app = app
+        self._in_flight = in_flight
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        request_id = clean_request_id(environ.get("HTTP_X_REQUEST_ID"))
+        environ[REQUEST_ID_ENV] = request_id
+        with self._in_flight, request_scope(request_id):
+            # Falcon builds the whole body before returning, so the scope covers all work.
+            return list(self._app(environ, start_response))
+
+
+class EdgeMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "storypost_edge_requests",
+            "HTTP requests answered, by procedure and status",
+            ["procedure", "status"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "storypost_edge_request_seconds",
+            "HTTP request latency, by procedure",
+            ["procedure"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "storypost_edge_requests_in_flight", "requests being served", registry=registry
+        )
+
+
+class AccessLog:
+    """Falcon middleware: X-Request-Id on every answer, one log line and metrics per request."""
+
+    def __init__(self, metrics: EdgeMetrics) -> None:
+        self._metrics = metrics
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.started = time.perf_counter()
+        req.context.request_id = req.env.get(REQUEST_ID_ENV) or clean_request_id(None)
+        req.context.procedure = None
+        req.context.organization_id = None
+        self._metrics.in_flight.inc()
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
+    ) -> None:
+        self._metrics.in_flight.dec()
+        resp.set_header(REQUEST_ID_HEADER, req.context.request_id)
+        elapsed = time.perf_counter() - req.context.started
+        status = resp.status_code
+        # Unknown paths share one label so scanners cannot blow up the metric's cardinality.
+        label = req.context.procedure if resource is not None else "other"
+        if req.context.procedure and status == 404:
+            label = "unknown"
+        # Other routes are labelled by their template: bounded, and free of path secrets.
+        label = label or req.uri_template or "other"
+        self._metrics.requests.labels(label, str(status)).inc()
+        self._metrics.latency.labels(label).observe(elapsed)
+        log.info(
+            "request",
+            method=req.method,
+            path=loggable_path(req),
+            status=status,
+            duration_ms=round(elapsed * 1000, 2),
+            organization_id=req.context.organization_id,
+            procedure=req.context.procedure,
+        )

@@ -1,0 +1,181 @@
+"""Handlers of the account listings and create-connect-link (account-svc)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import struct_pb2
+
+from edge.backends import Backends
+from edge.config import EdgeSettings
+from edge.procedures.base import CallContext, Handler, JsonObject
+from storypost.account.v1 import account_pb2 as pb
+from storypost.account.v1 import account_pb2_grpc
+
+CONNECTION_NAMES = {pb.CONNECTION_DIRECT: "direct", pb.CONNECTION_SOCIAL: "social"}
+CLIPAPP_NAME_MAX = 100
+
+
+def connect_link_url(public_url: str, token: str) -> str:
+    return f"{public_url.rstrip('/')}/connect/{token}"
+
+
+def _number(value: float) -> int | float:
+    return int(value) if value.is_integer() else value
+
+
+def _scalar(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        return _number(value.number_value)
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    return None
+
+
+def _destinations(account: pb.ConnectedAccount) -> list[JsonObject]:
+    return [
+        {
+            "linknetDestinationId": d.id,
+            "linknetDestinationName": d.name,
+            "linknetDestinationType": d.type,
+        }
+        for d in account.linknet_destinations
+    ]
+
+
+def photoapp_user(account: pb.ConnectedAccount) -> JsonObject:
+    user: JsonObject = {
+        "photoappId": account.platform_account_id,
+        "photoappUsername": account.username,
+    }
+    if account.linknet_destinations:
+        user["linknetDestinations"] = _destinations(account)
+    return user
+
+
+def clipapp_account(account: pb.ConnectedAccount) -> JsonObject:
+    name = account.display_name or account.username or account.platform_account_id
+    found: JsonObject = {
+        "clipappAccountId": account.platform_account_id,
+        "clipappAccountName": name[:CLIPAPP_NAME_MAX],
+    }
+    if account.profile_picture_url:
+        found["profilePictureUrl"] = account.profile_picture_url
+    return found
+
+
+def option_json(option: pb.PostTypeOption) -> JsonObject:
+    data: JsonObject = {
+        "type": option.type,
+        "description": option.description,
+        "required": option.required,
+    }
+    if option.enum_values:
+        data["enum"] = [_scalar(v) for v in option.enum_values]
+    if option.HasField("default_value"):
+        data["default"] = _scalar(option.default_value)
+    if option.HasField("minimum"):
+        data["minimum"] = _number(option.minimum)
+    if option.HasField("maximum"):
+        data["maximum"] = _number(option.maximum)
+    if option.HasField("max_length"):
+        data["maxLength"] = option.max_length
+    return data
+
+
+def post_type_json(post_type: pb.PostType) -> JsonObject:
+    data: JsonObject = {
+        "postType": post_type.post_type,
+        "procedure": post_type.procedure,
+        "media": post_type.media,
+    }
+    if post_type.HasField("min_duration_seconds"):
+        data["minDurationSeconds"] = _number(post_type.min_duration_seconds)
+    if post_type.HasField("max_duration_seconds"):
+        data["maxDurationSeconds"] = _number(post_type.max_duration_seconds)
+    data |= {
+        "captionPublished": post_type.caption_published,
+        "captionRequired": post_type.caption_required,
+        "maxCaptionLength": post_type.max_caption_length,
+        "options": {key: option_json(post_type.options[key]) for key in sorted(post_type.options)},
+    }
+    return data
+
+
+def social_account(account: pb.ConnectedAccount) -> JsonObject:
+    connection = CONNECTION_NAMES.get(account.connection, "social")
+    data: JsonObject = {
+        "socialAccountId": account.social_account_id,
+        "platform": account.platform,
+        "connection": connection,
+        "displayName": account.display_name or account.username,
+    }
+    if account.username:
+        data["username"] = account.username
+    if account.profile_picture_url:
+        data["profilePictureUrl"] = account.profile_picture_url
+    data["disconnected"] = account.disconnected
+    if connection == "direct" and account.platform == "PHOTOAPP":
+        data["photoappUsername"] = account.username
+    if connection == "direct" and account.platform == "CLIPAPP":
+        data["clipappAccountId"] = account.platform_account_id
+    if account.linknet_destinations:
+        data["linknetDestinations"] = _destinations(account)
+    if account.HasField("daily_post_limit"):
+        data["dailyPostLimit"] = account.daily_post_limit
+    if account.post_types:
+        data["postTypes"] = [post_type_json(p) for p in account.post_types]
+    return data
+
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    accounts = account_pb2_grpc.AccountServiceStub(backends.account)
+
+    def listed(
+        ctx: CallContext,
+        platform: str = "",
+        connection: pb.Connection.ValueType = pb.CONNECTION_UNSPECIFIED,
+    ) -> list[pb.ConnectedAccount]:
+        reply = accounts.ListConnectedAccounts(
+            pb.ListConnectedAccountsRequest(
+                organization_id=ctx.organization_id,
+                platform=platform,
+                connection=connection,
+            )
+        )
+        return list(reply.accounts)
+
+    def list_photoapp_users(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        found = listed(ctx, "PHOTOAPP", pb.CONNECTION_DIRECT)
+        return {"photoappUsers": [photoapp_user(a) for a in found]}
+
+    def list_clipapp_accounts(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        found = listed(ctx, "CLIPAPP", pb.CONNECTION_DIRECT)
+        return {"clipappAccounts": [clipapp_account(a) for a in found]}
+
+    def list_social_accounts(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        return {"socialAccounts": [social_account(a) for a in listed(ctx)]}
+
+    def create_connect_link(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        link = accounts.CreateConnectLink(
+            pb.CreateConnectLinkRequest(
+                organization_id=ctx.organization_id,
+                connect_link_uuid=params["connectLinkUuid"],
+                description=params.get("description", ""),
+            )
+        )
+        return {
+            "connectLinkUuid": link.connect_link_uuid,
+            "connectLinkUrl": connect_link_url(settings.public_url, link.token),
+        }
+
+    return {
+        "list-photoapp-users": list_photoapp_users,
+        "list-clipapp-accounts": list_clipapp_accounts,
+        "list-social-accounts": list_social_accounts,
+        "create-connect-link": create_connect_link,
+    }

@@ -1,0 +1,48 @@
+"""Handlers of clipapp posts (publish-svc)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from edge.backends import Backends
+from edge.config import EdgeSettings
+from edge.procedures.base import CallContext, Handler, JsonObject
+from edge.procedures.posts import design, get_handler, scheduled_json, timestamp
+from storypost.publish.v1 import publish_pb2 as pb
+from storypost.publish.v1 import publish_pb2_grpc
+
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
+
+    def schedule(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        request = pb.ScheduleClipappPostRequest(
+            organization_id=ctx.organization_id,
+            clipapp_post_uuid=params["clipappPostUuid"],
+            design=design(params),
+            clipapp_account_id=params["clipappAccountId"],
+            date=timestamp(params.get("date")),
+            title=params.get("title", ""),
+            description=params.get("description", ""),
+            privacy_level=params.get("privacyLevel", "SELF_ONLY"),
+            disable_duet=bool(params.get("disableDuet")),
+            disable_comment=bool(params.get("disableComment")),
+            disable_stitch=bool(params.get("disableStitch")),
+            brand_organic=bool(params.get("brandOrganic")),
+            branded_content=bool(params.get("brandedContent")),
+            ai_generated=bool(params.get("aiGenerated")),
+            auto_audio=bool(params.get("autoAudio")),
+        )
+        if "videoCoverTimestampMs" in params:
+            request.video_cover_timestamp_ms = int(params["videoCoverTimestampMs"])
+        reply = publish.ScheduleClipappPost(request, timeout=settings.render_deadline_seconds)
+        return scheduled_json("clipappPostUuid", reply)
+
+    return {
+        "schedule-clipapp-post": schedule,
+        "status-clipapp-post": get_handler(
+            publish.GetClipappPost, "clipappPostUuid", "clipappStatus"
+        ),
+        "cancel-clipapp-post": get_handler(publish.CancelClipappPost, "clipappPostUuid"),
+    }

@@ -1,0 +1,158 @@
+"""Handlers of temp blobs and drafts (render-svc)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from edge.backends import Backends
+from edge.catalog.media import UPLOAD_TEMP_BLOB
+from edge.config import EdgeSettings
+from edge.errors import ApiError
+from edge.procedures.base import CallContext, Handler, JsonObject
+from edge.validation import validation_body
+from storypost.render.v1 import render_pb2 as pb
+from storypost.render.v1 import render_pb2_grpc
+
+# 41,943,040 base64 characters decode to at most 30 MiB.
+MAX_INLINE_BYTES = 31_457_280
+DRAFT_STATUSES = {
+    pb.DRAFT_STATUS_RENDERING: "rendering",
+    pb.DRAFT_STATUS_READY: "ready",
+    pb.DRAFT_STATUS_FAILED: "failed",
+    pb.DRAFT_STATUS_DELETED: "deleted",
+}
+
+
+def design_of(params: Mapping[str, Any]) -> pb.Design:
+    """The render input (the edge already checked that exactly one is given)."""
+    if "html" in params:
+        return pb.Design(html=params["html"])
+    return pb.Design(url=params["url"])
+
+
+def decode_base64(text: str) -> bytes:
+    """Standard base64 (padding required, whitespace refused); the spec's 400 otherwise."""
+    try:
+        content = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(
+            400,
+            "invalid params",
+            body=validation_body(
+                UPLOAD_TEMP_BLOB,
+                {"contentBase64": ["not valid base64 (standard alphabet, with padding)"]},
+            ),
+        ) from None
+    if not content or len(content) > MAX_INLINE_BYTES:
+        raise ApiError(
+            400,
+            "invalid params",
+            body=validation_body(
+                UPLOAD_TEMP_BLOB,
+                {"contentBase64": [f"must decode to 1 to {MAX_INLINE_BYTES} bytes (30 MB)"]},
+            ),
+        )
+    return content
+
+
+def _blob_answer(blob: pb.TempBlob) -> JsonObject:
+    answer: JsonObject = {"tempBlobUuid": blob.temp_blob_uuid, "url": blob.url}
+    if blob.upload_url:
+        answer["uploadUrl"] = blob.upload_url
+    return answer
+
+
+def _draft_status(draft: pb.Draft) -> JsonObject:
+    answer: JsonObject = {
+        "draftUuid": draft.draft_uuid,
+        "status": DRAFT_STATUSES.get(draft.status, "rendering"),
+    }
+    if draft.preview_url:
+        answer["previewUrl"] = draft.preview_url
+    if draft.editor_url:
+        answer["editorUrl"] = draft.editor_url
+    return answer
+
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    render = render_pb2_grpc.RenderServiceStub(backends.render)
+    render_deadline = settings.render_deadline_seconds
+
+    def create_temp_blob_upload_url(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        blob = render.CreateTempBlobUploadUrl(
+            pb.CreateTempBlobUploadUrlRequest(
+                organization_id=ctx.organization_id,
+                temp_blob_uuid=params["tempBlobUuid"],
+                content_type=params["contentType"],
+                content_length_bytes=params["contentLengthBytes"],
+                public_app_url=ctx.app_url,
+            )
+        )
+        return _blob_answer(blob)
+
+    def upload_temp_blob(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        content = decode_base64(params["contentBase64"])
+        blob = render.UploadTempBlob(
+            pb.UploadTempBlobRequest(
+                organization_id=ctx.organization_id,
+                temp_blob_uuid=params["tempBlobUuid"],
+                content=content,
+                content_type=params["contentType"],
+                public_app_url=ctx.app_url,
+            ),
+            # Up to 30 MB travel to S3 within the call.
+            timeout=60.0,
+        )
+        return _blob_answer(blob)
+
+    def create_draft(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        draft = render.CreateDraft(
+            pb.CreateDraftRequest(
+                organization_id=ctx.organization_id,
+                draft_uuid=params["draftUuid"],
+                design=design_of(params),
+                name=params.get("name", ""),
+                folder_name=params.get("folderName", ""),
+                public_app_url=ctx.app_url,
+            ),
+            timeout=render_deadline,
+        )
+        answer: JsonObject = {
+            "draftUuid": draft.draft_uuid,
+            # A deleted draft's repeat still answers with where its editor page is.
+            "editorUrl": draft.editor_url or f"{ctx.app_url}/drafts/{draft.draft_uuid}",
+        }
+        if draft.warnings:
+            answer["warnings"] = list(draft.warnings)
+        return answer
+
+    def status_draft(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        draft = render.GetDraft(
+            pb.GetDraftRequest(
+                organization_id=ctx.organization_id,
+                draft_uuid=params["draftUuid"],
+                public_app_url=ctx.app_url,
+            )
+        )
+        return _draft_status(draft)
+
+    def delete_draft(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        draft = render.DeleteDraft(
+            pb.DeleteDraftRequest(
+                organization_id=ctx.organization_id,
+                draft_uuid=params["draftUuid"],
+                public_app_url=ctx.app_url,
+            )
+        )
+        return {"draftUuid": draft.draft_uuid, "status": "deleted"}
+
+    return {
+        "create-temp-blob-upload-url": create_temp_blob_upload_url,
+        "upload-temp-blob": upload_temp_blob,
+        "create-draft": create_draft,
+        "status-draft": status_draft,
+        "delete-draft": delete_draft,
+    }

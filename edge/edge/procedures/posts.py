@@ -1,0 +1,77 @@
+"""Shared pieces of the post procedures: JSON ⇄ publish-svc protobuf."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from edge.procedures.base import CallContext, Handler, JsonObject
+from storypost.publish.v1 import publish_pb2 as pb
+from storypost.render.v1 import render_pb2 as rpb
+from storypost_runtime.clock import iso_utc
+
+STATUS_TEXT = {
+    pb.POST_STATUS_SCHEDULED: "scheduled",
+    pb.POST_STATUS_IN_PROGRESS: "in-progress",
+    pb.POST_STATUS_EXECUTED: "executed",
+    pb.POST_STATUS_FAILED: "failed",
+    pb.POST_STATUS_CANCELED: "canceled",
+}
+
+
+def design(params: Mapping[str, Any]) -> rpb.Design:
+    """The page to render; the edge already checked that exactly one of url/html is given."""
+    if "url" in params:
+        return rpb.Design(url=params["url"])
+    return rpb.Design(html=params["html"])
+
+
+def timestamp(value: str | None) -> Timestamp | None:
+    """An ISO 8601 date-time (validated by the schema) as a protobuf Timestamp."""
+    if value is None:
+        return None
+    stamp = Timestamp()
+    stamp.FromDatetime(datetime.fromisoformat(value))
+    return stamp
+
+
+def post_json(uuid_field: str, post: pb.Post, *extra: str) -> JsonObject:
+    """The status procedures' answer: required fields, then optional ones when present."""
+    body: JsonObject = {uuid_field: post.post_uuid, "status": STATUS_TEXT[post.status]}
+    if post.status == pb.POST_STATUS_FAILED:
+        body["errorMessage"] = post.error_message or "failed"
+    optional = {
+        "previewUrl": post.preview_url,
+        "clipappStatus": post.clipapp_status,
+        "permalink": post.permalink,
+        "socialAccountId": post.social_account_id,
+        "platform": post.platform,
+        "postType": post.post_type,
+        "date": iso_utc(post.date.ToDatetime(tzinfo=UTC)) if post.HasField("date") else "",
+    }
+    for name in extra:
+        if optional.get(name):
+            body[name] = optional[name]
+    return body
+
+
+def scheduled_json(uuid_field: str, reply: pb.ScheduleResponse) -> JsonObject:
+    body: JsonObject = {uuid_field: reply.post.post_uuid, "status": STATUS_TEXT[reply.post.status]}
+    if reply.warnings:
+        body["warnings"] = list(reply.warnings)
+    return body
+
+
+def get_handler(call: Callable[..., pb.Post], uuid_field: str, *extra: str) -> Handler:
+    """A status or cancel procedure: one UUID in, the post out."""
+
+    def handler(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        post = call(
+            pb.GetPostRequest(organization_id=ctx.organization_id, post_uuid=params[uuid_field])
+        )
+        return post_json(uuid_field, post, *extra)
+
+    return handler

@@ -1,0 +1,132 @@
+"""Falcon resources: the procedure endpoint, the catalog documents and health."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import falcon
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from edge.auth import Authenticator, RateLimitGate
+from edge.body import read_json_object
+from edge.catalog import Catalog, Procedure
+from edge.config import EdgeSettings
+from edge.errors import ApiError, api_error_from_rpc
+from edge.procedures.base import CallContext, Handler
+from edge.validation import validate_params, validation_body
+
+
+def check_render_input(params: Mapping[str, Any]) -> None:
+    given = [key for key in ("url", "html") if key in params]
+    if len(given) != 1:
+        raise ApiError(
+            400,
+            "exactly one of url or html must be given"
+            + (" (both were)" if len(given) == 2 else " (neither was)"),
+        )
+
+
+class ProcedureResource:
+    """POST /o/{organization_id}/api/v1/{procedure}: auth, rate limit, validation, handler."""
+
+    def __init__(
+        self,
+        settings: EdgeSettings,
+        catalog: Catalog,
+        handlers: Mapping[str, Handler],
+        authenticator: Authenticator,
+        rate_limit: RateLimitGate,
+    ) -> None:
+        self._settings = settings
+        self._catalog = catalog
+        self._handlers = handlers
+        self._auth = authenticator
+        self._rate_limit = rate_limit
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, organization_id: str, procedure: str
+    ) -> None:
+        req.context.procedure = procedure
+        caller = self._auth.authenticate(req.get_header("Authorization"), organization_id)
+        req.context.organization_id = organization_id
+        resp.set_headers(self._rate_limit.consume(organization_id))
+        proc = self._catalog.get(procedure)
+        if proc is None:
+            raise ApiError(404, f"unknown procedure: {procedure}")
+        params = read_json_object(req, self._settings.max_body_bytes)
+        explanation = validate_params(proc, params)
+        if explanation is not None:
+            raise ApiError(400, "invalid params", body=validation_body(proc, explanation))
+        if proc.render_input:
+            check_render_input(params)
+        ctx = CallContext(
+            organization_id=organization_id,
+            credential_id=caller.credential_id,
+            request_id=req.context.request_id,
+            base_url=self._settings.base_url(organization_id),
+            app_url=self._settings.app_url(organization_id),
+        )
+        resp.media = self._call(proc, ctx, params)
+
+    def _call(self, proc: Procedure, ctx: CallContext, params: Mapping[str, Any]) -> Any:
+        try:
+            return self._handlers[proc.name](ctx, params)
+        except grpc.RpcError as error:
+            raise api_error_from_rpc(
+                error, validation_body=lambda explanation: validation_body(proc, explanation)
+            ) from None
+
+
+class CatalogResource:
+    def __init__(self, catalog: Catalog) -> None:
+        self._document = catalog.to_catalog_json()
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self._document
+
+
+class OpenApiResource:
+    def __init__(self, catalog: Catalog, public_url: str) -> None:
+        self._document = catalog.to_openapi(public_url)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = self._document
+
+
+class Liveness:
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = {"status": "ok"}
+
+
+class Readiness:
+    """Ready while not draining and account-svc answers its health check (cached 1 s)."""
+
+    def __init__(self, account_channel: grpc.Channel, draining: threading.Event) -> None:
+        self._health = health_pb2_grpc.HealthStub(account_channel)
+        self._draining = draining
+        self._checked_at = 0.0
+        self._ok = False
+        self._lock = threading.Lock()
+
+    def _account_ok(self) -> bool:
+        with self._lock:
+            if time.monotonic() - self._checked_at < 1.0:
+                return self._ok
+            try:
+                reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                self._ok = reply.status == health_pb2.HealthCheckResponse.SERVING
+            except grpc.RpcError:
+                self._ok = False
+            self._checked_at = time.monotonic()
+            return self._ok
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if self._draining.is_set():
+            raise ApiError(503, "shutting down")
+        if not self._account_ok():
+            raise ApiError(503, "account-svc is not answering")
+        resp.media = {"status": "ready"}

@@ -1,0 +1,151 @@
+"""What every app page shares: the backends, sign-in check, CSRF check, forms and answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import falcon
+from falcon.uri import parse_query_string
+
+from edge.backends import Backends
+from edge.config import EdgeSettings
+from edge.web.failures import PageError
+from edge.web.session import EXPIRED_FORM, Sessions, Viewer, org_path, same_token
+from edge.web.views import PAGE_CSP, Views
+from storypost.account.v1 import account_pb2_grpc
+from storypost.publish.v1 import publish_pb2_grpc
+from storypost.render.v1 import render_pb2_grpc
+from storypost.webhook.v1 import webhook_pb2_grpc
+
+Form = dict[str, str | list[str]]
+# Navigation of the page header: (key, label, path below /o/<org>).
+NAV = (
+    ("gallery", "Gallery", "/gallery"),
+    ("posts", "Posts", "/posts"),
+    ("accounts", "Accounts", "/accounts"),
+    ("credentials", "API credentials", "/settings/credentials"),
+    ("webhooks", "Webhooks", "/settings/webhooks"),
+)
+
+
+@dataclass(frozen=True)
+class Web:
+    """The collaborators of the pages, built once by add_routes."""
+
+    settings: EdgeSettings
+    views: Views
+    sessions: Sessions
+    accounts: account_pb2_grpc.AccountServiceStub
+    render: render_pb2_grpc.RenderServiceStub
+    publish: publish_pb2_grpc.PublishServiceStub
+    webhooks: webhook_pb2_grpc.WebhookServiceStub
+
+    @classmethod
+    def build(cls, backends: Backends, settings: EdgeSettings, views: Views) -> Web:
+        accounts = account_pb2_grpc.AccountServiceStub(backends.account)
+        return cls(
+            settings=settings,
+            views=views,
+            sessions=Sessions(accounts, settings),
+            accounts=accounts,
+            render=render_pb2_grpc.RenderServiceStub(backends.render),
+            publish=publish_pb2_grpc.PublishServiceStub(backends.publish),
+            webhooks=webhook_pb2_grpc.WebhookServiceStub(backends.webhook),
+        )
+
+    def app_url(self, organization_id: str) -> str:
+        return self.settings.app_url(organization_id)
+
+
+def read_form(req: falcon.Request) -> Form:
+    """An application/x-www-form-urlencoded body (what every page's form sends)."""
+    if req.content_type is None or not req.content_type.startswith(
+        "application/x-www-form-urlencoded"
+    ):
+        raise PageError(400, "This page takes form submissions only.")
+    try:
+        body = req.bounded_stream.read().decode("ascii")
+    except UnicodeDecodeError:
+        raise PageError(400, "The form could not be read.") from None
+    form: Form = parse_query_string(body, keep_blank=True, csv=False)
+    return form
+
+
+def field(form: Mapping[str, str | list[str]], name: str) -> str:
+    value = form.get(name, "")
+    return value[0] if isinstance(value, list) else value
+
+
+def fields(form: Mapping[str, str | list[str]], name: str) -> list[str]:
+    value = form.get(name, [])
+    return value if isinstance(value, list) else [value]
+
+
+class Page:
+    """Base of the signed-in pages."""
+
+    # The metrics and access-log label ("app:gallery"): one per page, not one per URL.
+    label = "app"
+
+    def __init__(self, web: Web) -> None:
+        self.web = web
+
+    def begin(self, req: falcon.Request, organization_id: str) -> Viewer:
+        """The signed-in user; otherwise a redirect to sign-in that comes back here."""
+        req.context.procedure = f"app:{self.label}"
+        req.context.organization_id = organization_id
+        viewer = self.web.sessions.viewer(req, organization_id)
+        if viewer is None:
+            back = req.relative_uri if req.method == "GET" else org_path(organization_id)
+            raise falcon.HTTPSeeOther(
+                f"{org_path(organization_id)}/signin?next={quote(back, safe='')}"
+            )
+        return viewer
+
+    def form(self, req: falcon.Request, viewer: Viewer) -> Form:
+        """The posted form, after its CSRF token was checked."""
+        form = read_form(req)
+        if not same_token(field(form, "csrf"), viewer.csrf):
+            raise PageError(403, EXPIRED_FORM)
+        return form
+
+    def show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        template: str,
+        *,
+        active: str,
+        title: str,
+        status: int = 200,
+        csp: str = PAGE_CSP,
+        **context: Any,
+    ) -> None:
+        org = viewer.organization_id
+        frame = {
+            "viewer": viewer,
+            "org": org_path(org),
+            "active": active,
+            "title": title,
+            "nav": NAV,
+            "flash": self.web.sessions.take_flash(req, resp, org),
+            "refresh": context.pop("refresh", 0),
+        }
+        self.web.views.render(resp, template, frame | context, status=status, csp=csp)
+
+    def done(
+        self,
+        resp: falcon.Response,
+        viewer: Viewer,
+        path: str,
+        text: str,
+        kind: str = "ok",
+    ) -> None:
+        """Post/redirect/get: a one-time message, then the page again (303)."""
+        self.web.sessions.flash(resp, viewer.organization_id, kind, text)
+        resp.status = 303
+        resp.location = org_path(viewer.organization_id) + path

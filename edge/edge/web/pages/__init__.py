@@ -1,0 +1,1 @@
+"""The app pages, one module per area."""

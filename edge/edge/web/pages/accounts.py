@@ -1,0 +1,230 @@
+"""Connected accounts: every platform account with its state, connect and reconnect (the
+platform's OAuth-like sign-in), remove; connect links: create them and see which were used."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import falcon
+import grpc
+
+from edge.routes.connect import STATE_COOKIE, _state_digest
+from edge.web.base import Form, Page, field
+from edge.web.failures import PageError, page_error
+from edge.web.session import Viewer, cookie, org_path
+from storypost.account.v1 import account_pb2 as pb
+
+# (name, label) of the platforms an account can be connected on (account-svc's catalog).
+PLATFORMS = (
+    ("PHOTOAPP", "photoapp (stories and reels)"),
+    ("CLIPAPP", "clipapp (short videos)"),
+    ("VIDEOCHANNEL", "video channel"),
+    ("LINKNET", "linknet"),
+    ("PRONET", "professional network"),
+    ("PINBOARD", "pin board"),
+    ("EPHEMERAL", "ephemeral chat app"),
+    ("SHORTTEXT", "short-text network"),
+    ("MICROBLOG", "microblog"),
+)
+PLATFORM_NAMES = {name for name, _ in PLATFORMS}
+CONNECTION_LABEL = {pb.CONNECTION_DIRECT: "direct", pb.CONNECTION_SOCIAL: "social"}
+CONNECT_PATH = "/accounts"
+CALLBACK_PATH = "/accounts/callback"
+
+
+class AccountsPage(Page):
+    label = "accounts"
+
+    def _show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        *,
+        status: int = 200,
+        **extra: Any,
+    ) -> None:
+        org = viewer.organization_id
+        try:
+            accounts = list(
+                self.web.accounts.ListConnectedAccounts(
+                    pb.ListConnectedAccountsRequest(organization_id=org)
+                ).accounts
+            )
+            links = list(
+                self.web.accounts.ListConnectLinks(
+                    pb.ListConnectLinksRequest(organization_id=org)
+                ).links
+            )
+        except grpc.RpcError as error:
+            raise page_error(error) from None
+        usernames = {a.social_account_id: a.username or a.display_name for a in accounts}
+        public = self.web.settings.public_url.rstrip("/")
+        self.show(
+            req,
+            resp,
+            viewer,
+            "accounts.html",
+            active="accounts",
+            title="Connected accounts",
+            status=status,
+            accounts=accounts,
+            connection_label=CONNECTION_LABEL,
+            links=[
+                {
+                    "link": link,
+                    "used": link.status == pb.CONNECT_LINK_STATUS_USED,
+                    "url": f"{public}/connect/{link.token}",
+                    "account": usernames.get(link.social_account_id, ""),
+                }
+                for link in links
+            ],
+            platforms=PLATFORMS,
+            link_uuid=str(uuid.uuid4()),
+            **({"error": "", "description": ""} | extra),
+        )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        self._show(req, resp, viewer)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        form = self.form(req, viewer)
+        action = field(form, "action")
+        if action == "connect":
+            self._connect(resp, viewer, field(form, "platform"), pb.CONNECTION_UNSPECIFIED)
+        elif action == "reconnect":
+            self._reconnect(resp, viewer, form)
+        elif action == "remove":
+            self._remove(resp, viewer, form)
+        elif action == "create-link":
+            self._create_link(req, resp, viewer, form)
+        else:
+            raise PageError(400, "Unknown action.")
+
+    def _connect(
+        self,
+        resp: falcon.Response,
+        viewer: Viewer,
+        platform: str,
+        connection: pb.Connection.ValueType,
+    ) -> None:
+        if platform not in PLATFORM_NAMES:
+            raise PageError(400, "Choose a platform.")
+        org = viewer.organization_id
+        try:
+            started = self.web.accounts.StartConnect(
+                pb.StartConnectRequest(
+                    organization_id=org,
+                    platform=platform,
+                    connection=connection,
+                    redirect_uri=f"{self.web.app_url(org)}{CALLBACK_PATH}",
+                )
+            )
+        except grpc.RpcError as error:
+            raise page_error(error) from None
+        # The same binding as the connect-link pages: only this browser may finish it.
+        resp.set_cookie(
+            STATE_COOKIE,
+            _state_digest(started.state),
+            max_age=15 * 60,
+            path=org_path(org) + CALLBACK_PATH,
+            http_only=True,
+            secure=self.web.sessions.secure,
+            same_site="Lax",
+        )
+        resp.status = 303
+        resp.location = started.authorize_url
+
+    def _reconnect(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+        try:
+            account = self.web.accounts.GetConnectedAccount(
+                pb.GetConnectedAccountRequest(
+                    organization_id=viewer.organization_id,
+                    account=pb.AccountRef(social_account_id=field(form, "social_account_id")),
+                )
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This account") from None
+        self._connect(resp, viewer, account.platform, account.connection)
+
+    def _remove(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+        try:
+            removed = self.web.accounts.DeleteConnectedAccount(
+                pb.GetConnectedAccountRequest(
+                    organization_id=viewer.organization_id,
+                    account=pb.AccountRef(social_account_id=field(form, "social_account_id")),
+                )
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This account") from None
+        name = f"@{removed.username}" if removed.username else removed.display_name
+        self.done(resp, viewer, CONNECT_PATH, f"{name} ({removed.platform}) was removed.")
+
+    def _create_link(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
+        description = field(form, "description").strip()
+        try:
+            self.web.accounts.CreateConnectLink(
+                pb.CreateConnectLinkRequest(
+                    organization_id=viewer.organization_id,
+                    # From the form, so a double submit creates one link.
+                    connect_link_uuid=field(form, "connect_link_uuid"),
+                    description=description,
+                )
+            )
+        except grpc.RpcError as error:
+            failure = page_error(error)
+            if failure.status != 400:
+                raise failure from None
+            self._show(
+                req, resp, viewer, status=400, description=description, error=failure.message
+            )
+            return
+        self.done(
+            resp,
+            viewer,
+            CONNECT_PATH + "#links",
+            "Connect link created. Copy it and send it to the account owner.",
+        )
+
+
+class ConnectCallbackPage(Page):
+    """GET /o/<org>/accounts/callback: the platform sends the browser back here."""
+
+    label = "accounts-callback"
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        state = req.get_param("state") or ""
+        if not state or cookie(req, STATE_COOKIE) != _state_digest(state):
+            self.done(
+                resp,
+                viewer,
+                CONNECT_PATH,
+                "This sign-in was started in another browser or has expired; start it again.",
+                "error",
+            )
+            return
+        try:
+            done = self.web.accounts.CompleteConnect(
+                pb.CompleteConnectRequest(
+                    state=state,
+                    code=req.get_param("code") or "",
+                    error=req.get_param("error") or "",
+                ),
+                timeout=30.0,
+            )
+        except grpc.RpcError as error:
+            failure = page_error(error)
+            if failure.status >= 500:
+                raise failure from None
+            self.done(resp, viewer, CONNECT_PATH, failure.message, "error")
+            return
+        resp.unset_cookie(STATE_COOKIE, path=org_path(organization_id) + CALLBACK_PATH)
+        account = done.account
+        name = f"@{account.username}" if account.username else account.display_name
+        self.done(resp, viewer, CONNECT_PATH, f"{name} on {account.platform} is connected.")

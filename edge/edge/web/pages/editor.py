@@ -1,0 +1,350 @@
+"""The draft editor (`editorUrl`): edit the HTML with a live preview, save a new version
+(re-rendered), schedule it as a photoapp story or post it now, cancel those stories, delete."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import falcon
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from edge.web.base import Form, Page, field
+from edge.web.draft_posts import (
+    MAX_POSTS,
+    POST_STATUS,
+    DraftPosts,
+    find_posts,
+    user_post_after,
+)
+from edge.web.failures import PageError, page_error
+from edge.web.pages.gallery import DRAFT_STATUS, USER_POST
+from edge.web.session import Viewer
+from edge.web.views import EDITOR_CSP, format_when
+from storypost.account.v1 import account_pb2
+from storypost.publish.v1 import publish_pb2
+from storypost.render.v1 import render_pb2 as pb
+
+HTML_MAX = 10_485_760
+URL_MAX = 2048
+
+
+def parse_date(text: str, now: datetime) -> Timestamp:
+    """The form's `YYYY-MM-DDTHH:MM` (UTC, as the form says), in the future."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise PageError(400, "Enter the date and time as YYYY-MM-DD HH:MM (UTC).") from None
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment <= now:
+        raise PageError(400, "Choose a time in the future, or use “Post now”.")
+    stamp = Timestamp()
+    stamp.FromDatetime(moment)
+    return stamp
+
+
+class EditorPage(Page):
+    label = "editor"
+
+    def _draft(self, org: str, draft_uuid: str) -> pb.Draft:
+        try:
+            return self.web.render.GetDraft(
+                pb.GetDraftRequest(
+                    organization_id=org,
+                    draft_uuid=draft_uuid,
+                    public_app_url=self.web.app_url(org),
+                )
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This draft") from None
+
+    def _posts(self, org: str, draft: pb.Draft) -> DraftPosts:
+        try:
+            posts = find_posts(self.web.publish, org, draft.draft_uuid)
+            wanted = user_post_after(posts, draft.user_post)
+            if wanted != draft.user_post:
+                draft.CopyFrom(self._set_user_post(org, draft.draft_uuid, wanted))
+        except grpc.RpcError as error:
+            raise page_error(error) from None
+        return posts
+
+    def _set_user_post(
+        self, org: str, draft_uuid: str, user_post: pb.DraftUserPost.ValueType
+    ) -> pb.Draft:
+        return self.web.render.SetDraftUserPost(
+            pb.SetDraftUserPostRequest(
+                organization_id=org,
+                draft_uuid=draft_uuid,
+                user_post=user_post,
+                public_app_url=self.web.app_url(org),
+            )
+        )
+
+    def _show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        draft_uuid: str,
+        *,
+        status: int = 200,
+        edited: dict[str, str] | None = None,
+        error: str = "",
+    ) -> None:
+        org = viewer.organization_id
+        draft = self._draft(org, draft_uuid)
+        deleted = draft.status == pb.DRAFT_STATUS_DELETED
+        design: dict[str, str] = {"kind": "html", "value": ""}
+        accounts: list[account_pb2.ConnectedAccount] = []
+        posts = DraftPosts([], "")
+        if not deleted:
+            try:
+                source = self.web.render.GetDraftDesign(
+                    pb.GetDraftRequest(organization_id=org, draft_uuid=draft.draft_uuid)
+                )
+                accounts = list(
+                    self.web.accounts.ListConnectedAccounts(
+                        account_pb2.ListConnectedAccountsRequest(
+                            organization_id=org,
+                            platform="PHOTOAPP",
+                            connection=account_pb2.CONNECTION_DIRECT,
+                        )
+                    ).accounts
+                )
+            except grpc.RpcError as failed:
+                raise page_error(failed, what="This draft") from None
+            kind = source.WhichOneof("source") or "html"
+            design = {"kind": kind, "value": source.url if kind == "url" else source.html}
+            posts = self._posts(org, draft)
+        if edited:
+            design = edited
+        status_name = DRAFT_STATUS.get(draft.status, "rendering")
+        self.show(
+            req,
+            resp,
+            viewer,
+            "editor.html",
+            active="gallery",
+            title=draft.name,
+            status=status,
+            csp=EDITOR_CSP,
+            draft=draft,
+            draft_status=status_name,
+            user_post=USER_POST.get(draft.user_post, ""),
+            design=design,
+            accounts=accounts,
+            live_accounts=[a for a in accounts if not a.disconnected],
+            posts=[{"p": p, "status": POST_STATUS.get(p.status, "scheduled")} for p in posts.posts],
+            next_post_uuid=posts.next_uuid,
+            can_schedule=len(posts.posts) < MAX_POSTS,
+            version_uuid=str(uuid.uuid4()),
+            deleted=deleted,
+            error=error,
+        )
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, organization_id: str, draft_uuid: str
+    ) -> None:
+        viewer = self.begin(req, organization_id)
+        self._show(req, resp, viewer, draft_uuid)
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, organization_id: str, draft_uuid: str
+    ) -> None:
+        viewer = self.begin(req, organization_id)
+        form = self.form(req, viewer)
+        action = field(form, "action")
+        try:
+            if action == "save":
+                self._save(req, resp, viewer, draft_uuid, form)
+            elif action in ("schedule", "post-now"):
+                self._schedule(resp, viewer, draft_uuid, form, now=action == "post-now")
+            elif action == "cancel-post":
+                self._cancel(resp, viewer, draft_uuid, form)
+            elif action == "delete":
+                self._delete(resp, viewer, draft_uuid)
+            else:
+                raise PageError(400, "Unknown action.")
+        except PageError as failure:
+            if failure.status not in (400, 429) or action == "save":
+                raise
+            # Scheduling and cancel problems are shown on the editor, edits untouched.
+            self.done(resp, viewer, f"/drafts/{draft_uuid}", failure.message, "error")
+
+    def _save(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        draft_uuid: str,
+        form: Form,
+    ) -> None:
+        org = viewer.organization_id
+        kind = "url" if field(form, "kind") == "url" else "html"
+        value = field(form, kind)
+        edited = {"kind": kind, "value": value}
+        problem = ""
+        if not value.strip():
+            problem = (
+                "The page is empty. Write some HTML first."
+                if kind == "html"
+                else ("Enter the address of the page.")
+            )
+        elif kind == "html" and len(value) > HTML_MAX:
+            problem = f"The page has {len(value):,} characters; at most {HTML_MAX:,} are allowed."
+        elif kind == "url" and (
+            len(value) > URL_MAX or not value.startswith(("http://", "https://"))
+        ):
+            problem = "The address must start with http:// or https:// (at most 2048 characters)."
+        if problem:
+            self._show(req, resp, viewer, draft_uuid, status=400, edited=edited, error=problem)
+            return
+        design = pb.Design(url=value) if kind == "url" else pb.Design(html=value)
+        try:
+            saved = self.web.render.SaveDraftVersion(
+                pb.SaveDraftVersionRequest(
+                    organization_id=org,
+                    draft_uuid=draft_uuid,
+                    version_uuid=field(form, "version_uuid") or str(uuid.uuid4()),
+                    design=design,
+                    public_app_url=self.web.app_url(org),
+                ),
+                timeout=self.web.settings.render_deadline_seconds,
+            )
+        except grpc.RpcError as error:
+            failure = page_error(error, what="This draft")
+            if failure.status not in (400, 429):
+                raise failure from None
+            self._show(
+                req,
+                resp,
+                viewer,
+                draft_uuid,
+                status=failure.status,
+                edited=edited,
+                error=failure.message,
+            )
+            return
+        text = f"Version {saved.version} saved."
+        if saved.status == pb.DRAFT_STATUS_RENDERING:
+            text += " It is being rendered; the preview appears when it is ready."
+        if saved.warnings:
+            text += " Warnings: " + "; ".join(saved.warnings)
+        self.done(resp, viewer, f"/drafts/{draft_uuid}", text)
+
+    def _schedule(
+        self, resp: falcon.Response, viewer: Viewer, draft_uuid: str, form: Form, *, now: bool
+    ) -> None:
+        org = viewer.organization_id
+        username = field(form, "photoapp_username")
+        if not username:
+            raise PageError(400, "Choose a connected photoapp account first.")
+        post_uuid = field(form, "post_uuid")
+        request = publish_pb2.ScheduleStoryRequest(
+            organization_id=org, story_post_uuid=post_uuid, photoapp_username=username
+        )
+        if not now:
+            request.date.CopyFrom(parse_date(field(form, "date"), datetime.now(UTC)))
+        draft = self._draft(org, draft_uuid)
+        if draft.status == pb.DRAFT_STATUS_DELETED:
+            raise PageError(400, "This draft was deleted.")
+        posts = self._posts(org, draft)
+        if post_uuid != posts.next_uuid and not posts.owns(post_uuid):
+            raise PageError(400, "This page is out of date. Reload it and try again.")
+        try:
+            request.design.CopyFrom(
+                self.web.render.GetDraftDesign(
+                    pb.GetDraftRequest(organization_id=org, draft_uuid=draft_uuid)
+                )
+            )
+            scheduled = self.web.publish.ScheduleStory(
+                request, timeout=self.web.settings.render_deadline_seconds
+            )
+            self._set_user_post(
+                org,
+                draft_uuid,
+                pb.DRAFT_USER_POST_POSTED if now else pb.DRAFT_USER_POST_SCHEDULED,
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This draft") from None
+        post = scheduled.post
+        if now:
+            text = f"The story is being posted to @{username} now."
+        else:
+            text = f"The story is scheduled for {format_when(post.date)} on @{username}."
+        if scheduled.warnings:
+            text += " Warnings: " + "; ".join(scheduled.warnings)
+        self.done(resp, viewer, f"/drafts/{draft_uuid}", text)
+
+    def _cancel(self, resp: falcon.Response, viewer: Viewer, draft_uuid: str, form: Form) -> None:
+        org = viewer.organization_id
+        post_uuid = field(form, "post_uuid")
+        draft = self._draft(org, draft_uuid)
+        if not find_posts(self.web.publish, org, draft_uuid).owns(post_uuid):
+            raise PageError(400, "That story was not scheduled from this draft.")
+        try:
+            self.web.publish.CancelStory(
+                publish_pb2.GetPostRequest(organization_id=org, post_uuid=post_uuid)
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This story") from None
+        self._posts(org, draft)
+        self.done(resp, viewer, f"/drafts/{draft_uuid}", "The story was canceled.")
+
+    def _delete(self, resp: falcon.Response, viewer: Viewer, draft_uuid: str) -> None:
+        org = viewer.organization_id
+        try:
+            deleted = self.web.render.DeleteDraft(
+                pb.DeleteDraftRequest(
+                    organization_id=org,
+                    draft_uuid=draft_uuid,
+                    public_app_url=self.web.app_url(org),
+                    by_user=True,
+                )
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This draft") from None
+        self.done(resp, viewer, "/gallery", f"Draft “{deleted.name}” was deleted.")
+
+
+class DraftStatus(Page):
+    """GET /o/<org>/drafts/<uuid>/status: JSON the editor polls while a version renders."""
+
+    label = "draft-status"
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, organization_id: str, draft_uuid: str
+    ) -> None:
+        req.context.procedure = "app:draft-status"
+        resp.cache_control = ["no-store"]
+        viewer = self.web.sessions.viewer(req, organization_id)
+        if viewer is None:
+            resp.status = 401
+            resp.media = {"errorMessage": "not signed in"}
+            return
+        try:
+            draft = self.web.render.GetDraft(
+                pb.GetDraftRequest(
+                    organization_id=organization_id,
+                    draft_uuid=draft_uuid,
+                    public_app_url=self.web.app_url(organization_id),
+                )
+            )
+        except grpc.RpcError as error:
+            failure = page_error(error, what="This draft")
+            resp.status = failure.status
+            resp.media = {"errorMessage": failure.message}
+            return
+        answer: dict[str, Any] = {
+            "draftUuid": draft.draft_uuid,
+            "status": DRAFT_STATUS.get(draft.status, "rendering"),
+            "version": draft.version,
+            "previewUrl": draft.preview_url,
+            "warnings": list(draft.warnings),
+            "errorMessage": draft.error_message,
+        }
+        resp.text = json.dumps(answer)
+        resp.content_type = falcon.MEDIA_JSON

@@ -1,0 +1,187 @@
+"""Settings → Webhooks: add and remove URLs (at most 5), choose events, send a test, the
+delivery log with redeliver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+import grpc
+
+from edge.web.base import Form, Page, field, fields
+from edge.web.failures import PageError, page_error
+from edge.web.session import Viewer
+from storypost.webhook.v1 import webhook_pb2 as pb
+
+WEBHOOK_LIMIT = 5
+# (name, label, on by default): the spec's two first; reels and clipapp posts on request.
+EVENTS = (
+    ("photoapp_story_post.status_changed", "Story posts", True),
+    ("social_post.status_changed", "Social posts", True),
+    ("photoapp_reel_post.status_changed", "Reel posts", False),
+    ("clipapp_post.status_changed", "Clipapp posts", False),
+)
+EVENT_LABELS = {name: label for name, label, _ in EVENTS}
+DELIVERY_STATUS = {
+    pb.DELIVERY_STATUS_PENDING: "pending",
+    pb.DELIVERY_STATUS_SUCCEEDED: "succeeded",
+    pb.DELIVERY_STATUS_FAILED: "failed",
+}
+
+
+def outcome(delivery: pb.Delivery) -> str:
+    """One sentence about a delivery's last attempt."""
+    answer = f"HTTP {delivery.last_response_code}" if delivery.last_response_code else "no answer"
+    if delivery.status == pb.DELIVERY_STATUS_SUCCEEDED:
+        return f"delivered: {answer} in {delivery.last_latency_ms} ms"
+    if delivery.attempts == 0:
+        return "queued; it is sent in a moment"
+    why = delivery.last_error or answer
+    if delivery.status == pb.DELIVERY_STATUS_FAILED:
+        return f"failed: {why}"
+    return f"not delivered yet ({why}); it will be retried"
+
+
+class WebhooksPage(Page):
+    label = "webhooks"
+
+    def _show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        *,
+        status: int = 200,
+        **extra: Any,
+    ) -> None:
+        org = viewer.organization_id
+        try:
+            hooks = list(
+                self.web.webhooks.ListWebhooks(pb.ListWebhooksRequest(organization_id=org)).webhooks
+            )
+            deliveries = list(
+                self.web.webhooks.ListDeliveries(
+                    pb.ListDeliveriesRequest(organization_id=org, limit=50)
+                ).deliveries
+            )
+        except grpc.RpcError as error:
+            raise page_error(error) from None
+        urls = {hook.webhook_id: hook.url for hook in hooks}
+        pending = any(d.status == pb.DELIVERY_STATUS_PENDING for d in deliveries)
+        self.show(
+            req,
+            resp,
+            viewer,
+            "webhooks.html",
+            active="webhooks",
+            title="Webhooks",
+            status=status,
+            webhooks=hooks,
+            deliveries=[
+                {
+                    "d": d,
+                    "status": DELIVERY_STATUS.get(d.status, "pending"),
+                    "outcome": outcome(d),
+                    "removed": d.webhook_id not in urls,
+                }
+                for d in deliveries
+            ],
+            events=EVENTS,
+            event_labels=EVENT_LABELS,
+            limit=WEBHOOK_LIMIT,
+            pending=pending,
+            **({"error": "", "url": "", "chosen": None} | extra),
+        )
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        self._show(req, resp, viewer)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        form = self.form(req, viewer)
+        action = field(form, "action")
+        if action == "add":
+            self._add(req, resp, viewer, form)
+        elif action == "remove":
+            self._remove(resp, viewer, form)
+        elif action == "test":
+            self._test(resp, viewer, form)
+        elif action == "redeliver":
+            self._redeliver(resp, viewer, form)
+        else:
+            raise PageError(400, "Unknown action.")
+
+    def _add(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+        url = field(form, "url").strip()
+        chosen = [name for name in fields(form, "events") if name in EVENT_LABELS]
+        if not url or not chosen:
+            self._show(
+                req,
+                resp,
+                viewer,
+                status=400,
+                url=url,
+                chosen=chosen,
+                error="Enter the URL and choose at least one event.",
+            )
+            return
+        try:
+            self.web.webhooks.AddWebhook(
+                pb.AddWebhookRequest(organization_id=viewer.organization_id, url=url, events=chosen)
+            )
+        except grpc.RpcError as error:
+            failure = page_error(error)
+            if failure.status != 400:
+                raise failure from None
+            self._show(req, resp, viewer, status=400, url=url, chosen=chosen, error=failure.message)
+            return
+        self.done(resp, viewer, "/settings/webhooks", f"Webhook {url} was added.")
+
+    def _remove(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+        try:
+            removed = self.web.webhooks.RemoveWebhook(
+                pb.RemoveWebhookRequest(
+                    organization_id=viewer.organization_id, webhook_id=field(form, "webhook_id")
+                )
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This webhook") from None
+        self.done(resp, viewer, "/settings/webhooks", f"Webhook {removed.url} was removed.")
+
+    def _test(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+        try:
+            delivery = self.web.webhooks.SendTest(
+                pb.SendTestRequest(
+                    organization_id=viewer.organization_id, webhook_id=field(form, "webhook_id")
+                ),
+                timeout=15.0,
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This webhook") from None
+        ok = delivery.status == pb.DELIVERY_STATUS_SUCCEEDED
+        self.done(
+            resp,
+            viewer,
+            "/settings/webhooks",
+            f"Test to {delivery.url} {outcome(delivery)}.",
+            "ok" if ok else "error",
+        )
+
+    def _redeliver(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+        try:
+            delivery = self.web.webhooks.Redeliver(
+                pb.RedeliverRequest(
+                    organization_id=viewer.organization_id,
+                    delivery_uuid=field(form, "delivery_uuid"),
+                )
+            )
+        except grpc.RpcError as error:
+            raise page_error(error, what="This delivery") from None
+        self.done(
+            resp,
+            viewer,
+            "/settings/webhooks",
+            f"Delivery {delivery.delivery_uuid[:8]}… will be sent again now.",
+            "info",
+        )
