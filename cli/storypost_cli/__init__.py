@@ -1,0 +1,1 @@
+"""storypost_cli."""

@@ -1,0 +1,146 @@
+"""`storypost admin …`: organizations, API tokens and users, straight over gRPC."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+import grpc
+
+from storypost.account.v1 import account_pb2 as pb
+from storypost.account.v1 import account_pb2_grpc
+from storypost_cli.config import CliSettings
+from storypost_cli.output import fail, fail_rpc, print_json
+from storypost_runtime.grpc_client import sync_channel
+from storypost_runtime.settings import load_settings
+
+Command = Callable[[argparse.Namespace, CliSettings, account_pb2_grpc.AccountServiceStub], None]
+
+
+def create_org(
+    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
+) -> None:
+    org = accounts.CreateOrganization(pb.CreateOrganizationRequest(name=args.name))
+    issued = accounts.CreateApiCredential(
+        pb.CreateApiCredentialRequest(organization_id=org.organization_id, name="admin")
+    )
+    print_json(
+        {
+            "organizationId": org.organization_id,
+            "baseUrl": settings.base_url(org.organization_id),
+            "apiToken": issued.token,
+        }
+    )
+
+
+def create_token(
+    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
+) -> None:
+    issued = accounts.CreateApiCredential(
+        pb.CreateApiCredentialRequest(organization_id=args.org, name=args.name)
+    )
+    print_json(
+        {
+            "organizationId": args.org,
+            "credentialId": issued.credential.credential_id,
+            "baseUrl": settings.base_url(args.org),
+            "apiToken": issued.token,
+        }
+    )
+
+
+def list_tokens(
+    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
+) -> None:
+    found = accounts.ListApiCredentials(
+        pb.ListApiCredentialsRequest(organization_id=args.org, include_revoked=args.all)
+    )
+    print_json(
+        [
+            {
+                "credentialId": c.credential_id,
+                "name": c.name,
+                "tokenPrefix": c.token_prefix,
+                "createdAt": c.created_at.ToJsonString(),
+                "lastUsedAt": c.last_used_at.ToJsonString() if c.HasField("last_used_at") else None,
+                "revokedAt": c.revoked_at.ToJsonString() if c.HasField("revoked_at") else None,
+            }
+            for c in found.credentials
+        ]
+    )
+
+
+def revoke_token(
+    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
+) -> None:
+    revoked = accounts.RevokeApiCredential(
+        pb.RevokeApiCredentialRequest(organization_id=args.org, credential_id=args.credential)
+    )
+    print_json(
+        {"credentialId": revoked.credential_id, "revokedAt": revoked.revoked_at.ToJsonString()}
+    )
+
+
+def create_user(
+    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
+) -> None:
+    if not args.password_stdin:
+        fail("pass the password on standard input with --password-stdin")
+    password = sys.stdin.readline().rstrip("\n")
+    user = accounts.CreateUser(
+        pb.CreateUserRequest(organization_id=args.org, email=args.email, password=password)
+    )
+    print_json(
+        {"userId": user.user_id, "organizationId": user.organization_id, "email": user.email}
+    )
+
+
+type AdminCommands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def register(subparsers: AdminCommands) -> AdminCommands:
+    """Adds `storypost admin`; returns its subcommands so other areas can add theirs."""
+    admin = subparsers.add_parser("admin", help="organizations, API tokens and users")
+    commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("create-org", help="create an organization and its first API token")
+    p.add_argument("--name", required=True)
+    p.set_defaults(run=create_org)
+
+    p = commands.add_parser("create-token", help="create an API token (shown once)")
+    p.add_argument("--org", required=True, help="organization id")
+    p.add_argument("--name", default="api", help="label of the credential")
+    p.set_defaults(run=create_token)
+
+    p = commands.add_parser("list-tokens", help="list API credentials (never their tokens)")
+    p.add_argument("--org", required=True)
+    p.add_argument("--all", action="store_true", help="include revoked credentials")
+    p.set_defaults(run=list_tokens)
+
+    p = commands.add_parser("revoke-token", help="revoke an API credential")
+    p.add_argument("--org", required=True)
+    p.add_argument("--credential", required=True, help="credential id (see list-tokens)")
+    p.set_defaults(run=revoke_token)
+
+    p = commands.add_parser("create-user", help="create a workspace user for the app")
+    p.add_argument("--org", required=True)
+    p.add_argument("--email", required=True)
+    p.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    p.set_defaults(run=create_user)
+
+    admin.set_defaults(handler=run_admin)
+    return commands
+
+
+def run_admin(args: argparse.Namespace) -> None:
+    settings = load_settings(CliSettings)
+    channel = sync_channel(settings.account_addr, settings.grpc_deadline_seconds)
+    accounts = account_pb2_grpc.AccountServiceStub(channel)
+    command: Command = args.run
+    try:
+        command(args, settings, accounts)
+    except grpc.RpcError as error:
+        fail_rpc(error, f"admin {args.admin_command}")
+    finally:
+        channel.close()

@@ -1,0 +1,92 @@
+"""`storypost admin …` for connected accounts and credits: set-credits, credits, list-accounts,
+disconnect-account, delete-account."""
+
+from __future__ import annotations
+
+import argparse
+
+from storypost.account.v1 import account_pb2 as pb
+from storypost.account.v1 import account_pb2_grpc
+from storypost_cli.admin import AdminCommands
+from storypost_cli.config import CliSettings
+from storypost_cli.output import print_json
+
+Stub = account_pb2_grpc.AccountServiceStub
+
+
+def set_credits(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
+    reply = accounts.SetCredits(
+        pb.SetCreditsRequest(organization_id=args.org, credits=args.credits)
+    )
+    print_json({"organizationId": reply.organization_id, "credits": reply.balance})
+
+
+def show_credits(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
+    reply = accounts.GetCredits(pb.GetCreditsRequest(organization_id=args.org))
+    print_json({"organizationId": reply.organization_id, "credits": reply.balance})
+
+
+def list_accounts(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
+    reply = accounts.ListConnectedAccounts(
+        pb.ListConnectedAccountsRequest(organization_id=args.org, platform=args.platform or "")
+    )
+    print_json([_brief(a) for a in reply.accounts])
+
+
+def _brief(account: pb.ConnectedAccount) -> dict[str, object]:
+    return {
+        "socialAccountId": account.social_account_id,
+        "platform": account.platform,
+        "connection": "direct" if account.connection == pb.CONNECTION_DIRECT else "social",
+        "platformAccountId": account.platform_account_id,
+        "username": account.username,
+        "displayName": account.display_name,
+        "disconnected": account.disconnected,
+    }
+
+
+def _ref(value: str) -> pb.AccountRef:
+    return pb.AccountRef(social_account_id=value)
+
+
+def disconnect_account(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
+    reply = accounts.MarkAccountDisconnected(
+        pb.MarkAccountDisconnectedRequest(
+            organization_id=args.org, account=_ref(args.account), reason=args.reason
+        )
+    )
+    print_json(_brief(reply))
+
+
+def delete_account(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
+    reply = accounts.DeleteConnectedAccount(
+        pb.GetConnectedAccountRequest(organization_id=args.org, account=_ref(args.account))
+    )
+    print_json({**_brief(reply), "deleted": True})
+
+
+def register(commands: AdminCommands) -> None:
+    p = commands.add_parser("set-credits", help="set an organization's credit balance")
+    p.add_argument("--org", required=True, help="organization id")
+    p.add_argument("--credits", required=True, type=int, help="the new balance")
+    p.set_defaults(run=set_credits)
+
+    p = commands.add_parser("credits", help="show an organization's credit balance")
+    p.add_argument("--org", required=True)
+    p.set_defaults(run=show_credits)
+
+    p = commands.add_parser("list-accounts", help="list an organization's connected accounts")
+    p.add_argument("--org", required=True)
+    p.add_argument("--platform", help="only this platform, e.g. PHOTOAPP")
+    p.set_defaults(run=list_accounts)
+
+    p = commands.add_parser("disconnect-account", help="mark a connected account disconnected")
+    p.add_argument("--org", required=True)
+    p.add_argument("--account", required=True, help="socialAccountId (sa_…)")
+    p.add_argument("--reason", default="disconnected by an administrator")
+    p.set_defaults(run=disconnect_account)
+
+    p = commands.add_parser("delete-account", help="delete a connected account (soft delete)")
+    p.add_argument("--org", required=True)
+    p.add_argument("--account", required=True, help="socialAccountId (sa_…)")
+    p.set_defaults(run=delete_account)

@@ -1,0 +1,94 @@
+"""`storypost accounts list` and `storypost connect-link create`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from storypost_cli.callers import render
+from storypost_cli.callers.session import common_options, handler
+from storypost_client import StorypostClient
+
+type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def list_accounts(client: StorypostClient, args: argparse.Namespace) -> int:
+    if args.kind == "photoapp":
+        users = client.list_photoapp_users()
+        rows = [
+            {
+                **user,
+                "destinations": [
+                    f"{d['linknetDestinationId']} ({d['linknetDestinationName']})"
+                    for d in user.get("linknetDestinations", [])
+                ],
+            }
+            for user in users["photoappUsers"]
+        ]
+        columns = [
+            ("USERNAME", "photoappUsername"),
+            ("PHOTOAPP ID", "photoappId"),
+            ("LINKNET DESTINATIONS", "destinations"),
+        ]
+        render.table(users, rows, columns, json_output=args.json, empty="no photoapp accounts")
+    elif args.kind == "clipapp":
+        found = client.list_clipapp_accounts()
+        columns = [("ACCOUNT ID", "clipappAccountId"), ("NAME", "clipappAccountName")]
+        render.table(
+            found,
+            found["clipappAccounts"],
+            columns,
+            json_output=args.json,
+            empty="no clipapp accounts",
+        )
+    else:
+        social = client.list_social_accounts()
+        rows = [_social_row(account) for account in social["socialAccounts"]]
+        columns = [
+            ("PLATFORM", "platform"),
+            ("CONNECTION", "connection"),
+            ("NAME", "displayName"),
+            ("USE AS --account", "account"),
+            ("POST TYPES", "postTypes"),
+            ("DISCONNECTED", "disconnected"),
+        ]
+        render.table(social, rows, columns, json_output=args.json, empty="no connected accounts")
+    return 0
+
+
+def _social_row(account: Any) -> dict[str, Any]:
+    # The value a schedule command takes as --account for this connection.
+    account_id = (
+        account.get("photoappUsername")
+        or account.get("clipappAccountId")
+        or account["socialAccountId"]
+    )
+    post_types = sorted({t["postType"] for t in account.get("postTypes", [])})
+    return {**account, "account": account_id, "postTypes": ",".join(post_types) or "-"}
+
+
+def create_connect_link(client: StorypostClient, args: argparse.Namespace) -> int:
+    answer = client.create_connect_link(connect_link_uuid=args.uuid, description=args.description)
+    render.result(dict(answer), json_output=args.json)
+    return 0
+
+
+def register(commands: Subparsers) -> None:
+    common = common_options()
+    group = commands.add_parser("accounts", help="connected accounts")
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = actions.add_parser("list", parents=[common], help="list connected accounts")
+    p.add_argument(
+        "--kind",
+        choices=("all", "photoapp", "clipapp"),
+        default="all",
+        help="all: every platform (list-social-accounts); photoapp / clipapp: their own lists",
+    )
+    p.set_defaults(handler=handler(list_accounts))
+
+    group = commands.add_parser("connect-link", help="links that let account owners connect")
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = actions.add_parser("create", parents=[common], help="create a shareable connect link")
+    p.add_argument("--description", help="a note shown in the app (at most 500 characters)")
+    p.add_argument("--uuid", help="the link's UUID (default: a new one)")
+    p.set_defaults(handler=handler(create_connect_link))

@@ -1,0 +1,53 @@
+"""`storypost draft create|status|delete`: renderings kept in the gallery, not posted."""
+
+from __future__ import annotations
+
+import argparse
+
+from storypost_cli.callers import inputs, render
+from storypost_cli.callers.session import common_options, handler
+from storypost_client import StorypostClient
+
+type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def create(client: StorypostClient, args: argparse.Namespace) -> int:
+    html, url = inputs.page(args)
+    answer = client.create_draft(
+        html=html, url=url, draft_uuid=args.uuid, name=args.name, folder_name=args.folder
+    )
+    return inputs.finish(client, args, "draft", answer["draftUuid"], dict(answer))
+
+
+def status(client: StorypostClient, args: argparse.Namespace) -> int:
+    # With --wait the first poll is the status call itself.
+    answer = {} if args.wait else dict(client.status_draft(draft_uuid=args.uuid))
+    return inputs.finish(client, args, "draft", args.uuid, answer)
+
+
+def delete(client: StorypostClient, args: argparse.Namespace) -> int:
+    render.result(dict(client.delete_draft(draft_uuid=args.uuid)), json_output=args.json)
+    return 0
+
+
+def register(commands: Subparsers) -> None:
+    common = common_options()
+    group = commands.add_parser("draft", help="create, inspect and delete drafts")
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    p = actions.add_parser("create", parents=[common], help="render a page into a draft")
+    inputs.add_page_options(p)
+    p.add_argument("--name", help="name in the gallery (default api-story)")
+    p.add_argument("--folder", help="top-level gallery folder (created if missing)")
+    p.add_argument("--uuid", help="the draft's UUID (default: a new one)")
+    inputs.add_wait_options(p, "ready, failed or deleted")
+    p.set_defaults(handler=handler(create))
+
+    p = actions.add_parser("status", parents=[common], help="status, preview and editor link")
+    p.add_argument("uuid", metavar="UUID")
+    inputs.add_wait_options(p, "ready, failed or deleted")
+    p.set_defaults(handler=handler(status))
+
+    p = actions.add_parser("delete", parents=[common], help="delete a draft")
+    p.add_argument("uuid", metavar="UUID")
+    p.set_defaults(handler=handler(delete))

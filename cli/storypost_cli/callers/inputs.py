@@ -1,0 +1,122 @@
+"""Options several caller commands share: the page (--html/--url), --at, --wait, --option."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from storypost_cli.callers import render
+from storypost_cli.callers.session import EXIT_NOT_PUBLISHED
+from storypost_client import KINDS, StorypostClient
+from storypost_client.polling import KindName
+
+DEFAULT_WAIT_SECONDS = 900.0
+
+
+def add_page_options(parser: argparse.ArgumentParser) -> None:
+    page = parser.add_mutually_exclusive_group(required=True)
+    page.add_argument("--html", metavar="FILE", help="the page to render, from a file (- = stdin)")
+    page.add_argument("--url", help="the http(s) address of the page to render")
+
+
+def page(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(html, url) for the render procedures: one of them is None."""
+    if args.url is not None:
+        return None, args.url
+    return read_text(args.html), None
+
+
+def read_text(name: str) -> str:
+    text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    if not text.strip():
+        raise ValueError(f"{'standard input' if name == '-' else name} is empty")
+    return text
+
+
+def add_date_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--at",
+        type=str,
+        metavar="ISO",
+        help=f"when to {what}, an ISO 8601 date-time with offset, e.g. 2026-07-01T09:30:00Z "
+        "(default: as soon as possible)",
+    )
+
+
+def parse_at(text: str | None) -> datetime | None:
+    """--at: an ISO 8601 date-time with an offset (a time without a zone is ambiguous)."""
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--at {text!r}: not an ISO 8601 date-time") from None
+    if when.tzinfo is None:
+        raise ValueError(f"--at {text!r}: no UTC offset; add Z or +HH:MM")
+    return when
+
+
+def add_wait_options(parser: argparse.ArgumentParser, final: str) -> None:
+    parser.add_argument(
+        "--wait", action="store_true", help=f"poll with backoff until it is {final}"
+    )
+    parser.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=DEFAULT_WAIT_SECONDS,
+        metavar="SECONDS",
+        help="give up waiting after this long, counted from --at when given (default 900)",
+    )
+
+
+def parse_options(pairs: list[str] | None, raw: str | None) -> dict[str, Any] | None:
+    """`--options JSON` and `--option KEY=VALUE` (VALUE is JSON when it parses, else text)."""
+    options: dict[str, Any] = {}
+    if raw is not None:
+        loaded = json.loads(raw)
+        if not isinstance(loaded, dict):
+            raise ValueError("--options must be a JSON object")
+        options.update(loaded)
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
+    return options if options or raw is not None else None
+
+
+def finish(
+    client: StorypostClient,
+    args: argparse.Namespace,
+    kind: KindName,
+    uuid: str,
+    answer: dict[str, Any],
+) -> int:
+    """Prints the answer, or with --wait polls to a final state and prints that."""
+    if not getattr(args, "wait", False):
+        render.result(answer, json_output=args.json)
+        return 0
+    seconds = args.wait_timeout
+    at = parse_at(getattr(args, "at", None))
+    if at is not None:
+        seconds += max(0.0, (at - datetime.now(UTC)).total_seconds())
+    last: list[str] = []
+
+    def on_status(status: Any) -> None:
+        current = str(status.get("status"))
+        if last != [current]:
+            render.message(f"{kind} {uuid}: {current}")
+            last[:] = [current]
+
+    final = client.wait_for(kind, uuid, timeout=seconds, on_status=on_status)
+    if "warnings" in answer:
+        final = {**final, "warnings": answer["warnings"]}
+    render.result(final, json_output=args.json)
+    return 0 if final.get("status") == KINDS[kind].success_state else EXIT_NOT_PUBLISHED

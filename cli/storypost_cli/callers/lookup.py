@@ -1,0 +1,70 @@
+"""`storypost status KIND UUID`, `storypost uuid` and `storypost call PROCEDURE [BODY]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from storypost_cli.callers import inputs, render
+from storypost_cli.callers.session import common_options, handler
+from storypost_client import KINDS, StorypostClient
+
+type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def status(client: StorypostClient, args: argparse.Namespace) -> int:
+    kind = KINDS[args.kind]
+    # With --wait the first poll is the status call itself.
+    answer = {} if args.wait else client.call(kind.status_procedure, {kind.uuid_field: args.uuid})
+    return inputs.finish(client, args, kind.name, args.uuid, answer)
+
+
+def new_uuid(client: StorypostClient, args: argparse.Namespace) -> int:
+    answer = client.generate_uuid()
+    if args.json:
+        render.as_json(answer)
+    else:
+        print(answer["uuid"])
+    return 0
+
+
+def call(client: StorypostClient, args: argparse.Namespace) -> int:
+    body = _body(args.body)
+    render.as_json(client.call(args.procedure, body))
+    return 0
+
+
+def _body(text: str) -> dict[str, Any]:
+    if text == "-" or text.startswith("@"):
+        text = inputs.read_text("-" if text == "-" else text[1:])
+    try:
+        body = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise ValueError("the body must be a JSON object ({} for none)")
+    return body
+
+
+def register(commands: Subparsers) -> None:
+    common = common_options()
+    p = commands.add_parser(
+        "status", parents=[common], help="status of a story, reel, clipapp/social post or draft"
+    )
+    p.add_argument("kind", choices=tuple(KINDS), metavar="KIND", help=", ".join(KINDS))
+    p.add_argument("uuid", metavar="UUID")
+    inputs.add_wait_options(p, "in a final state")
+    p.set_defaults(handler=handler(status))
+
+    p = commands.add_parser("uuid", parents=[common], help="a new UUID from generate-uuid")
+    p.set_defaults(handler=handler(new_uuid))
+
+    p = commands.add_parser(
+        "call", parents=[common], help="call any procedure with a JSON body; prints JSON"
+    )
+    p.add_argument("procedure", metavar="PROCEDURE", help="e.g. status-photoapp-story")
+    p.add_argument(
+        "body", nargs="?", default="{}", metavar="BODY", help="JSON object, @FILE or - (stdin)"
+    )
+    p.set_defaults(handler=handler(call))

@@ -1,0 +1,122 @@
+"""`storypost blob upload FILE`: a temp blob with a progress bar; prints its `url`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from storypost_cli.callers import render
+from storypost_cli.callers.session import common_options, handler
+from storypost_client import StorypostClient
+from storypost_client.uploads import Progress, UploadMethod
+
+type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+# Plain progress lines (no terminal) every this many percent.
+PLAIN_STEP_PERCENT = 10
+
+
+def upload(client: StorypostClient, args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    method: UploadMethod = args.method
+    with progress_reporter(args.progress, path.name) as report:
+        answer = client.upload_file(
+            path,
+            args.content_type,
+            progress=report,
+            temp_blob_uuid=args.uuid,
+            method=method,
+        )
+    render.result(dict(answer), json_output=args.json)
+    return 0
+
+
+@contextlib.contextmanager
+def progress_reporter(mode: str, name: str) -> Iterator[Progress | None]:
+    """A rich progress bar on a terminal, else plain lines on stderr (or nothing)."""
+    if mode == "none":
+        yield None
+    elif mode == "bar" or (mode == "auto" and sys.stderr.isatty()):
+        with _rich_bar(name) as report:
+            yield report
+    else:
+        yield PlainProgress(name)
+
+
+@contextlib.contextmanager
+def _rich_bar(name: str) -> Iterator[Progress]:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+    task = bar.add_task(name, total=None)
+
+    def report(sent: int, total: int) -> None:
+        bar.update(task, completed=sent, total=total)
+
+    with bar:
+        yield report
+
+
+class PlainProgress:
+    """`upload NAME: 40% (4194304 of 10485760 bytes)` lines, one per 10 percent."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._shown = -1
+
+    def __call__(self, sent: int, total: int) -> None:
+        percent = 100 * sent // total if total else 100
+        step = percent - percent % PLAIN_STEP_PERCENT
+        if sent == 0 or step < self._shown:
+            # A (re)start: the fallback upload begins again from zero.
+            self._shown = -1
+        if step > self._shown:
+            self._shown = step
+            print(
+                f"upload {self._name}: {step}% ({sent} of {total} bytes)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def __repr__(self) -> str:
+        return f"PlainProgress({self._name!r})"
+
+
+def register(commands: Subparsers) -> None:
+    common = common_options()
+    group = commands.add_parser("blob", help="temporary media blobs (use their url as src)")
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = actions.add_parser("upload", parents=[common], help="upload a media file as a temp blob")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--content-type", help="media type (default: guessed from the file name)")
+    p.add_argument("--uuid", help="the blob's UUID (default: a new one)")
+    p.add_argument(
+        "--method",
+        choices=("auto", "presigned", "inline"),
+        default="auto",
+        help="auto: presigned PUT, inline (base64, up to 30 MB) when the store is unreachable",
+    )
+    p.add_argument(
+        "--progress",
+        choices=("auto", "bar", "plain", "none"),
+        default="auto",
+        help="auto: a bar on a terminal, plain lines otherwise (on stderr)",
+    )
+    p.set_defaults(handler=handler(upload))

@@ -1,0 +1,189 @@
+"""`storypost story|reel|clipapp|social schedule|cancel`: scheduling and canceling posts."""
+
+from __future__ import annotations
+
+import argparse
+
+from storypost_cli.callers import inputs, render
+from storypost_cli.callers.session import common_options, handler
+from storypost_client import StorypostClient
+from storypost_client.generated.types import PrivacyLevel
+
+type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+PRIVACY_LEVELS = ("PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY")
+
+
+def schedule_story(client: StorypostClient, args: argparse.Namespace) -> int:
+    html, url = inputs.page(args)
+    answer = client.schedule_photoapp_story(
+        html=html,
+        url=url,
+        photoapp_username=args.account,
+        story_post_uuid=args.uuid,
+        date=_date(args),
+        ai_generated=args.ai_generated or None,
+        share_to_linknet=args.share_to_linknet or None,
+        linknet_destination_id=args.linknet_destination,
+    )
+    return inputs.finish(client, args, "story", answer["storyPostUuid"], dict(answer))
+
+
+def schedule_reel(client: StorypostClient, args: argparse.Namespace) -> int:
+    html, url = inputs.page(args)
+    answer = client.schedule_photoapp_reel(
+        html=html,
+        url=url,
+        photoapp_username=args.account,
+        reel_post_uuid=args.uuid,
+        caption=args.caption,
+        date=_date(args),
+        share_to_feed=args.share_to_feed,
+        ai_generated=args.ai_generated or None,
+        share_to_linknet=args.share_to_linknet,
+    )
+    return inputs.finish(client, args, "reel", answer["reelPostUuid"], dict(answer))
+
+
+def schedule_clipapp(client: StorypostClient, args: argparse.Namespace) -> int:
+    html, url = inputs.page(args)
+    privacy: PrivacyLevel | None = args.privacy
+    answer = client.schedule_clipapp_post(
+        html=html,
+        url=url,
+        clipapp_account_id=args.account,
+        clipapp_post_uuid=args.uuid,
+        date=_date(args),
+        title=args.title,
+        description=args.description,
+        privacy_level=privacy,
+        video_cover_timestamp_ms=args.cover_ms,
+        disable_duet=args.disable_duet or None,
+        disable_comment=args.disable_comment or None,
+        disable_stitch=args.disable_stitch or None,
+        brand_organic=args.brand_organic or None,
+        branded_content=args.branded_content or None,
+        ai_generated=args.ai_generated or None,
+        auto_audio=args.auto_audio or None,
+    )
+    return inputs.finish(client, args, "clipapp", answer["clipappPostUuid"], dict(answer))
+
+
+def schedule_social(client: StorypostClient, args: argparse.Namespace) -> int:
+    html, url = inputs.page(args)
+    answer = client.schedule_social_post(
+        html=html,
+        url=url,
+        social_account_id=args.account,
+        post_type=args.post_type,
+        social_post_uuid=args.uuid,
+        text=args.text,
+        options=inputs.parse_options(args.option, args.options),
+        date=_date(args),
+    )
+    return inputs.finish(client, args, "social", answer["socialPostUuid"], dict(answer))
+
+
+def cancel(client: StorypostClient, args: argparse.Namespace) -> int:
+    procedure, field = _CANCEL[args.kind]
+    render.result(client.call(procedure, {field: args.uuid}), json_output=args.json)
+    return 0
+
+
+_CANCEL = {
+    "story": ("cancel-photoapp-story", "storyPostUuid"),
+    "reel": ("cancel-photoapp-reel", "reelPostUuid"),
+    "clipapp": ("cancel-clipapp-post", "clipappPostUuid"),
+    "social": ("cancel-social-post", "socialPostUuid"),
+}
+
+
+def _date(args: argparse.Namespace) -> str | None:
+    at = inputs.parse_at(args.at)
+    return None if at is None else at.isoformat().replace("+00:00", "Z")
+
+
+def register(commands: Subparsers) -> None:
+    common = common_options()
+    kinds = {
+        "story": ("photoapp stories", "photoapp username (see `storypost accounts list`)"),
+        "reel": ("photoapp reels", "photoapp username (see `storypost accounts list`)"),
+        "clipapp": ("clipapp posts", "clipappAccountId (see `storypost accounts list`)"),
+        "social": ("posts on any connected platform", "socialAccountId (see accounts list)"),
+    }
+    for kind, (what, account_help) in kinds.items():
+        group = commands.add_parser(kind, help=f"schedule and cancel {what}")
+        actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+        schedule = actions.add_parser(
+            "schedule", parents=[common], help="render a page and schedule it"
+        )
+        inputs.add_page_options(schedule)
+        schedule.add_argument("--account", required=True, metavar="ID", help=account_help)
+        schedule.add_argument("--uuid", help="the post's UUID (default: a new one)")
+        inputs.add_date_option(schedule, "publish")
+        inputs.add_wait_options(schedule, "executed, failed or canceled")
+        _KIND_OPTIONS[kind](schedule)
+        cancel_parser = actions.add_parser("cancel", parents=[common], help=f"cancel one of {what}")
+        cancel_parser.add_argument("uuid", metavar="UUID")
+        cancel_parser.set_defaults(handler=handler(cancel), kind=kind)
+
+
+def _story_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ai-generated", action="store_true", help="mark it AI-generated")
+    parser.add_argument(
+        "--share-to-linknet", action="store_true", help="cross-post to a linknet destination"
+    )
+    parser.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
+    parser.set_defaults(handler=handler(schedule_story))
+
+
+def _reel_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--caption", help="caption (at most 2200 characters)")
+    parser.add_argument(
+        "--share-to-feed", action=argparse.BooleanOptionalAction, help="also show it in the feed"
+    )
+    parser.add_argument(
+        "--share-to-linknet",
+        action=argparse.BooleanOptionalAction,
+        help="let linknet recommend it (the API's default: yes)",
+    )
+    parser.add_argument("--ai-generated", action="store_true", help="mark it AI-generated")
+    parser.set_defaults(handler=handler(schedule_reel))
+
+
+def _clipapp_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--title", help="title (photo posts: at most 90 characters)")
+    parser.add_argument("--description", help="description (at most 2200 characters)")
+    parser.add_argument("--privacy", choices=PRIVACY_LEVELS, help="default SELF_ONLY")
+    parser.add_argument("--cover-ms", type=int, metavar="MS", help="cover frame, ms into video")
+    for flag in (
+        "disable-duet",
+        "disable-comment",
+        "disable-stitch",
+        "brand-organic",
+        "branded-content",
+        "ai-generated",
+        "auto-audio",
+    ):
+        parser.add_argument(f"--{flag}", action="store_true")
+    parser.set_defaults(handler=handler(schedule_clipapp))
+
+
+def _social_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--post-type", required=True, help="postType (see accounts list)")
+    parser.add_argument("--text", help="the caption")
+    parser.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="an option of the post type (repeatable; VALUE is JSON when it parses)",
+    )
+    parser.add_argument("--options", metavar="JSON", help="all options as one JSON object")
+    parser.set_defaults(handler=handler(schedule_social))
+
+
+_KIND_OPTIONS = {
+    "story": _story_options,
+    "reel": _reel_options,
+    "clipapp": _clipapp_options,
+    "social": _social_options,
+}

@@ -1,0 +1,135 @@
+"""What every caller command shares: common options, the client, errors → exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+from collections.abc import Callable
+
+import httpx
+
+from storypost_cli.callers import profile, render
+from storypost_cli.output import (
+    EXIT_AUTH,
+    EXIT_BAD_INPUT,
+    EXIT_RATE_LIMITED,
+    EXIT_SERVER,
+    EXIT_UNAVAILABLE,
+)
+from storypost_client import (
+    ApiConnectionError,
+    ApiError,
+    AuthenticationError,
+    BadRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RateLimitedError,
+    RetryPolicy,
+    StorypostClient,
+    StorypostError,
+    UnavailableError,
+    UploadError,
+    WaitTimeoutError,
+)
+
+# Exit codes of `--wait` beyond the shared ones of storypost_cli.output.
+EXIT_NOT_PUBLISHED = 8  # the post or draft ended failed, canceled or deleted
+EXIT_STILL_PENDING = 9  # --wait-timeout passed before a final state
+
+# A command gets the client and its arguments and returns its exit code.
+Command = Callable[[StorypostClient, argparse.Namespace], int]
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every caller command takes (added to each command as a parent parser)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print the answer as JSON")
+    common.add_argument(
+        "--base-url",
+        help="the API base URL, http://HOST:PORT/o/<organizationId>/api/v1 "
+        "(default: $STORYPOST_BASE_URL, else the saved login)",
+    )
+    common.add_argument(
+        "--attempts",
+        type=int,
+        default=5,
+        metavar="N",
+        help="give up after N attempts on 429/502/503/504 and connection failures (default 5)",
+    )
+    return common
+
+
+def exit_code_for(error: Exception) -> int:
+    """The exit code of a failure: bad input, auth, rate limit, unavailable or server."""
+    match error:
+        case BadRequestError() | NotFoundError() | PayloadTooLargeError() | ValueError():
+            return EXIT_BAD_INPUT
+        case AuthenticationError():
+            return EXIT_AUTH
+        case RateLimitedError():
+            return EXIT_RATE_LIMITED
+        case UnavailableError() | ApiConnectionError():
+            return EXIT_UNAVAILABLE
+        case UploadError(status=None):
+            return EXIT_UNAVAILABLE
+        case WaitTimeoutError():
+            return EXIT_STILL_PENDING
+        case _:
+            return EXIT_SERVER
+
+
+def build_client(args: argparse.Namespace) -> StorypostClient:
+    path = profile.config_path()
+    login = profile.resolve(args.base_url, os.environ, path)
+    if login is None:
+        raise NotLoggedIn(
+            "not logged in: run `storypost login --base-url URL` (or set "
+            f"{profile.BASE_URL_ENV} and {profile.TOKEN_ENV})"
+        )
+    if args.attempts < 1:
+        raise ValueError("--attempts must be at least 1")
+    return StorypostClient(
+        login.base_url,
+        login.token,
+        retry=RetryPolicy(max_attempts=args.attempts),
+        on_retry=render.retrying,
+    )
+
+
+class NotLoggedIn(Exception):
+    """No base URL or token to call with."""
+
+
+def run(command: Command, args: argparse.Namespace) -> None:
+    """Runs a command with a client; every failure becomes a message and its exit code."""
+    try:
+        client = build_client(args)
+    except NotLoggedIn as error:
+        render.fail(str(error), EXIT_AUTH)
+    except ValueError as error:
+        render.fail(str(error), EXIT_BAD_INPUT)
+    with client:
+        try:
+            code = command(client, args)
+        except ApiError as error:
+            render.api_error(error, json_output=args.json)
+            code = exit_code_for(error)
+        except (StorypostError, ValueError, OSError) as error:
+            render.message(str(error))
+            code = EXIT_BAD_INPUT if isinstance(error, OSError) else exit_code_for(error)
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as error:
+            render.message(f"bad base URL {client.base_url}: {error}")
+            code = EXIT_BAD_INPUT
+        except httpx.HTTPError as error:
+            render.message(f"HTTP failure: {error!r}")
+            code = EXIT_UNAVAILABLE
+        except KeyboardInterrupt:
+            render.message("interrupted")
+            code = 130
+    raise SystemExit(code)
+
+
+def handler(command: Command) -> Callable[[argparse.Namespace], None]:
+    """The `args.handler` that `storypost`'s main calls."""
+    return functools.partial(run, command)

@@ -1,0 +1,175 @@
+"""Runs the mongoeco wire server over a SQLite file on a loopback port until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m storypost_cli.embedded_mongo",
+        description="Serve the MongoDB wire protocol from a SQLite file (development and tests).",
+    )
+    parser.add_argument("--path", type=Path, required=True, help="SQLite database file")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=27017, help="port to listen on (0: any)")
+    return parser.parse_args(argv)
+
+
+def skip_slow_optional_imports() -> None:
+    """Keeps jsonschema (imported by mongoeco) from loading its optional IRI checker.
+
+    `rfc3987_syntax` compiles an Earley grammar at import: measured 5-6 s of start-up here
+    (mongoeco 4.11, 2 cores) against 1 s without it, for `iri` formats that no MongoDB
+    validator of ours uses. Marked absent, jsonschema simply skips those formats.
+    """
+    if "rfc3987_syntax" not in sys.modules:
+        # None in sys.modules is how Python spells "this module cannot be imported".
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+
+
+def skip_full_scan_for_plain_ids() -> None:
+    """Makes inserts O(1) instead of O(collection size) for non-numeric `_id`s.
+
+    mongoeco 4.11's SQLite engine re-checks `_id` uniqueness on insert by loading every
+    document of the collection, so that numeric ids that compare equal (1 and 1.0) collide.
+    The indexed storage-key lookup just before that scan already finds every duplicate of a
+    string, ObjectId or other non-numeric id, so for those the scan adds nothing but time
+    (measured: ~58 µs per stored document per insert; a growing deliveries collection fell
+    behind at 100 events/s). Numeric ids keep the scan. tests/unit/test_embedded_mongo.py
+    checks that duplicates are still refused either way.
+    """
+    from mongoeco.core.identity import id_contains_numeric_value
+    from mongoeco.engines.sqlite import SQLiteEngine
+
+    original = SQLiteEngine._validate_document_against_unique_indexes
+    if getattr(original, "storypost_patched", False):
+        return
+
+    def validate(
+        self: SQLiteEngine,
+        db_name: str,
+        coll_name: str,
+        document: dict[str, object],
+        *,
+        exclude_storage_key: str | None = None,
+        skip_id_check: bool = False,
+        scan_payload_id: bool = False,
+    ) -> None:
+        if scan_payload_id and "_id" in document and not id_contains_numeric_value(document["_id"]):
+            scan_payload_id = False
+        original(
+            self,
+            db_name,
+            coll_name,
+            document,
+            exclude_storage_key=exclude_storage_key,
+            skip_id_check=skip_id_check,
+            scan_payload_id=scan_payload_id,
+        )
+
+    validate.storypost_patched = True  # type: ignore[attr-defined]
+    SQLiteEngine._validate_document_against_unique_indexes = validate  # type: ignore[method-assign]
+
+
+def use_id_lookup_for_guarded_writes() -> None:
+    """Finds the target of `{_id: X, <more conditions>}` writes by its key, not by a scan.
+
+    Every guarded change of ours (a status transition guarded by the old status, a lease
+    claim guarded by the lease's end) filters on `_id` plus a condition. mongoeco 4.11
+    looks only a bare `{_id: X}` up by its storage key; with any other condition it
+    evaluates a JSON filter over every document of the collection (measured: ~38 ms per
+    update at 1,000 posts, growing with the collection). Here the document is fetched by
+    its key and the whole filter is checked on it with mongoeco's own matcher, so the
+    answer is the same. Numeric ids keep the original path (1 and 1.0 are equal ids with
+    different keys).
+    """
+    import mongoeco.engines.sqlite as sqlite_engine_module
+    from mongoeco.core.filtering import QueryEngine
+    from mongoeco.core.identity import id_contains_numeric_value
+    from mongoeco.core.query_plan import AndCondition, EqualsCondition
+
+    sqlite_engine: Any = sqlite_engine_module
+    original = sqlite_engine._sqlite_runtime_select_first_document_for_plan
+    if getattr(original, "storypost_patched", False):
+        return
+
+    def select_first(
+        engine: Any, db_name: str, coll_name: str, plan: Any, *, hint: Any = None
+    ) -> tuple[str, dict[str, Any]] | None:
+        if hint is None and isinstance(plan, AndCondition):
+            for clause in plan.clauses:
+                if (
+                    isinstance(clause, EqualsCondition)
+                    and clause.field == "_id"
+                    and not id_contains_numeric_value(clause.value)
+                ):
+                    row = (
+                        engine._require_connection()
+                        .execute(
+                            "SELECT storage_key, document FROM documents "
+                            "WHERE db_name = ? AND coll_name = ? AND storage_key = ?",
+                            (db_name, coll_name, engine._storage_key(clause.value)),
+                        )
+                        .fetchone()
+                    )
+                    if row is None:
+                        return None
+                    document = engine._deserialize_document(row[1])
+                    if not QueryEngine.match_plan(document, plan):
+                        return None
+                    return row[0], document
+        found: tuple[str, dict[str, Any]] | None = original(
+            engine, db_name, coll_name, plan, hint=hint
+        )
+        return found
+
+    select_first.storypost_patched = True  # type: ignore[attr-defined]
+    sqlite_engine._sqlite_runtime_select_first_document_for_plan = select_first
+
+
+async def serve(path: Path, host: str, port: int) -> None:
+    """Serves until SIGTERM or SIGINT, then closes the listener and the SQLite engine."""
+    # Imported here, after skip_slow_optional_imports() ran.
+    from mongoeco.engines.sqlite import SQLiteEngine
+    from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
+
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(path)), host=host, port=port)
+    address = await server.start()
+    try:
+        # The supervisor reads this line; flush so it reaches the log file at once.
+        print(f"embedded mongo listening on {address.host}:{address.port} ({path})", flush=True)
+        await stopping.wait()
+        print("embedded mongo stopping", flush=True)
+    finally:
+        await server.close()
+    print("embedded mongo stopped", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    skip_slow_optional_imports()
+    skip_full_scan_for_plain_ids()
+    use_id_lookup_for_guarded_writes()
+    try:
+        asyncio.run(serve(args.path, args.host, args.port))
+    except OSError as error:
+        # A taken port is the usual cause: one clear line, no traceback.
+        print(f"embedded mongo cannot start on {args.host}:{args.port}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,226 @@
+"""`storypost sandbox …`: connect accounts through the sandbox network without a browser, flip
+its switches, list what it published."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import grpc
+import httpx
+from google.protobuf.json_format import MessageToDict
+from pydantic_settings import SettingsConfigDict
+
+from storypost.account.v1 import account_pb2 as pb
+from storypost.account.v1 import account_pb2_grpc
+from storypost_cli.config import CliSettings
+from storypost_cli.output import EXIT_UNAVAILABLE, fail, fail_rpc, print_json
+from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.settings import load_settings
+
+PLATFORMS = (
+    "photoapp",
+    "clipapp",
+    "videochannel",
+    "linknet",
+    "pronet",
+    "pinboard",
+    "ephemeral",
+    "shorttext",
+    "microblog",
+)
+MODES = ("ok", "fail", "slow", "offline", "rate-limited", "token-expired")
+CONNECTIONS = {"direct": pb.CONNECTION_DIRECT, "social": pb.CONNECTION_SOCIAL}
+
+
+class SandboxCliSettings(CliSettings):
+    model_config = SettingsConfigDict(env_prefix="STORYPOST_", frozen=True, extra="ignore")
+
+    sandbox_url: str = "http://127.0.0.1:8090"
+
+
+class ConnectFailed(Exception):
+    """The sandbox's sign-in page did not redirect back with a code."""
+
+
+async def connect_account(
+    accounts: account_pb2_grpc.AccountServiceAsyncStub,
+    http: httpx.AsyncClient,
+    organization_id: str,
+    platform: str,
+    username: str,
+    *,
+    connection: str = "",
+    display_name: str = "",
+    linknet_destinations: Sequence[str] = (),
+) -> pb.ConnectedAccount:
+    """Runs the OAuth-like connect flow as a browser would: account-svc starts it, the
+    sandbox's authorize form is submitted, account-svc completes it with the code."""
+    started: pb.StartConnectResponse = await accounts.StartConnect(
+        pb.StartConnectRequest(
+            organization_id=organization_id,
+            platform=platform.upper(),
+            connection=CONNECTIONS.get(connection, pb.CONNECTION_UNSPECIFIED),
+        )
+    )
+    page = await http.get(started.authorize_url)
+    if page.status_code != 200:
+        raise ConnectFailed(f"the sign-in page answered HTTP {page.status_code}: {page.text[:200]}")
+    parts = urlsplit(started.authorize_url)
+    form: dict[str, str] = dict(parse_qsl(parts.query))
+    form |= {"username": username, "display_name": display_name, "action": "allow"}
+    if platform.lower() == "photoapp":
+        form["linknet_destinations"] = "\n".join(linknet_destinations)
+    answer = await http.post(
+        urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")),
+        data=form,
+        follow_redirects=False,
+    )
+    location = answer.headers.get("location")
+    if answer.status_code not in (302, 303) or not location:
+        raise ConnectFailed(
+            f"the sign-in was refused (HTTP {answer.status_code}): {answer.text[:300]}"
+        )
+    query = dict(parse_qsl(urlsplit(location).query))
+    done: pb.CompleteConnectResponse = await accounts.CompleteConnect(
+        pb.CompleteConnectRequest(
+            state=query.get("state", ""), code=query.get("code", ""), error=query.get("error", "")
+        )
+    )
+    return done.account
+
+
+def account_json(account: pb.ConnectedAccount) -> dict[str, Any]:
+    """The account as JSON (proto field names in camelCase); it never holds tokens."""
+    return MessageToDict(account, always_print_fields_with_no_presence=True)
+
+
+def run_connect(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
+    async def go() -> pb.ConnectedAccount:
+        channel = aio_channel(settings.account_addr, max(settings.grpc_deadline_seconds, 15.0))
+        try:
+            async with httpx.AsyncClient(timeout=30.0) as http:
+                return await connect_account(
+                    account_pb2_grpc.AccountServiceStub(channel),
+                    http,
+                    args.org,
+                    args.platform,
+                    args.username,
+                    connection=args.connection or "",
+                    display_name=args.display_name or "",
+                    linknet_destinations=args.linknet_destination or (),
+                )
+        finally:
+            await channel.close()
+
+    try:
+        account = asyncio.run(go())
+    except grpc.RpcError as error:
+        fail_rpc(error, "sandbox connect")
+    except ConnectFailed as error:
+        fail(f"sandbox connect: {error}")
+    except httpx.HTTPError as error:
+        fail(f"sandbox connect: the sandbox network is not answering ({error})", EXIT_UNAVAILABLE)
+    print_json(account_json(account))
+
+
+def _sandbox_call(settings: SandboxCliSettings, method: str, path: str, **kwargs: Any) -> Any:
+    try:
+        answer = httpx.request(
+            method, settings.sandbox_url.rstrip("/") + path, timeout=10.0, **kwargs
+        )
+    except httpx.HTTPError as error:
+        fail(
+            f"the sandbox network is not answering at {settings.sandbox_url} ({error})",
+            EXIT_UNAVAILABLE,
+        )
+    body = answer.json() if answer.content else {}
+    if answer.status_code >= 400:
+        message = body.get("error", {}).get("message") if isinstance(body, dict) else None
+        fail(f"sandbox: {message or answer.text}")
+    return body
+
+
+def run_set(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
+    switch: dict[str, Any] = {"platform": args.platform, "mode": args.mode}
+    if args.account:
+        switch["account"] = args.account
+    if args.message:
+        switch["message"] = args.message
+    if args.status is not None:
+        switch["status"] = args.status
+    if args.seconds is not None:
+        switch["seconds"] = args.seconds
+    if args.retry_after is not None:
+        switch["retryAfterSeconds"] = args.retry_after
+    print_json(_sandbox_call(settings, "PUT", "/_sandbox/switches", json=switch))
+
+
+def run_reset(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
+    if args.account and not args.platform:
+        fail("sandbox reset: --account needs --platform")
+    params = {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
+    print_json(_sandbox_call(settings, "DELETE", "/_sandbox/switches", params=params))
+
+
+def run_published(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
+    params = {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
+    print_json(_sandbox_call(settings, "GET", "/_sandbox/published", params=params))
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sandbox = subparsers.add_parser("sandbox", help="the sandbox social networks")
+    commands = sandbox.add_subparsers(dest="sandbox_command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser(
+        "connect",
+        help="connect a sandbox account to an organization (the OAuth-like flow, no browser)",
+    )
+    p.add_argument("--org", required=True, help="organization id")
+    p.add_argument("--platform", required=True, choices=PLATFORMS)
+    p.add_argument("--username", required=True, help="the account's username on the platform")
+    p.add_argument("--display-name", help="display name (default: the username)")
+    p.add_argument(
+        "--connection",
+        choices=tuple(CONNECTIONS),
+        help="direct or social (default: direct for photoapp and clipapp, else social)",
+    )
+    p.add_argument(
+        "--linknet-destination",
+        action="append",
+        metavar="ID:NAME:TYPE",
+        help="a linknet destination of a photoapp account (repeatable)",
+    )
+    p.set_defaults(run=run_connect)
+
+    p = commands.add_parser("set", help="switch a platform (or one account) to a mode")
+    p.add_argument("--platform", required=True, choices=PLATFORMS)
+    p.add_argument("--account", help="one account (id or username); default: every account")
+    p.add_argument("--mode", required=True, choices=MODES)
+    p.add_argument("--message", help="fail: the error message")
+    p.add_argument("--status", type=int, help="fail: the HTTP status (default 400)")
+    p.add_argument("--seconds", type=float, help="slow: seconds added to every answer")
+    p.add_argument("--retry-after", type=int, help="rate-limited: Retry-After seconds (default 60)")
+    p.set_defaults(run=run_set)
+
+    p = commands.add_parser(
+        "reset", help="remove the switches (all, a platform's, or one account's)"
+    )
+    p.add_argument("--platform", choices=PLATFORMS)
+    p.add_argument("--account", help="only this account's switch (id or username)")
+    p.set_defaults(run=run_reset)
+
+    p = commands.add_parser("published", help="list what the sandbox published")
+    p.add_argument("--platform", choices=PLATFORMS)
+    p.add_argument("--account", help="account id or username")
+    p.set_defaults(run=run_published)
+
+    sandbox.set_defaults(handler=run_sandbox)
+
+
+def run_sandbox(args: argparse.Namespace) -> None:
+    settings = load_settings(SandboxCliSettings)
+    args.run(args, settings)

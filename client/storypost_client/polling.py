@@ -1,0 +1,96 @@
+"""Waiting for a post or draft to reach a final state: what to poll, and how often."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+KindName = Literal["story", "reel", "clipapp", "social", "draft"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PollPolicy:
+    """How `wait_for_*` polls: the first wait is `initial_interval`, each next one
+    `multiplier` times longer, never longer than `max_interval`; after `timeout` seconds
+    `WaitTimeoutError` is raised. Defaults: 1 s, 1.5 s, 2.25 s, … up to 15 s, for at most
+    15 minutes (about 70 status calls, well inside the rate limit of 60 a minute)."""
+
+    initial_interval: float = 1.0
+    multiplier: float = 1.5
+    max_interval: float = 15.0
+    timeout: float = 900.0
+
+    def __post_init__(self) -> None:
+        if self.initial_interval <= 0 or self.max_interval < self.initial_interval:
+            raise ValueError("intervals must be positive and max_interval >= initial_interval")
+        if self.multiplier < 1:
+            raise ValueError("multiplier must be at least 1: polling never speeds up")
+        if self.timeout < 0:
+            raise ValueError("timeout must not be negative")
+
+    def intervals(self) -> Iterator[float]:
+        """The waits between polls, growing to `max_interval` and staying there."""
+        interval = self.initial_interval
+        while True:
+            yield interval
+            interval = min(self.max_interval, interval * self.multiplier)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A resource a status procedure reports on."""
+
+    name: KindName
+    status_procedure: str
+    uuid_field: str
+    # States that never change again (by the API; a user may still delete a draft).
+    final_states: frozenset[str]
+    # The final state that means "it worked".
+    success_state: str
+
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind(
+            "story",
+            "status-photoapp-story",
+            "storyPostUuid",
+            frozenset({"executed", "failed", "canceled"}),
+            "executed",
+        ),
+        Kind(
+            "reel",
+            "status-photoapp-reel",
+            "reelPostUuid",
+            frozenset({"executed", "failed", "canceled"}),
+            "executed",
+        ),
+        Kind(
+            "clipapp",
+            "status-clipapp-post",
+            "clipappPostUuid",
+            frozenset({"executed", "failed", "canceled"}),
+            "executed",
+        ),
+        Kind(
+            "social",
+            "status-social-post",
+            "socialPostUuid",
+            frozenset({"executed", "failed", "canceled"}),
+            "executed",
+        ),
+        Kind(
+            "draft", "status-draft", "draftUuid", frozenset({"ready", "failed", "deleted"}), "ready"
+        ),
+    )
+}
+
+
+def kind_of(name: str) -> Kind:
+    """The kind called `name` (story, reel, clipapp, social, draft)."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise ValueError(f"unknown kind {name!r}; one of {', '.join(KINDS)}") from None
