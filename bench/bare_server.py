@@ -1,0 +1,56 @@
+"""Baselines for bench/edge.py: a bare Falcon+waitress route, optionally doing the auth calls."""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+
+import falcon
+import grpc
+import waitress
+
+from storypost.account.v1 import account_pb2 as pb
+from storypost.account.v1 import account_pb2_grpc
+
+
+class Plain:
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.bounded_stream.read()
+        resp.media = {"uuid": str(uuid.uuid4())}
+
+
+class Authenticated:
+    """The least an authenticated call needs: check the token and take from the bucket."""
+
+    def __init__(self, accounts: account_pb2_grpc.AccountServiceStub, org: str) -> None:
+        self._accounts = accounts
+        self._org = org
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.bounded_stream.read()
+        token = (req.get_header("Authorization") or "").removeprefix("Bearer ")
+        self._accounts.Authenticate(pb.AuthenticateRequest(token=token), timeout=5)
+        self._accounts.ConsumeRateLimit(
+            pb.ConsumeRateLimitRequest(organization_id=self._org), timeout=5
+        )
+        resp.media = {"uuid": str(uuid.uuid4())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--account-addr")
+    parser.add_argument("--org")
+    args = parser.parse_args()
+    app = falcon.App()
+    if args.account_addr:
+        stub = account_pb2_grpc.AccountServiceStub(grpc.insecure_channel(args.account_addr))
+        app.add_route("/noop", Authenticated(stub, args.org))
+    else:
+        app.add_route("/noop", Plain())
+    waitress.serve(app, host="127.0.0.1", port=args.port, threads=args.threads, _quiet=True)
+
+
+if __name__ == "__main__":
+    main()

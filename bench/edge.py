@@ -1,0 +1,169 @@
+"""Edge overhead: generate-uuid through the edge vs bare Falcon+waitress routes, side by side.
+
+Three targets are loaded in turn, in rounds, within one run (so machine noise hits them alike):
+  bare       a Falcon+waitress route that returns a uuid
+  bare+auth  the same route doing the two account-svc calls every authenticated request needs
+  edge       POST /o/<org>/api/v1/generate-uuid (auth cache, shared rate limit, validation)
+Prints throughput and p50/p99 per target, then the ratios edge/bare and edge/bare+auth last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from storypost.account.v1 import account_pb2 as pb
+from storypost.account.v1 import account_pb2_grpc
+from storypost_cli.stack import EmbeddedStack, StackPorts
+from storypost_runtime.grpc_client import aio_channel
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Result:
+    latencies: list[float]
+    seconds: float
+
+    @property
+    def throughput(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+async def load(url: str, headers: dict[str, str], requests: int, concurrency: int) -> Result:
+    latencies: list[float] = []
+    remaining = requests
+    async with httpx.AsyncClient(
+        timeout=30, limits=httpx.Limits(max_connections=concurrency)
+    ) as client:
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                started = time.perf_counter()
+                response = await client.post(url, json={}, headers=headers)
+                latencies.append(time.perf_counter() - started)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{url}: {response.status_code} {response.text}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return Result(latencies, time.perf_counter() - started)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def wait_http(url: str, headers: dict[str, str]) -> None:
+    async with httpx.AsyncClient() as client:
+        for _ in range(100):
+            try:
+                await client.post(url, json={}, headers=headers)
+                return
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} did not start")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=1500, help="per target per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = EmbeddedStack(
+            Path(tmp),
+            StackPorts.free(),
+            components=("mongo", "account", "edge"),
+            # The bench measures overhead, not the limit: give the organization room.
+            extra_env={
+                "STORYPOST_RATE_LIMIT_PER_MINUTE": "100000",
+                "STORYPOST_LOG_LEVEL": "warning",
+            },
+        )
+        async with stack:
+            env = stack.env()
+            async with aio_channel(env["STORYPOST_ACCOUNT_ADDR"], 15) as channel:
+                accounts = account_pb2_grpc.AccountServiceStub(channel)
+                org = await accounts.CreateOrganization(pb.CreateOrganizationRequest(name="bench"))
+                issued = await accounts.CreateApiCredential(
+                    pb.CreateApiCredentialRequest(organization_id=org.organization_id)
+                )
+            headers = {"Authorization": f"Bearer {issued.token}"}
+            plain_port, auth_port = free_port(), free_port()
+            servers = [
+                await asyncio.create_subprocess_exec(
+                    sys.executable, str(HERE / "bare_server.py"), "--port", str(plain_port)
+                ),
+                await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    str(HERE / "bare_server.py"),
+                    "--port",
+                    str(auth_port),
+                    "--account-addr",
+                    env["STORYPOST_ACCOUNT_ADDR"],
+                    "--org",
+                    org.organization_id,
+                ),
+            ]
+            try:
+                targets = {
+                    "bare": f"http://127.0.0.1:{plain_port}/noop",
+                    "bare+auth": f"http://127.0.0.1:{auth_port}/noop",
+                    "edge": f"{stack.edge_url}/o/{org.organization_id}/api/v1/generate-uuid",
+                }
+                for url in targets.values():
+                    await wait_http(url, headers)
+                results: dict[str, list[Result]] = {name: [] for name in targets}
+                for url in targets.values():  # warm-up
+                    await load(url, headers, 200, args.concurrency)
+                for _ in range(args.rounds):
+                    for name, url in targets.items():
+                        results[name].append(
+                            await load(url, headers, args.requests, args.concurrency)
+                        )
+            finally:
+                for server in servers:
+                    server.terminate()
+                    await server.wait()
+    summary: dict[str, tuple[float, float, float]] = {}
+    for name, runs in results.items():
+        merged = Result([lat for r in runs for lat in r.latencies], sum(r.seconds for r in runs))
+        summary[name] = (
+            statistics.median(r.throughput for r in runs),
+            merged.percentile(0.50),
+            merged.percentile(0.99),
+        )
+        print(
+            f"{name:10} {summary[name][0]:8.1f} req/s  p50 {summary[name][1]:6.2f} ms  "
+            f"p99 {summary[name][2]:6.2f} ms"
+        )
+    edge, bare, auth = summary["edge"], summary["bare"], summary["bare+auth"]
+    print(
+        f"edge/bare: throughput {edge[0] / bare[0]:.2f}x p50 {edge[1] / bare[1]:.2f}x "
+        f"p99 {edge[2] / bare[2]:.2f}x | edge/bare+auth: throughput {edge[0] / auth[0]:.2f}x "
+        f"p50 {edge[1] / auth[1]:.2f}x p99 {edge[2] / auth[2]:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
