@@ -1,0 +1,53 @@
+"""The one test stack every test directory shares (integration, e2e): its settings, an admin
+client, organizations."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from storypost.testing.stack import StackHandle
+from tests.support.api import Admin, Api, Org, admin_channel
+
+
+@pytest.fixture(scope="session")
+def storypost_stack_env() -> dict[str, str]:
+    """STORYPOST_* settings for the session's stack. It lives here, at the root, because the
+    first test that asks for `storypost_stack` starts it for every directory."""
+    return {
+        # Short auth cache so revocation is seen within a second.
+        "STORYPOST_AUTH_CACHE_SECONDS": "1",
+        # A small story quota so the 429 is reached with a few posts (production: 100).
+        "STORYPOST_STORY_QUOTA_PER_DAY": "3",
+        # A crashed publish-svc's posts are taken over after 10 s (production: 60 s).
+        "STORYPOST_SCHEDULER_LEASE_SECONDS": "10",
+        # Webhook receivers of the tests listen on http://127.0.0.1.
+        "STORYPOST_WEBHOOK_ALLOW_HTTP_LOOPBACK": "true",
+    }
+
+
+@pytest.fixture(scope="session")
+async def api(storypost_stack: StackHandle) -> AsyncIterator[Api]:
+    channel = admin_channel(storypost_stack.account_addr)
+    client = Api(storypost_stack.edge_url, Admin(channel, storypost_stack.edge_url))
+    yield client
+    await client.close()
+    await channel.close()
+
+
+@pytest.fixture(scope="session")
+async def org(api: Api) -> Org:
+    """One organization shared by the tests that stay far below the rate limit."""
+    return await api.admin.create_org("shared test org")
+
+
+@pytest.fixture(scope="session")
+async def other_org(api: Api) -> Org:
+    return await api.admin.create_org("other test org")
+
+
+@pytest.fixture
+async def fresh_org(api: Api) -> Org:
+    """An organization of its own (a full rate-limit bucket, no records)."""
+    return await api.admin.create_org("fresh test org")

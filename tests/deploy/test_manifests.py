@@ -1,0 +1,237 @@
+"""The Kubernetes manifests: they render with kustomize, validate against the Kubernetes schemas
+offline, and say what docs/deploy.md promises (probes, non-root, limits, PDBs, HPAs, policies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+
+from tests.deploy.support import (
+    DOCKERFILES,
+    OTHER_ENV,
+    VERSION,
+    component_settings,
+    of_kind,
+    render,
+)
+
+# The Kubernetes version whose schemas the manifests must satisfy (strict: no unknown fields).
+K8S_VERSION = "1.32.0"
+TARGETS = ("base", "overlays/dev", "overlays/prod")
+SERVICES = {"account-svc": 50051, "render-svc": 50052, "publish-svc": 50053, "webhook-svc": 50054}
+SECRET_KEYS = {"mongo-url", "s3-access-key", "s3-secret-key"}
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def rendered(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
+    return request.param, render(request.param)
+
+
+def containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
+    return containers
+
+
+def effective_env(docs: list[dict[str, Any]], container: dict[str, Any]) -> dict[str, str]:
+    """What the process sees: the ConfigMaps it loads, then its own env (which wins)."""
+    maps = of_kind(docs, "ConfigMap")
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        env.update(maps[source["configMapRef"]["name"]]["data"])
+    for item in container.get("env", []):
+        env[item["name"]] = item.get("value", "<secret>")
+    return env
+
+
+def test_every_resource_validates_against_the_kubernetes_schemas(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    target, docs = rendered
+    assert len(docs) >= 20, f"{target} rendered only {len(docs)} resources"
+    for doc in docs:
+        try:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            raise AssertionError(
+                f"{target}: {doc['kind']}/{doc['metadata']['name']}: {error.message}"
+            ) from None
+
+
+def test_a_broken_manifest_is_refused_by_the_validator() -> None:
+    # The validator really checks: a wrong type and an unknown field both fail.
+    bad = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {"replicas": "two", "selector": {}, "template": {}, "replica": 1},
+    }
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
+
+
+def test_every_deployment_is_hardened_limited_and_probed(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    target, docs = rendered
+    deployments = of_kind(docs, "Deployment")
+    assert {"edge", *SERVICES} <= set(deployments), target
+    for name, deployment in deployments.items():
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert pod["automountServiceAccountToken"] is False, name
+        assert pod["serviceAccountName"] == "storypost", name
+        for container in pod["containers"]:
+            security = container["securityContext"]
+            assert security["readOnlyRootFilesystem"] is True, name
+            assert security["allowPrivilegeEscalation"] is False, name
+            assert security["capabilities"]["drop"] == ["ALL"], name
+            resources = container["resources"]
+            assert {"cpu", "memory"} <= set(resources["requests"]), name
+            assert "memory" in resources["limits"], name
+            assert container["readinessProbe"] and container["livenessProbe"], name
+            image = container["image"]
+            assert image.startswith("storypost/") and ":" in image, image
+            assert not image.endswith(":latest"), image
+            assert (DOCKERFILES / f"{image.split('/')[1].split(':')[0]}.Dockerfile").is_file()
+            if target == "base":
+                assert image.endswith(f":{VERSION}"), image
+            mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
+            assert "/tmp" in mounts, f"{name}: a read-only root needs a writable /tmp"
+
+
+def test_services_use_native_grpc_probes_and_the_edge_its_http_ones(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    _, docs = rendered
+    deployments = of_kind(docs, "Deployment")
+    for name, port in SERVICES.items():
+        (container,) = containers(deployments[name])
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert container[probe]["grpc"]["port"] == port, (name, probe)
+        assert {p["containerPort"] for p in container["ports"]} == {port, 9100}
+    (edge,) = containers(deployments["edge"])
+    assert edge["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert edge["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_the_grace_period_covers_drain_and_in_flight_calls(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    target, docs = rendered
+    for name, deployment in of_kind(docs, "Deployment").items():
+        grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        env = effective_env(docs, containers(deployment)[0])
+        drain = float(env.get("STORYPOST_SHUTDOWN_DRAIN_SECONDS", 0))
+        finish = float(env.get("STORYPOST_SHUTDOWN_GRACE_SECONDS", 10))
+        assert grace >= drain + finish + 5, f"{target} {name}: {grace} < {drain} + {finish} + 5"
+
+
+def test_every_environment_variable_is_a_setting_of_its_component(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    target, docs = rendered
+    known = component_settings()
+    everyone = set().union(*known.values())
+    for name, data in ((n, m["data"]) for n, m in of_kind(docs, "ConfigMap").items()):
+        unknown = set(data) - everyone
+        assert not unknown, f"{target}: ConfigMap {name} sets unknown settings {unknown}"
+    for name, deployment in of_kind(docs, "Deployment").items():
+        for container in containers(deployment):
+            names = {item["name"] for item in container.get("env", [])}
+            unknown = names - known[name] - OTHER_ENV
+            assert not unknown, f"{target}: {name} sets {unknown}, which it does not read"
+
+
+def test_secrets_come_from_storypost_secrets_with_known_keys(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    target, docs = rendered
+    used: set[str] = set()
+    for deployment in of_kind(docs, "Deployment").values():
+        for container in containers(deployment):
+            for item in container.get("env", []):
+                ref = item.get("valueFrom", {}).get("secretKeyRef")
+                if ref:
+                    assert ref["name"] == "storypost-secrets"
+                    used.add(ref["key"])
+    assert used == SECRET_KEYS
+    secrets = of_kind(docs, "Secret")
+    if target == "overlays/dev":
+        assert set(secrets["storypost-secrets"]["data"]) == SECRET_KEYS
+    else:
+        assert not secrets, f"{target} must not carry secret values"
+
+
+def test_services_select_their_deployments_and_named_ports(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    _, docs = rendered
+    deployments = of_kind(docs, "Deployment")
+    for name, service in of_kind(docs, "Service").items():
+        selector = service["spec"]["selector"]
+        matches = [
+            d
+            for d in deployments.values()
+            if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        ]
+        assert len(matches) == 1, f"Service {name} selects {len(matches)} deployments"
+        port_names = {p["name"] for c in containers(matches[0]) for p in c["ports"]}
+        for port in service["spec"]["ports"]:
+            assert port["targetPort"] in port_names, (name, port)
+
+
+def test_every_deployment_has_a_pdb_and_the_loaded_ones_an_hpa(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    target, docs = rendered
+    deployments = of_kind(docs, "Deployment")
+    budgets = of_kind(docs, "PodDisruptionBudget")
+    for name in ("edge", *SERVICES):
+        assert budgets[name]["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": name}
+    scalers = of_kind(docs, "HorizontalPodAutoscaler")
+    assert set(scalers) == {"edge", "render-svc", "publish-svc"}
+    for name, scaler in scalers.items():
+        assert scaler["spec"]["scaleTargetRef"]["name"] in deployments
+        assert scaler["spec"]["minReplicas"] <= scaler["spec"]["maxReplicas"]
+        if target == "overlays/prod":
+            assert scaler["spec"]["minReplicas"] >= 3, name
+
+
+def test_only_the_edge_takes_traffic_from_anywhere(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    _, docs = rendered
+    policies = of_kind(docs, "NetworkPolicy")
+    deny = policies["default-deny-ingress"]["spec"]
+    assert deny["podSelector"] == {} and deny["policyTypes"] == ["Ingress"]
+    assert "ingress" not in deny
+    open_to_all = [
+        name
+        for name, policy in policies.items()
+        for rule in policy["spec"].get("ingress", [])
+        if "from" not in rule
+    ]
+    assert open_to_all == ["edge-from-anywhere"]
+    assert policies["edge-from-anywhere"]["spec"]["podSelector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "edge"
+    }
+
+
+def test_overlays_set_their_namespace_and_replicas() -> None:
+    dev, prod = render("overlays/dev"), render("overlays/prod")
+    for docs, namespace, replicas in ((dev, "storypost-dev", 1), (prod, "storypost", 3)):
+        for doc in docs:
+            assert doc["metadata"].get("namespace") == namespace, doc["metadata"]["name"]
+        for deployment in of_kind(docs, "Deployment").values():
+            assert deployment["spec"]["replicas"] == replicas
+    assert "sandbox-net" in of_kind(dev, "Deployment")
+    assert "sandbox-net" not in of_kind(prod, "Deployment")
+    dev_config = of_kind(dev, "ConfigMap")["storypost-config"]["data"]
+    assert dev_config["STORYPOST_SANDBOX_URL"] == "http://sandbox-net:8090"
+    # The merge keeps the base's keys.
+    assert dev_config["STORYPOST_ACCOUNT_ADDR"] == "account-svc:50051"
+    (render_svc,) = containers(of_kind(prod, "Deployment")["render-svc"])
+    assert render_svc["resources"]["limits"]["memory"] == "4Gi"

@@ -1,0 +1,92 @@
+"""A small TCP load balancer for tests: round robin over the backends whose /readyz says 200,
+as a Kubernetes Service does over ready endpoints. Loopback only; stops with its block."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+
+
+@dataclass
+class Backend:
+    port: int
+    ready: bool = False
+    # (started, ended) of every connection this backend served, in monotonic seconds.
+    connections: list[tuple[float, float]] = field(default_factory=list)
+
+
+class Balancer:
+    def __init__(self, backends: list[Backend], poll_seconds: float = 0.1) -> None:
+        self.backends = backends
+        self._poll = poll_seconds
+        self._next = 0
+        self.port = 0
+        self.refused = 0
+
+    async def _watch(self) -> None:
+        async with httpx.AsyncClient(timeout=0.5, trust_env=False) as http:
+            while True:
+                for backend in self.backends:
+                    try:
+                        answer = await http.get(f"http://127.0.0.1:{backend.port}/readyz")
+                        backend.ready = answer.status_code == 200
+                    except httpx.HTTPError:
+                        backend.ready = False
+                await asyncio.sleep(self._poll)
+
+    def _choose(self) -> list[Backend]:
+        ready = [b for b in self.backends if b.ready]
+        self._next += 1
+        if not ready:
+            return []
+        start = self._next % len(ready)
+        return ready[start:] + ready[:start]
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        started = time.monotonic()
+        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        chosen: Backend | None = None
+        # A connection refused before any byte was sent is safe to try elsewhere.
+        for backend in self._choose():
+            try:
+                upstream = await asyncio.open_connection("127.0.0.1", backend.port)
+            except OSError:
+                self.refused += 1
+                continue
+            chosen = backend
+            break
+        if upstream is None or chosen is None:
+            writer.close()
+            return
+        up_reader, up_writer = upstream
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            with contextlib.suppress(OSError):
+                dst.write_eof()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        chosen.connections.append((started, time.monotonic()))
+        for w in (writer, up_writer):
+            w.close()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Balancer]:
+        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = server.sockets[0].getsockname()[1]
+        watcher = asyncio.create_task(self._watch())
+        try:
+            yield self
+        finally:
+            watcher.cancel()
+            server.close()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher

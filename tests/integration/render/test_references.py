@@ -1,0 +1,151 @@
+"""Every sticker element with every design and colour value, against reference images.
+
+Several elements share one page capture, so the whole set costs a dozen renders. The
+references (half size, PNG) are in refs/; after a deliberate change to the component
+script, regenerate them with STORYPOST_UPDATE_RENDER_REFS=1 and look at every one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from storypost.render.v1 import render_pb2_grpc
+from tests.integration.render.rendering import render_image, story_page
+from tests.integration.render.support import decode_rgb, difference, probe, write_png
+
+pytestmark = pytest.mark.integration
+
+REFS = Path(__file__).parent / "refs"
+UPDATE = os.environ.get("STORYPOST_UPDATE_RENDER_REFS") == "1"
+# Tolerance for another machine's anti-aliasing and JPEG rounding, far below what a changed
+# colour, a missing icon or a moved sticker costs.
+MAX_MEAN = 3.0
+MAX_STRONG = 0.01
+
+# Countdowns that ended long ago show 00 00 00 whenever the test runs.
+PAST = "2026-01-31T18:45:00Z"
+POLL_OPTIONS = '["Ocean blue","Sunset orange"]'
+QUIZ_OPTIONS = '["2009","2012","2015","2018"]'
+
+
+def pills(tag: str, attribute: str, value: str, designs: tuple[str, ...]) -> str:
+    return "".join(f'<{tag} {attribute}="{value}" design="{design}"></{tag}>' for design in designs)
+
+
+PAGES: dict[str, tuple[str, str]] = {
+    "hashtag-mention": (
+        pills("photoapp-hashtag", "hashtag", "summersale", ("default", "gray", "rainbow"))
+        + pills("photoapp-mention", "username", "storypost.app", ("default", "gray", "rainbow")),
+        "linear-gradient(160deg,#5b86e5,#36d1dc)",
+    ),
+    "location-link": (
+        "".join(
+            f'<photoapp-location location="Café de Flore" location-id="2150431" '
+            f'design="{d}"></photoapp-location>'
+            for d in ("default", "gray", "black", "orange", "rainbow")
+        )
+        + '<photoapp-link url="https://shop.example.com/sale" text="Shop the sale">'
+        "</photoapp-link>",
+        "linear-gradient(160deg,#f7797d,#fbd786,#c6ffdd)",
+    ),
+    "link": (
+        "".join(
+            f'<photoapp-link url="https://shop.example.com/sale" text="Shop the sale" '
+            f'design="{d}"></photoapp-link>'
+            for d in ("gray", "black", "rainbow")
+        )
+        + '<photoapp-link url="https://www.example.com/very/long/path"></photoapp-link>',
+        "linear-gradient(160deg,#134e5e,#71b280)",
+    ),
+    **{
+        f"poll-{'-'.join(colors)}": (
+            "".join(
+                f"<photoapp-poll question=\"Which colour next?\" options='{POLL_OPTIONS}' "
+                f'color="{c}"></photoapp-poll>'
+                for c in colors
+            ),
+            "#2b2d42",
+        )
+        for colors in (("black", "pink", "lavender"), ("purple", "orange", "green"))
+    },
+    "poll-blue-quiz": (
+        f"<photoapp-poll question=\"Which colour next?\" options='{POLL_OPTIONS}' "
+        'color="blue"></photoapp-poll>'
+        '<photoapp-poll options=\'["Yes","No"]\'></photoapp-poll>'
+        f"<photoapp-quiz question=\"Which year did we open?\" options='{QUIZ_OPTIONS}' "
+        'correct-answer="1"></photoapp-quiz>',
+        "#3d405b",
+    ),
+    **{
+        f"question-{'-'.join(colors)}": (
+            "".join(
+                f'<photoapp-question question="Ask me anything about our summer drop" '
+                f'color="{c}"></photoapp-question>'
+                for c in colors
+            ),
+            "linear-gradient(#8e9eab,#eef2f3)",
+        )
+        for colors in (("white", "black", "pink"), ("lavender", "purple", "orange"))
+    },
+    "question-green-blue-slider": (
+        "".join(
+            f'<photoapp-question question="What should we bake next?" color="{c}">'
+            "</photoapp-question>"
+            for c in ("green", "blue")
+        )
+        + '<photoapp-emoji-slider question="How excited are you?"></photoapp-emoji-slider>',
+        "linear-gradient(#c9d6ff,#e2e2e2)",
+    ),
+    **{
+        f"countdown-{'-'.join(colors)}": (
+            "".join(
+                f'<photoapp-countdown title="Summer sale ends" end-time="{PAST}" '
+                f'color="{c}"></photoapp-countdown>'
+                for c in colors
+            ),
+            "linear-gradient(#e0c3fc,#8ec5fc)",
+        )
+        for colors in (("black", "white", "purple"), ("red", "orange", "yellow"))
+    },
+    "countdown-green-blue-sliders": (
+        "".join(
+            f'<photoapp-countdown title="Doors open" end-time="{PAST}" color="{c}">'
+            "</photoapp-countdown>"
+            for c in ("green", "blue")
+        )
+        + '<photoapp-emoji-slider question="Rate our new menu" emoji="🔥" color="#1E1B4B" '
+        'text-color="#FDE68A"></photoapp-emoji-slider>',
+        "linear-gradient(#fbc2eb,#a6c1ee)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+async def test_stickers_look_like_the_reference(
+    render: render_pb2_grpc.RenderServiceAsyncStub, name: str
+) -> None:
+    stickers, background = PAGES[name]
+    rendering, jpeg = await render_image(render, story_page(stickers, background=background))
+    assert list(rendering.warnings) == [], "reference pages are valid and do not overlap"
+    assert probe(jpeg) == {"codec_name": "mjpeg", "width": "1080", "height": "1920"} | {
+        "duration": probe(jpeg).get("duration", "N/A")
+    }
+    expected_kinds = stickers.count("<photoapp-")
+    assert len(rendering.stickers) == expected_kinds
+    for sticker in rendering.stickers:
+        if sticker.kind in ("hashtag", "mention", "location", "link"):
+            assert sticker.height == 177, "pill stickers are 177 px tall"
+    actual = decode_rgb(jpeg)
+    ref = REFS / f"{name}.png"
+    if UPDATE:
+        write_png(actual, ref)
+        return
+    assert ref.exists(), f"no reference image {ref.name}; run with STORYPOST_UPDATE_RENDER_REFS=1"
+    diff = difference(actual, decode_rgb(ref.read_bytes()))
+    if diff.mean > MAX_MEAN or diff.strong > MAX_STRONG:
+        out = Path(os.environ.get("TMPDIR", "/tmp")) / f"render-{name}-actual.png"
+        write_png(actual, out)
+        pytest.fail(f"{name} differs from its reference ({diff}); this run's image: {out}")

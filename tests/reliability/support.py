@@ -1,0 +1,246 @@
+"""Helpers of the reliability suite: a webhook receiver on 127.0.0.2, test media, polling."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import ipaddress
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.integration.webhooks.receiver import Certificates, Receiver
+from tests.support.api import Api, Org
+
+# High enough that racing calls and the fuzzer never meet the bucket (the limit has its
+# own tests on the shared stack).
+RELIABILITY_LIMIT_PER_MINUTE = 100_000
+# The only loopback address webhook-svc of the reliability stack may deliver to.
+RECEIVER_HOST = "127.0.0.2"
+# Figures the tests measured (name -> text); printed at the end of the run for
+# docs/reliability.md.
+FIGURES: dict[str, str] = {}
+
+IMAGE_STORY = (
+    "<photoapp-story></photoapp-story>"
+    "<div style='width:1080px;height:1920px;background:#36c;display:flex;flex-direction:column;"
+    "align-items:center;gap:40px;padding:300px 40px;box-sizing:border-box'>"
+    "<h1 style='font:bold 96px sans-serif;color:#fff'>Reliable</h1>"
+    "<photoapp-hashtag hashtag='storypost'></photoapp-hashtag></div>"
+)
+
+
+def video_story(src: str) -> str:
+    return (
+        "<style>body{margin:0;width:1080px;height:1920px}</style>"
+        f'<photoapp-story src="{src}"><h1 style="font:bold 80px sans-serif;color:#fff;'
+        'margin:300px 40px">Video</h1></photoapp-story>'
+    )
+
+
+def username() -> str:
+    """A sandbox user of its own (quotas and limits are per platform account)."""
+    return f"r{uuid.uuid4().hex[:12]}"
+
+
+def future(seconds: float) -> str:
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+
+
+def make_receiver_certificates(directory: Path) -> Certificates:
+    """A throwaway CA and a server certificate for 127.0.0.2 (same checks as the webhook
+    tests' certificates: Python 3.13's strict X.509 verification)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "storypost reliability CA")])
+    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
+    usage = dict.fromkeys(
+        (
+            "content_commitment",
+            "key_encipherment",
+            "data_encipherment",
+            "key_agreement",
+            "encipher_only",
+            "decipher_only",
+        ),
+        False,
+    )
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, **usage),
+            critical=True,
+        )
+        .add_extension(ca_ski, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, RECEIVER_HOST)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(RECEIVER_HOST))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    certs = Certificates(directory / "ca.pem", directory / "server.pem", directory / "server.key")
+    certs.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    certs.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    certs.key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return certs
+
+
+class LoopbackReceiver(Receiver):
+    """The webhook tests' HTTPS receiver, listening on 127.0.0.2 (the one address the
+    reliability stack's webhook-svc may reach). Paths in `redirects` answer 302 to their
+    target (webhook-svc must not follow)."""
+
+    def __init__(self, certs: Certificates) -> None:
+        super().__init__(certs)
+        self.redirects: dict[str, str] = {}
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        target = self.redirects.get(request.path)
+        answer = await super()._handle(request)
+        if target is None:
+            return answer
+        return web.Response(status=302, headers={"Location": target})
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{RECEIVER_HOST}:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_post("/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        sock = socket.socket()
+        sock.bind((RECEIVER_HOST, 0))
+        self.port = sock.getsockname()[1]
+        site = web.SockSite(self._runner, sock, ssl_context=self._certs.server_context())
+        await site.start()
+
+
+def make_video(path: Path, *, seconds: float = 2.0, codec: str = "libx264") -> Path:
+    """A valid story video (1080x1920 h264) unless `codec` says otherwise."""
+    argv = ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",
+            f"testsrc2=s=1080x1920:r=30:d={seconds}", "-c:v", codec]  # fmt: skip
+    if codec == "libx264":
+        argv += ["-preset", "ultrafast", "-pix_fmt", "yuv420p"]
+    subprocess.run([*argv, str(path)], check=True, timeout=120)
+    return path
+
+
+async def upload_blob(api: Api, org: Org, data: bytes, content_type: str) -> str:
+    """An inline temp blob upload; its stable `url`."""
+    answer = await api.call(
+        org,
+        "upload-temp-blob",
+        {
+            "tempBlobUuid": str(uuid.uuid4()),
+            "contentBase64": base64.b64encode(data).decode(),
+            "contentType": content_type,
+        },
+    )
+    assert answer.status_code == 200, answer.text
+    url: str = answer.json()["url"]
+    return url
+
+
+async def wait_until[T](
+    check: Callable[[], Awaitable[T | None]], within: float, what: str, every: float = 0.5
+) -> T:
+    """Polls `check` until it returns something other than None."""
+    deadline = time.monotonic() + within
+    while True:
+        found = await check()
+        if found is not None:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within} s waiting for {what}")
+        await asyncio.sleep(every)
+
+
+async def wait_status(
+    api: Api, org: Org, procedure: str, body: dict[str, Any], want: set[str], within: float = 120
+) -> dict[str, Any]:
+    """Polls a status procedure (as callers do, retrying 429/503) until the status is in `want`."""
+
+    async def check() -> dict[str, Any] | None:
+        answer = await api.call(org, procedure, body)
+        if answer.status_code in (429, 502, 503, 504):
+            return None
+        assert answer.status_code == 200, answer.text
+        result: dict[str, Any] = answer.json()
+        return result if result["status"] in want else None
+
+    return await wait_until(check, within, f"{procedure} {body} in {want}")
+
+
+async def stream_events(nats_url: str, event_types: list[str], organization_id: str) -> list[Any]:
+    """Every event of these types of one organization on the bus, from the stream's start
+    (id, type, data), in stream order."""
+    import json
+
+    import nats
+
+    client = await nats.connect(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=0.3)
+    found: list[Any] = []
+    try:
+        js = client.jetstream()
+        for event_type in event_types:
+            sub = await js.subscribe(f"events.{event_type}", ordered_consumer=True)
+            try:
+                while True:
+                    try:
+                        message = await sub.next_msg(timeout=2.0)
+                    except TimeoutError:
+                        break
+                    body = json.loads(message.data)
+                    if body.get("organizationId") == organization_id:
+                        found.append(body)
+            finally:
+                await sub.unsubscribe()
+    finally:
+        await client.close()
+    return found

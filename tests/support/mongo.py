@@ -1,0 +1,38 @@
+"""An in-process mongoeco wire server (memory engine) for tests of one store at a time."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from mongoeco.engines.memory import MemoryEngine
+from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from storypost_runtime.mongo import Document, mongo_client
+from storypost_runtime.settings import MongoSettings
+
+
+@asynccontextmanager
+async def memory_mongo_server() -> AsyncIterator[str]:
+    """Yields a mongodb:// URL of a wire server living in this event loop."""
+    server = AsyncMongoEcoProxyServer(engine=MemoryEngine(), host="127.0.0.1", port=0)
+    address = await server.start()
+    try:
+        yield f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    finally:
+        await server.close()
+
+
+@asynccontextmanager
+async def fresh_database(url: str) -> AsyncIterator[AsyncDatabase[Document]]:
+    """A database of its own for one test, dropped afterwards."""
+    settings = MongoSettings(mongo_url=url, mongo_database=f"t{uuid.uuid4().hex[:12]}")
+    client: AsyncMongoClient[Document] = mongo_client(settings, "tests")
+    try:
+        yield client[settings.mongo_database]
+        await client.drop_database(settings.mongo_database)
+    finally:
+        await client.close()

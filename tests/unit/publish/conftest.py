@@ -1,0 +1,96 @@
+"""A publish-svc core wired to fakes and the in-process MongoDB, with a frozen clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from publish_svc.intake import NewPost, PostIntake
+from publish_svc.model import Kind, Post
+from publish_svc.posts import Posts
+from publish_svc.processing import PostProcessor
+from publish_svc.quota import StoryQuota
+from publish_svc.store import PostStore
+from storypost.render.v1 import render_pb2 as rpb
+from storypost_runtime.clock import FrozenClock
+from storypost_runtime.mongo import Document
+from tests.unit.publish.fakes import (
+    FakeAccounts,
+    FakeRenderer,
+    OneDriver,
+    ScriptedDriver,
+    photoapp_account,
+    social_account,
+)
+
+START = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+WINDOW = timedelta(minutes=60)
+LEASE = timedelta(seconds=60)
+
+
+@dataclass
+class Core:
+    db: AsyncDatabase[Document]
+    clock: FrozenClock
+    store: PostStore
+    accounts: FakeAccounts
+    renderer: FakeRenderer
+    driver: ScriptedDriver
+    intake: PostIntake
+    posts: Posts
+    quota: StoryQuota
+
+    def processor(self, owner: str = "replica-a") -> PostProcessor:
+        return PostProcessor(
+            self.store,
+            self.accounts,  # type: ignore[arg-type]
+            self.renderer,  # type: ignore[arg-type]
+            OneDriver(self.driver),
+            self.clock,
+            owner=owner,
+            window=WINDOW,
+            lease=LEASE,
+            hold_recheck=timedelta(seconds=5),
+        )
+
+    async def run_due(self, owner: str = "replica-a") -> list[Post]:
+        """Claims and processes every due post once, like one scheduler pass."""
+        processed: list[Post] = []
+        processor = self.processor(owner)
+        while True:
+            now = self.clock.now()
+            post = await self.store.claim_due(owner, now, now + LEASE)
+            if post is None:
+                return processed
+            await processor.process(post)
+            processed.append(post)
+
+    async def events(self, post: Post) -> list[dict[str, Any]]:
+        doc = await self.db["posts"].find_one({"_id": post.id})
+        assert doc is not None
+        return [event["data"] for event in doc.get("outbox", [])]
+
+    def new(
+        self, kind: Kind, post_uuid: str, date: datetime | None = None, **params: Any
+    ) -> NewPost:
+        return NewPost(kind, "org", post_uuid, rpb.Design(html="<p>hi</p>"), date, dict(params))
+
+
+@pytest.fixture
+async def core(db: AsyncDatabase[Document]) -> Core:
+    clock = FrozenClock(START)
+    store = PostStore(db["posts"], lambda: None)
+    await store.ensure_indexes()
+    accounts = FakeAccounts(
+        accounts={"alice": photoapp_account("alice"), "sa_social": social_account()}
+    )
+    renderer = FakeRenderer()
+    driver = ScriptedDriver()
+    quota = StoryQuota(db["story_quota"], 3)
+    intake = PostIntake(store, quota, accounts, renderer, clock, WINDOW, lambda: None)  # type: ignore[arg-type]
+    posts = Posts(store, accounts, renderer, OneDriver(driver), clock)  # type: ignore[arg-type]
+    return Core(db, clock, store, accounts, renderer, driver, intake, posts, quota)

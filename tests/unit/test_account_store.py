@@ -1,0 +1,147 @@
+"""account-svc domain objects against a real (in-process) MongoDB wire server."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from argon2 import PasswordHasher
+from pymongo.asynchronous.database import AsyncDatabase
+
+from account_svc.credentials import Credentials, hash_token
+from account_svc.organizations import Organizations
+from account_svc.ratelimit import RateLimiter
+from account_svc.records import AccountCollections
+from account_svc.users import Users
+from storypost_runtime.clock import FrozenClock
+from storypost_runtime.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+)
+from storypost_runtime.mongo import Document
+
+START = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def records(db: AsyncDatabase[Document]) -> AccountCollections:
+    collections = AccountCollections.of(db)
+    await collections.ensure_indexes()
+    return collections
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(START)
+
+
+async def test_token_is_stored_only_as_hash(
+    records: AccountCollections, clock: FrozenClock
+) -> None:
+    org = await Organizations(records, clock).create("Acme")
+    credentials = Credentials(records, clock)
+    credential, token = await credentials.create(org.organization_id, "ci")
+    assert token.startswith("sp_") and len(token) == 46
+    stored = await records.credentials.find_one({"_id": credential.credential_id})
+    assert stored is not None
+    assert token not in str(stored)
+    assert stored["tokenHash"] == hash_token(token)
+    found = await credentials.authenticate(token)
+    assert found.organization_id == org.organization_id
+
+
+async def test_unknown_malformed_and_revoked_tokens_are_refused(
+    records: AccountCollections, clock: FrozenClock
+) -> None:
+    org = await Organizations(records, clock).create("Acme")
+    credentials = Credentials(records, clock)
+    credential, token = await credentials.create(org.organization_id, "")
+    for bad in ["", "sp_short", "x" * 46, token[:-1] + ("A" if token[-1] != "A" else "B")]:
+        with pytest.raises(Unauthenticated, match="not authenticated"):
+            await credentials.authenticate(bad)
+    revoked = await credentials.revoke(org.organization_id, credential.credential_id)
+    assert revoked.revoked_at == START
+    with pytest.raises(Unauthenticated):
+        await credentials.authenticate(token)
+    # Revoking twice succeeds and keeps the first time.
+    clock.advance(timedelta(minutes=5))
+    again = await credentials.revoke(org.organization_id, credential.credential_id)
+    assert again.revoked_at == START
+    with pytest.raises(NotFound):
+        await credentials.revoke("someone-else", credential.credential_id)
+    assert await credentials.list(org.organization_id, include_revoked=False) == []
+    assert len(await credentials.list(org.organization_id, include_revoked=True)) == 1
+
+
+async def test_last_used_is_written_at_most_once_a_minute(
+    records: AccountCollections, clock: FrozenClock
+) -> None:
+    org = await Organizations(records, clock).create("Acme")
+    credentials = Credentials(records, clock)
+    credential, token = await credentials.create(org.organization_id, "ci")
+    await credentials.authenticate(token)
+    clock.advance(timedelta(seconds=30))
+    await credentials.authenticate(token)
+    stored = await records.credentials.find_one({"_id": credential.credential_id})
+    assert stored is not None and stored["lastUsedAt"] == START
+    clock.advance(timedelta(seconds=31))
+    await credentials.authenticate(token)
+    stored = await records.credentials.find_one({"_id": credential.credential_id})
+    assert stored is not None and stored["lastUsedAt"] == START + timedelta(seconds=61)
+
+
+async def test_credentials_need_an_existing_organization(
+    records: AccountCollections, clock: FrozenClock
+) -> None:
+    with pytest.raises(NotFound):
+        await Credentials(records, clock).create("000000000000000000000000", "x")
+    with pytest.raises(InvalidArgument):
+        await Organizations(records, clock).create("   ")
+
+
+async def test_users_hash_passwords_and_refuse_wrong_ones(
+    records: AccountCollections, clock: FrozenClock
+) -> None:
+    org = await Organizations(records, clock).create("Acme")
+    users = Users(records, clock, PasswordHasher(time_cost=1, memory_cost=8192))
+    user = await users.create(org.organization_id, " Ann@Example.com ", "correct horse battery")
+    assert user.email == "ann@example.com"
+    stored = await records.users.find_one({"_id": user.user_id})
+    assert stored is not None and stored["passwordHash"].startswith("$argon2id$")
+    assert "correct horse" not in str(stored)
+    assert (
+        await users.verify(org.organization_id, "ANN@example.com", "correct horse battery")
+    ).user_id == user.user_id
+    for email, password in [("ann@example.com", "wrong password!"), ("bob@example.com", "x" * 12)]:
+        with pytest.raises(Unauthenticated, match="wrong email or password"):
+            await users.verify(org.organization_id, email, password)
+    with pytest.raises(AlreadyExists):
+        await users.create(org.organization_id, "ann@example.com", "another password")
+    with pytest.raises(InvalidArgument):
+        await users.create(org.organization_id, "not-an-email", "long enough pw")
+    with pytest.raises(InvalidArgument):
+        await users.create(org.organization_id, "c@example.com", "short")
+
+
+async def test_rate_limit_allows_a_full_bucket_then_refuses_then_refills(
+    records: AccountCollections, clock: FrozenClock
+) -> None:
+    limiter = RateLimiter(records, clock, per_minute=60)
+    decisions = [await limiter.consume("org-a") for _ in range(60)]
+    assert all(d.allowed for d in decisions)
+    assert [d.remaining for d in decisions[:3]] == [59, 58, 57]
+    assert decisions[-1].remaining == 0
+    refused = await limiter.consume("org-a")
+    assert not refused.allowed and refused.remaining == 0
+    assert refused.retry_after_seconds == 1
+    # Another organization has its own bucket.
+    assert (await limiter.consume("org-b")).allowed
+    # One request per second comes back.
+    clock.advance(timedelta(seconds=1))
+    assert (await limiter.consume("org-a")).allowed
+    assert not (await limiter.consume("org-a")).allowed
+    clock.advance(timedelta(minutes=2))
+    full = await limiter.consume("org-a")
+    assert full.allowed and full.remaining == 59

@@ -1,0 +1,216 @@
+"""The edge's request pipeline with fake backends: ordering, error mapping, no stack traces."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import falcon.testing
+import grpc
+import pytest
+from prometheus_client import CollectorRegistry
+
+from edge.app import EdgeDependencies, create_app
+from edge.auth import bearer_token
+from edge.backends import Backends
+from edge.catalog import build_catalog
+from edge.config import EdgeSettings
+from edge.middleware import InFlight
+from edge.procedures import build_handlers
+from edge.procedures.base import CallContext, JsonObject
+from storypost.account.v1 import account_pb2 as pb
+from storypost_runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
+from storypost_runtime.status import status_for
+
+TOKEN = "sp_" + "a" * 43
+ORG = "0123456789abcdef01234567"
+
+
+class FakeRpcError(grpc.RpcError):
+    def __init__(self, status: grpc.Status) -> None:
+        self._status = status
+
+    def code(self) -> grpc.StatusCode:
+        return self._status.code
+
+    def details(self) -> str:
+        return self._status.details
+
+    def trailing_metadata(self) -> Any:
+        return self._status.trailing_metadata
+
+
+def rpc_error(code: grpc.StatusCode, message: str = "down") -> FakeRpcError:
+    class _S:
+        pass
+
+    status: Any = _S()
+    status.code, status.details, status.trailing_metadata = code, message, ()
+    return FakeRpcError(status)
+
+
+class FakeAccounts:
+    def __init__(self) -> None:
+        self.auth_calls = 0
+        self.down = False
+        self.allowed = True
+
+    def Authenticate(self, request: pb.AuthenticateRequest, **_: Any) -> pb.AuthenticateResponse:
+        self.auth_calls += 1
+        if self.down:
+            raise rpc_error(grpc.StatusCode.UNAVAILABLE)
+        if request.token != TOKEN:
+            raise rpc_error(grpc.StatusCode.UNAUTHENTICATED, "not authenticated")
+        return pb.AuthenticateResponse(organization_id=ORG, credential_id="c1")
+
+    def ConsumeRateLimit(self, request: Any, **_: Any) -> pb.ConsumeRateLimitResponse:
+        if self.down:
+            raise rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED)
+        return pb.ConsumeRateLimitResponse(
+            allowed=self.allowed,
+            limit=60,
+            remaining=10 if self.allowed else 0,
+            retry_after_seconds=0 if self.allowed else 3,
+            reset_seconds=50,
+        )
+
+
+def failing(error: Exception) -> Any:
+    def handler(_ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        raise error
+
+    return handler
+
+
+@pytest.fixture
+def accounts(monkeypatch: pytest.MonkeyPatch) -> FakeAccounts:
+    fake = FakeAccounts()
+    monkeypatch.setattr("edge.app.account_pb2_grpc.AccountServiceStub", lambda _channel: fake)
+    return fake
+
+
+def make_client(accounts: FakeAccounts, **handlers: Any) -> falcon.testing.TestClient:
+    catalog = build_catalog()
+    deps = EdgeDependencies(
+        backends=Backends.connect(EdgeSettings(account_addr="127.0.0.1:1")),
+        catalog=catalog,
+        handlers=build_handlers(catalog.names(), handlers),
+        registry=CollectorRegistry(),
+        draining=threading.Event(),
+        in_flight=InFlight(),
+    )
+    return falcon.testing.TestClient(create_app(EdgeSettings(auth_cache_seconds=60), deps))
+
+
+def post(
+    client: falcon.testing.TestClient, procedure: str, body: Any = None, token: str = TOKEN
+) -> Any:
+    return client.simulate_post(
+        f"/o/{ORG}/api/v1/{procedure}",
+        json={} if body is None else body,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+def test_bearer_parsing() -> None:
+    assert bearer_token(f"Bearer {TOKEN}") == TOKEN
+    assert bearer_token(f"bearer   {TOKEN} ") == TOKEN
+    for bad in [None, "", "Bearer", "Bearer a b", f"Token {TOKEN}", "Bearer \x00"]:
+        assert bearer_token(bad) is None
+
+
+def test_auth_answers_are_cached(accounts: FakeAccounts) -> None:
+    client = make_client(accounts)
+    for _ in range(3):
+        assert post(client, "generate-uuid").status_code == 200
+        assert post(client, "generate-uuid", token="sp_wrong").status_code == 401
+    assert accounts.auth_calls == 2
+
+
+def test_service_not_landed_answers_501(accounts: FakeAccounts) -> None:
+    client = make_client(accounts)
+    result = post(client, "status-draft", {"draftUuid": "0f8e1d3c-6a45-4b2f-9a8e-2c6b9d1e7f00"})
+    assert result.status_code == 501
+    assert "status-draft" in result.json["errorMessage"]
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "retry_after"),
+    [
+        (FakeRpcError(status_for(InvalidArgument("bad account"))), 400, None),
+        (FakeRpcError(status_for(FailedPrecondition("already executed"))), 400, None),
+        (FakeRpcError(status_for(ResourceExhausted("busy", retry_after_seconds=1.2))), 429, "2"),
+        (rpc_error(grpc.StatusCode.NOT_FOUND, "no such post"), 400, None),
+        (rpc_error(grpc.StatusCode.UNAVAILABLE), 503, "2"),
+        (rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED), 503, "2"),
+        (rpc_error(grpc.StatusCode.INTERNAL, "Traceback (most recent call last)"), 500, None),
+        (rpc_error(grpc.StatusCode.UNKNOWN, "boom"), 500, None),
+    ],
+)
+def test_grpc_status_to_http(
+    accounts: FakeAccounts, error: Exception, status: int, retry_after: str | None
+) -> None:
+    client = make_client(accounts, **{"generate-uuid": failing(error)})
+    result = post(client, "generate-uuid")
+    assert result.status_code == status
+    assert isinstance(result.json["errorMessage"], str) and result.json["errorMessage"]
+    assert "Traceback" not in result.text
+    assert result.headers.get("Retry-After") == retry_after
+    # Rate-limit headers are on every authenticated answer.
+    assert result.headers["RateLimit-Limit"] == "60"
+
+
+def test_field_violations_from_a_service_become_the_validation_body(accounts: FakeAccounts) -> None:
+    error = FakeRpcError(
+        status_for(
+            InvalidArgument("bad options", field_violations={"options.x": ["disallowed key"]})
+        )
+    )
+    client = make_client(accounts, **{"generate-uuid": failing(error)})
+    result = post(client, "generate-uuid")
+    assert result.status_code == 400
+    assert result.json["errorMessage"] == "invalid params for procedure: generate-uuid"
+    assert result.json["validationErrorExplanation"] == {"options.x": ["disallowed key"]}
+
+
+def test_unexpected_exception_is_a_plain_500(accounts: FakeAccounts) -> None:
+    client = make_client(accounts, **{"generate-uuid": failing(KeyError("secret internals"))})
+    result = post(client, "generate-uuid")
+    assert result.status_code == 500
+    assert result.json == {"errorMessage": "internal server error"}
+
+
+def test_dependency_down_is_503(accounts: FakeAccounts) -> None:
+    accounts.down = True
+    result = post(make_client(accounts), "generate-uuid")
+    assert result.status_code == 503
+    assert result.json["errorMessage"]
+
+
+def test_rate_limited_is_429_before_validation(accounts: FakeAccounts) -> None:
+    accounts.allowed = False
+    result = post(make_client(accounts), "generate-uuid", {"unknown": 1})
+    assert result.status_code == 429
+    assert result.headers["Retry-After"] == "3"
+    assert result.headers["RateLimit-Remaining"] == "0"
+
+
+def test_body_too_large_is_413(accounts: FakeAccounts) -> None:
+    catalog = build_catalog()
+    deps = EdgeDependencies(
+        backends=Backends.connect(EdgeSettings(account_addr="127.0.0.1:1")),
+        catalog=catalog,
+        handlers=build_handlers(catalog.names()),
+        registry=CollectorRegistry(),
+        draining=threading.Event(),
+        in_flight=InFlight(),
+    )
+    client = falcon.testing.TestClient(create_app(EdgeSettings(max_body_bytes=1024), deps))
+    result = client.simulate_post(
+        f"/o/{ORG}/api/v1/generate-uuid",
+        body=b"{" + b" " * 2000 + b"}",
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    assert result.status_code == 413
+    assert "too large" in result.json["errorMessage"]

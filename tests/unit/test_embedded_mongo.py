@@ -1,0 +1,85 @@
+"""The embedded MongoDB's insert shortcut still refuses every duplicate _id."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mongoeco.engines.sqlite import SQLiteEngine
+from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
+from pymongo import AsyncMongoClient
+from pymongo.errors import DuplicateKeyError
+
+from storypost_cli.embedded_mongo import (
+    skip_full_scan_for_plain_ids,
+    use_id_lookup_for_guarded_writes,
+)
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[AsyncMongoClient[dict[str, object]]]:
+    skip_full_scan_for_plain_ids()
+    use_id_lookup_for_guarded_writes()
+    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    yield mongo
+    await mongo.close()
+    await server.close()
+
+
+async def test_duplicates_are_refused_for_every_kind_of_id(
+    client: AsyncMongoClient[dict[str, object]],
+) -> None:
+    coll = client["t"]["c"]
+    for first, twin in [("a", "a"), (1, 1.0), ({"k": "x"}, {"k": "x"}), (2, 2)]:
+        await coll.insert_one({"_id": first})
+        with pytest.raises(DuplicateKeyError):
+            await coll.insert_one({"_id": twin})
+
+
+async def test_plain_ids_skip_the_collection_scan_numeric_ids_keep_it(
+    client: AsyncMongoClient[dict[str, object]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coll = client["t"]["grow"]
+    await coll.insert_many([{"_id": f"seed-{n}"} for n in range(50)])
+    scans: list[str] = []
+    load = SQLiteEngine._load_documents
+
+    def counting(self: SQLiteEngine, *args: object, **kwargs: object) -> object:
+        scans.append(str(args[1]) if len(args) > 1 else "?")
+        return load(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteEngine, "_load_documents", counting)
+    await coll.insert_one({"_id": "plain"})
+    assert scans == []
+    await coll.insert_one({"_id": 7})
+    assert scans, "numeric ids must still be compared with every stored id"
+
+
+async def test_guarded_writes_by_id_match_exactly_as_before(
+    client: AsyncMongoClient[dict[str, object]],
+) -> None:
+    coll = client["t"]["guarded"]
+    await coll.insert_many(
+        [{"_id": f"p{n}", "status": "scheduled", "n": n} for n in range(30)] + [{"_id": 5, "n": 5}]
+    )
+    moved = await coll.update_one(
+        {"_id": "p3", "status": {"$in": ["scheduled", "x"]}, "n": {"$lte": 3}},
+        {"$set": {"status": "executed"}},
+    )
+    assert moved.modified_count == 1
+    # The guard no longer holds: nothing changes, and no other document is touched.
+    again = await coll.find_one_and_update(
+        {"_id": "p3", "status": "scheduled"}, {"$set": {"status": "canceled"}}
+    )
+    assert again is None
+    missing = await coll.update_one({"_id": "nope", "status": "scheduled"}, {"$set": {"x": 1}})
+    assert missing.matched_count == 0
+    assert (await coll.find_one({"_id": "p3"}) or {})["status"] == "executed"
+    assert await coll.count_documents({"status": "scheduled"}) == 29
+    numeric = await coll.update_one({"_id": 5.0, "n": 5}, {"$set": {"hit": True}})
+    assert numeric.modified_count == 1  # 5.0 finds the document stored with _id 5

@@ -1,0 +1,182 @@
+"""Temp blobs: idempotent creates, the redirect target's rules, the sweeper, the cache."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from render_svc.blob_urls import BlobRef
+from render_svc.blobs import BlobCache, BlobSettings, TempBlobs
+from render_svc.netguard import TooLarge
+from render_svc.records import RenderCollections
+from render_svc.storage import ObjectInfo
+from storypost_runtime.clock import FrozenClock
+from storypost_runtime.errors import InvalidArgument, NotFound
+from storypost_runtime.mongo import Document
+
+UUID = "6B81ABC4-0825-4B6C-8C9C-A33D9D55D93E"
+
+
+class FakeStore:
+    """The MediaStore calls TempBlobs makes, in memory."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, tuple[str, bytes]] = {}
+        self.gets = 0
+
+    async def put(self, key: str, body: bytes, content_type: str) -> None:
+        self.objects[key] = (content_type, body)
+
+    async def get(self, key: str) -> bytes:
+        self.gets += 1
+        return self.objects[key][1]
+
+    async def head(self, key: str) -> ObjectInfo | None:
+        found = self.objects.get(key)
+        return ObjectInfo(len(found[1]), found[0]) if found else None
+
+    async def delete(self, *keys: str) -> None:
+        for key in keys:
+            self.objects.pop(key, None)
+
+    async def download(self, key: str, path: Path) -> None:
+        path.write_bytes(self.objects[key][1])
+
+    async def presign_put(self, key: str, content_type: str, length: int, seconds: int) -> str:
+        return f"https://s3.test/{key}?put&type={content_type}&length={length}&expires={seconds}"
+
+    async def presign_get(self, key: str, seconds: int) -> str:
+        return f"https://s3.test/{key}?get&expires={seconds}"
+
+
+@pytest.fixture
+async def setup(
+    db: AsyncDatabase[Document],
+) -> tuple[TempBlobs, FakeStore, FrozenClock, RenderCollections]:
+    records = RenderCollections.of(db)
+    await records.ensure_indexes()
+    store = FakeStore()
+    clock = FrozenClock(datetime(2026, 7, 1, 9, 0, tzinfo=UTC))
+    blobs = TempBlobs(records, store, clock, BlobSettings(900, 300, 86400), BlobCache(1 << 20))  # type: ignore[arg-type]
+    return blobs, store, clock, records
+
+
+Setup = tuple[TempBlobs, FakeStore, FrozenClock, RenderCollections]
+
+
+async def test_create_upload_url_is_idempotent_and_presigns_exact_headers(setup: Setup) -> None:
+    blobs, store, _clock, _records = setup
+    blob, upload = await blobs.create_upload_url("org", UUID, "video/mp4", 1234)
+    assert blob.temp_blob_uuid == UUID.lower()
+    assert upload is not None and "type=video/mp4&length=1234&expires=900" in upload
+    # A repeat before the bytes arrived (a retry whose answer was lost) gets the same URL.
+    again, same_upload = await blobs.create_upload_url("org", UUID.lower(), "image/png", 1)
+    assert same_upload == upload
+    assert again.key == blob.key and again.content_type == "video/mp4"
+    assert again.url("http://edge/o/org") == blob.url("http://edge/o/org")
+    # Not uploaded yet: the stable URL has nothing to redirect to.
+    with pytest.raises(NotFound):
+        await blobs.download_url("org", UUID, blob.key)
+    await store.put(blob.object_key, b"x" * 1234, "video/mp4")
+    assert "?get&expires=300" in await blobs.download_url("org", UUID, blob.key)
+    # Once the blob has its bytes a repeat carries no upload URL.
+    _, no_upload = await blobs.create_upload_url("org", UUID, "video/mp4", 1234)
+    assert no_upload is None
+
+
+async def test_a_repeat_after_the_upload_window_has_no_upload_url(setup: Setup) -> None:
+    blobs, _store, clock, _records = setup
+    _, upload = await blobs.create_upload_url("org", UUID, "video/mp4", 1234)
+    assert upload is not None
+    clock.advance(timedelta(seconds=899))
+    assert (await blobs.create_upload_url("org", UUID, "video/mp4", 1234))[1] == upload
+    clock.advance(timedelta(seconds=1))
+    assert (await blobs.create_upload_url("org", UUID, "video/mp4", 1234))[1] is None
+
+
+@pytest.mark.parametrize(
+    ("content_type", "length"),
+    [("text/html", 10), ("image/png; charset=x", 10), ("image/png", 0), ("video/mp4", 104_857_601)],
+)
+async def test_create_upload_url_refuses_bad_input(
+    setup: Setup, content_type: str, length: int
+) -> None:
+    blobs = setup[0]
+    with pytest.raises(InvalidArgument):
+        await blobs.create_upload_url("org", UUID, content_type, length)
+
+
+async def test_inline_uploads_keep_the_first_content(setup: Setup) -> None:
+    blobs, store, _clock, _records = setup
+    first = await blobs.upload_inline("org", UUID, b"first", "image/png")
+    second = await blobs.upload_inline("org", UUID, b"second", "image/jpeg")
+    assert second.key == first.key and second.content_type == "image/png"
+    assert store.objects[first.object_key] == ("image/png", b"first")
+    assert len(store.objects) == 1
+    with pytest.raises(InvalidArgument):
+        await blobs.upload_inline("org", "00000000-0000-4000-8000-000000000000", b"", "image/png")
+
+
+async def test_only_the_right_key_of_the_right_organization_reads_a_blob(setup: Setup) -> None:
+    blobs, store, _clock, _records = setup
+    blob = await blobs.upload_inline("org", UUID, b"bytes", "image/png")
+    with pytest.raises(NotFound):
+        await blobs.download_url("org", UUID, blob.key[:-1] + "x")
+    with pytest.raises(NotFound):
+        await blobs.download_url("other-org", UUID, blob.key)
+    ref = BlobRef("org", UUID.lower(), blob.key)
+    assert await blobs.read_for_page(ref, 100) == ("image/png", b"bytes")
+    assert await blobs.read_for_page(ref, 100) == ("image/png", b"bytes")
+    assert store.gets == 1, "blobs are immutable: the second read comes from the cache"
+    assert (
+        await blobs.read_for_page(BlobRef("org", UUID.lower(), "wrong-key-wrong-key"), 100) is None
+    )
+    big = await blobs.upload_inline(
+        "org", "00000000-0000-4000-8000-000000000001", b"1" * 50, "image/png"
+    )
+    with pytest.raises(TooLarge):
+        await blobs.read_for_page(BlobRef("org", big.temp_blob_uuid, big.key), 10)
+
+
+async def test_the_sweeper_deletes_expired_blobs_and_their_records(setup: Setup) -> None:
+    blobs, store, clock, records = setup
+    old = await blobs.upload_inline("org", UUID, b"old", "image/png")
+    pending, _url = await blobs.create_upload_url(
+        "org", "00000000-0000-4000-8000-000000000002", "image/png", 3
+    )
+    await store.put(pending.object_key, b"abc", "image/png")
+    clock.advance(timedelta(hours=12))
+    young = await blobs.upload_inline(
+        "org", "00000000-0000-4000-8000-000000000003", b"young", "image/png"
+    )
+    assert await blobs.sweep() == 0
+    clock.advance(timedelta(hours=12))
+    # 24 hours after the first two were made: they go, objects first.
+    assert await blobs.sweep() == 2
+    assert set(store.objects) == {young.object_key}
+    assert await records.temp_blobs.count_documents({}) == 1
+    with pytest.raises(NotFound):
+        await blobs.download_url("org", UUID, old.key)
+    # An expired record not yet swept is not served either.
+    clock.advance(timedelta(hours=13))
+    with pytest.raises(NotFound):
+        await blobs.download_url("org", young.temp_blob_uuid, young.key)
+    assert await blobs.sweep() == 1
+    assert store.objects == {}
+
+
+def test_the_cache_is_bounded_in_bytes() -> None:
+    cache = BlobCache(400)
+    cache.put("a", "t", b"1" * 100)
+    cache.put("b", "t", b"2" * 100)
+    cache.put("huge", "t", b"3" * 101)  # over a quarter of the cache: never kept
+    assert cache.get("huge") is None
+    cache.get("a")
+    cache.put("c", "t", b"4" * 100)
+    cache.put("d", "t", b"5" * 100)
+    cache.put("e", "t", b"6" * 100)
+    assert cache.get("b") is None, "the least recently used entry went first"
+    assert cache.get("a") is not None and cache.get("e") is not None

@@ -1,0 +1,383 @@
+"""The app pages with fake backends: sign-in redirects and comes back, cookies, CSRF on every
+form, no open redirect, clear pages for failed calls, security headers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, cast
+from urllib.parse import urlencode
+
+import falcon
+import falcon.testing
+import grpc
+import pytest
+
+from edge.config import EdgeSettings
+from edge.web import mount
+from edge.web.base import Web
+from edge.web.session import Sessions, csrf_for, safe_next
+from edge.web.static_files import StaticFiles
+from edge.web.views import Views
+from storypost.account.v1 import account_pb2 as pb
+from storypost.render.v1 import render_pb2
+from storypost.webhook.v1 import webhook_pb2
+from storypost_runtime.errors import (
+    DomainError,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    Unauthenticated,
+    Unavailable,
+)
+from storypost_runtime.status import status_for
+
+ORG = "0123456789abcdef01234567"
+TOKEN = "T" * 43
+EMAIL = "ana@example.com"
+PASSWORD = "correct horse battery"
+
+
+class FakeRpcError(grpc.RpcError):
+    def __init__(self, status: grpc.Status) -> None:
+        self._status = status
+
+    def code(self) -> grpc.StatusCode:
+        return self._status.code
+
+    def details(self) -> str:
+        return self._status.details
+
+    def trailing_metadata(self) -> Any:
+        return self._status.trailing_metadata
+
+
+def rpc_error(error: DomainError) -> FakeRpcError:
+    return FakeRpcError(status_for(error))
+
+
+@dataclass
+class FakeAccounts:
+    sessions: set[str] = field(default_factory=lambda: {TOKEN})
+    signin_error: DomainError | None = None
+    down: bool = False
+    calls: list[str] = field(default_factory=list)
+
+    def GetOrganization(self, request: pb.GetOrganizationRequest, **_: Any) -> pb.Organization:
+        if request.organization_id != ORG:
+            raise rpc_error(NotFound("no org"))
+        return pb.Organization(organization_id=ORG, name="Sunny <Shop>")
+
+    def GetSession(self, request: pb.GetSessionRequest, **_: Any) -> pb.AppSession:
+        if self.down:
+            raise rpc_error(Unavailable("mongo down"))
+        if request.session_token not in self.sessions or request.organization_id != ORG:
+            raise rpc_error(Unauthenticated("not signed in"))
+        return pb.AppSession(session_id="s1", organization_id=ORG, user_id="u1", email=EMAIL)
+
+    def SignIn(self, request: pb.SignInRequest, **_: Any) -> pb.SignInResponse:
+        self.calls.append(f"SignIn {request.email} {request.client_ip}")
+        if self.signin_error is not None:
+            raise rpc_error(self.signin_error)
+        if request.email != EMAIL or request.password != PASSWORD:
+            raise rpc_error(Unauthenticated("wrong email or password"))
+        return pb.SignInResponse(session_token=TOKEN, session=pb.AppSession(email=EMAIL))
+
+    def EndSession(self, request: pb.EndSessionRequest, **_: Any) -> pb.EndSessionResponse:
+        self.calls.append("EndSession")
+        ended = request.session_token in self.sessions
+        self.sessions.discard(request.session_token)
+        return pb.EndSessionResponse(ended=ended)
+
+    def ListApiCredentials(self, request: Any, **_: Any) -> pb.ListApiCredentialsResponse:
+        return pb.ListApiCredentialsResponse()
+
+    def CreateApiCredential(
+        self, request: pb.CreateApiCredentialRequest, **_: Any
+    ) -> pb.CreateApiCredentialResponse:
+        self.calls.append(f"CreateApiCredential {request.name}")
+        return pb.CreateApiCredentialResponse(
+            credential=pb.ApiCredential(credential_id="c1", name=request.name),
+            token="sp_" + "x" * 43,
+        )
+
+
+@dataclass
+class FakeRender:
+    draft_error: DomainError | None = None
+
+    def GetDraft(self, request: Any, **_: Any) -> render_pb2.Draft:
+        if self.draft_error is not None:
+            raise rpc_error(self.draft_error)
+        return render_pb2.Draft(draft_uuid=request.draft_uuid, name="x")
+
+
+@dataclass
+class FakeWebhooks:
+    add_error: DomainError | None = None
+
+    def ListWebhooks(self, request: Any, **_: Any) -> webhook_pb2.ListWebhooksResponse:
+        return webhook_pb2.ListWebhooksResponse()
+
+    def ListDeliveries(self, request: Any, **_: Any) -> webhook_pb2.ListDeliveriesResponse:
+        return webhook_pb2.ListDeliveriesResponse()
+
+    def AddWebhook(self, request: Any, **_: Any) -> webhook_pb2.Webhook:
+        if self.add_error is not None:
+            raise rpc_error(self.add_error)
+        return webhook_pb2.Webhook(url=request.url)
+
+
+@dataclass
+class World:
+    client: falcon.testing.TestClient
+    accounts: FakeAccounts
+    render: FakeRender
+    webhooks: FakeWebhooks
+
+
+@pytest.fixture
+def world() -> World:
+    settings = EdgeSettings(public_url="http://app.example")
+    accounts, render, webhooks = FakeAccounts(), FakeRender(), FakeWebhooks()
+    static = StaticFiles()
+    web = Web(
+        settings=settings,
+        views=Views(static.url),
+        sessions=Sessions(cast(Any, accounts), settings),
+        accounts=cast(Any, accounts),
+        render=cast(Any, render),
+        publish=cast(Any, None),
+        webhooks=cast(Any, webhooks),
+    )
+    app = falcon.App()
+    app.req_options.strip_url_path_trailing_slash = True
+    mount(app, web, static)
+    return World(falcon.testing.TestClient(app), accounts, render, webhooks)
+
+
+def session_cookie(token: str = TOKEN) -> dict[str, str]:
+    return {"Cookie": f"storypost_session={token}"}
+
+
+def form_post(
+    world: World, path: str, data: dict[str, str], cookie: str = ""
+) -> falcon.testing.Result:
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if cookie:
+        headers["Cookie"] = cookie
+    return world.client.simulate_post(path, body=urlencode(data), headers=headers)
+
+
+def test_pages_without_a_session_redirect_to_sign_in_and_back(world: World) -> None:
+    path = f"/o/{ORG}/drafts/6f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e61"
+    answer = world.client.simulate_get(path, query_string="x=1")
+    assert answer.status_code == 303
+    assert answer.headers["location"] == (
+        f"/o/{ORG}/signin?next=%2Fo%2F{ORG}%2Fdrafts%2F6f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e61%3Fx%3D1"
+    )
+    # An unknown or ended session is the same as none.
+    answer = world.client.simulate_get(path, headers=session_cookie("U" * 43))
+    assert answer.status_code == 303
+
+
+def sign_in_form(world: World, next_page: str) -> tuple[str, str]:
+    """GETs the sign-in page; returns (csrf, cookie header)."""
+    page = world.client.simulate_get(f"/o/{ORG}/signin", query_string=f"next={next_page}")
+    assert page.status_code == 200
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert csrf is not None
+    cookie = page.cookies["storypost_signin"]
+    assert cookie.http_only and cookie.path == f"/o/{ORG}"
+    assert f'name="next" value="{next_page or f"/o/{ORG}/gallery"}"' in page.text
+    # The workspace's name is escaped, like every value on every page.
+    assert "Sunny &lt;Shop&gt;" in page.text
+    return csrf.group(1), f"storypost_signin={cookie.value}"
+
+
+def test_sign_in_sets_the_session_cookie_and_goes_to_next(world: World) -> None:
+    csrf, cookie = sign_in_form(world, f"/o/{ORG}/posts")
+    wrong = form_post(
+        world,
+        f"/o/{ORG}/signin",
+        {"csrf": csrf, "email": EMAIL, "password": "nope", "next": f"/o/{ORG}/posts"},
+        cookie,
+    )
+    assert wrong.status_code == 401
+    assert "Wrong email or password." in wrong.text
+    # The failed form still goes back to the page asked for.
+    assert f'name="next" value="/o/{ORG}/posts"' in wrong.text
+    done = form_post(
+        world,
+        f"/o/{ORG}/signin",
+        {"csrf": csrf, "email": EMAIL, "password": PASSWORD, "next": f"/o/{ORG}/posts"},
+        cookie,
+    )
+    assert done.status_code == 303
+    assert done.headers["location"] == f"/o/{ORG}/posts"
+    session = done.cookies["storypost_session"]
+    assert session.value == TOKEN
+    assert session.http_only and session.same_site == "Lax" and not session.secure
+    assert session.path == f"/o/{ORG}" and session.max_age is None
+    assert world.accounts.calls[-1] == f"SignIn {EMAIL} 127.0.0.1"
+
+
+def test_sign_in_needs_its_csrf_cookie(world: World) -> None:
+    csrf, _ = sign_in_form(world, "")
+    answer = form_post(
+        world, f"/o/{ORG}/signin", {"csrf": csrf, "email": EMAIL, "password": PASSWORD}
+    )
+    assert answer.status_code == 403
+    assert "This form has expired" in answer.text
+    assert not any(call.startswith("SignIn") for call in world.accounts.calls)
+
+
+def test_sign_in_rate_limit_is_a_429_page_with_retry_after(world: World) -> None:
+    world.accounts.signin_error = ResourceExhausted(
+        "too many sign-in attempts; try again in 2 minutes", retry_after_seconds=90
+    )
+    csrf, cookie = sign_in_form(world, "")
+    answer = form_post(
+        world, f"/o/{ORG}/signin", {"csrf": csrf, "email": EMAIL, "password": "x"}, cookie
+    )
+    assert answer.status_code == 429
+    assert answer.headers["retry-after"] == "90"
+    assert "Too many sign-in attempts; try again in 2 minutes." in answer.text
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://evil.example/",
+        "//evil.example/x",
+        "/o/other/gallery",
+        f"/o/{ORG}x/gallery",
+        f"/o/{ORG}/signin",
+        f"/o/{ORG}/api/v1/generate-uuid",
+        "/\\evil.example",
+        "",
+    ],
+)
+def test_next_never_leaves_the_workspace(target: str) -> None:
+    assert safe_next(ORG, target) == f"/o/{ORG}/gallery"
+
+
+def test_next_keeps_pages_of_the_workspace() -> None:
+    assert safe_next(ORG, f"/o/{ORG}/drafts/abc?x=1") == f"/o/{ORG}/drafts/abc?x=1"
+
+
+def test_every_form_checks_the_csrf_token(world: World) -> None:
+    cookie = f"storypost_session={TOKEN}"
+    for path, data in (
+        (f"/o/{ORG}/settings/credentials", {"action": "create", "name": "x"}),
+        (f"/o/{ORG}/settings/webhooks", {"action": "add", "url": "https://a.example"}),
+        (f"/o/{ORG}/accounts", {"action": "create-link", "description": ""}),
+        (f"/o/{ORG}/posts", {"action": "cancel", "kind": "story", "post_uuid": "p"}),
+        (f"/o/{ORG}/drafts/d1", {"action": "delete"}),
+        (f"/o/{ORG}/signout", {}),
+    ):
+        for csrf in ("", "wrong", csrf_for("another session token............")):
+            answer = form_post(world, path, {**data, "csrf": csrf}, cookie)
+            assert answer.status_code == 403, path
+            assert "This form has expired" in answer.text
+    assert world.accounts.calls == []
+    assert TOKEN in world.accounts.sessions
+
+
+def test_a_good_token_creates_the_credential_and_shows_it_once(world: World) -> None:
+    answer = form_post(
+        world,
+        f"/o/{ORG}/settings/credentials",
+        {"action": "create", "name": "ci", "csrf": csrf_for(TOKEN)},
+        f"storypost_session={TOKEN}",
+    )
+    assert answer.status_code == 201
+    assert "sp_" + "x" * 43 in answer.text
+    assert answer.headers["cache-control"] == "no-store"
+    assert world.accounts.calls == ["CreateApiCredential ci"]
+
+
+def test_sign_out_ends_the_session_on_the_server(world: World) -> None:
+    answer = form_post(
+        world, f"/o/{ORG}/signout", {"csrf": csrf_for(TOKEN)}, f"storypost_session={TOKEN}"
+    )
+    assert answer.status_code == 303
+    assert answer.headers["location"] == f"/o/{ORG}/signin"
+    assert world.accounts.calls == ["EndSession"]
+    assert TOKEN not in world.accounts.sessions
+    cleared = answer.cookies["storypost_session"]
+    assert cleared.value == "" and cleared.path == f"/o/{ORG}"
+
+
+def test_pages_carry_security_headers(world: World) -> None:
+    answer = world.client.simulate_get(f"/o/{ORG}/settings/webhooks", headers=session_cookie())
+    assert answer.status_code == 200
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["x-frame-options"] == "DENY"
+    policy = answer.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe-inline" not in policy
+    assert 'aria-current="page">Webhooks' in answer.text
+
+
+def test_failed_calls_become_clear_pages(world: World) -> None:
+    world.render.draft_error = NotFound("gone")
+    answer = world.client.simulate_get(f"/o/{ORG}/drafts/d1", headers=session_cookie())
+    assert answer.status_code == 404
+    assert "This draft was not found." in answer.text
+    world.accounts.down = True
+    answer = world.client.simulate_get(f"/o/{ORG}/gallery", headers=session_cookie())
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "5"
+    assert "A service is briefly unavailable" in answer.text
+    assert "Traceback" not in answer.text
+
+
+def test_a_refused_webhook_shows_the_reason_and_keeps_the_form(world: World) -> None:
+    world.webhooks.add_error = InvalidArgument("url must use https:// (plain http is refused)")
+    answer = form_post(
+        world,
+        f"/o/{ORG}/settings/webhooks",
+        {
+            "action": "add",
+            "url": "http://example.com/h",
+            "events": "social_post.status_changed",
+            "csrf": csrf_for(TOKEN),
+        },
+        f"storypost_session={TOKEN}",
+    )
+    assert answer.status_code == 400
+    assert "Url must use https:// (plain http is refused)." in answer.text
+    assert 'value="http://example.com/h"' in answer.text
+    checked = re.findall(r'value="([a-z_.]+)" checked', answer.text)
+    assert checked == ["social_post.status_changed"]
+    world.webhooks.add_error = FailedPrecondition(
+        "an organization can have at most 5 webhook URLs; remove one first", reason="WEBHOOK_LIMIT"
+    )
+    answer = form_post(
+        world,
+        f"/o/{ORG}/settings/webhooks",
+        {
+            "action": "add",
+            "url": "https://example.com/h",
+            "events": "social_post.status_changed",
+            "csrf": csrf_for(TOKEN),
+        },
+        f"storypost_session={TOKEN}",
+    )
+    assert "at most 5 webhook URLs" in answer.text
+
+
+def test_static_files_are_versioned(world: World) -> None:
+    page = world.client.simulate_get(f"/o/{ORG}/settings/webhooks", headers=session_cookie())
+    found = re.search(r'href="(/static/app\.css\?v=([0-9a-f]+))"', page.text)
+    assert found is not None
+    css = world.client.simulate_get("/static/app.css", query_string=f"v={found.group(2)}")
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    assert "immutable" in css.headers["cache-control"]
+    again = world.client.simulate_get(
+        "/static/app.css", headers={"If-None-Match": css.headers["etag"]}
+    )
+    assert again.status_code == 304
+    assert world.client.simulate_get("/static/../app.py").status_code == 404

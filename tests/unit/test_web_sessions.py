@@ -1,0 +1,192 @@
+"""account-svc's app sessions: hashed tokens, expiry, sign-out, and the sign-in limits per
+email and per client address."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from argon2 import PasswordHasher
+from pymongo.asynchronous.database import AsyncDatabase
+
+from account_svc.connect_links import ConnectLinks
+from account_svc.organizations import Organizations
+from account_svc.records import AccountCollections
+from account_svc.sessions import AppSessions, hash_session_token
+from account_svc.signin_limits import Bucket, SignInLimits
+from account_svc.token_crypto import TokenCipher
+from account_svc.users import Users
+from storypost_runtime.clock import FrozenClock
+from storypost_runtime.errors import ResourceExhausted, Unauthenticated
+from storypost_runtime.mongo import Document
+from tests.support.accounts import TEST_TOKEN_KEY
+
+PASSWORD = "correct horse battery"
+
+
+@dataclass
+class World:
+    records: AccountCollections
+    clock: FrozenClock
+    sessions: AppSessions
+    users: Users
+    organizations: Organizations
+
+
+@pytest.fixture
+async def world(db: AsyncDatabase[Document]) -> AsyncIterator[World]:
+    records = AccountCollections.of(db)
+    await records.ensure_indexes()
+    # Near real time: the embedded MongoDB drops records whose TTL time has passed.
+    clock = FrozenClock(datetime.now(UTC).replace(microsecond=0))
+    # A cheap argon2 setting: the tests are about sessions, not hashing cost.
+    users = Users(records, clock, PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+    limits = SignInLimits(records, clock, per_email=Bucket(3, 300), per_address=Bucket(5, 300))
+    sessions = AppSessions(
+        records, clock, users, limits, idle=timedelta(hours=2), lifetime=timedelta(hours=12)
+    )
+    yield World(records, clock, sessions, users, Organizations(records, clock))
+
+
+async def _org_with_user(world: World, email: str = "ana@example.com") -> str:
+    org = (await world.organizations.create("Acme")).organization_id
+    await world.users.create(org, email, PASSWORD)
+    return org
+
+
+async def test_sign_in_stores_only_the_token_hash(world: World) -> None:
+    org = await _org_with_user(world)
+    session, token = await world.sessions.sign_in(
+        org, "Ana@Example.com", PASSWORD, "10.0.0.1", "UA"
+    )
+    assert len(token) == 43
+    assert session.email == "ana@example.com" and session.organization_id == org
+    raw = await world.records.app_sessions.find_one({})
+    assert raw is not None and token not in str(raw)
+    assert raw["_id"] == hash_session_token(token)
+    assert (await world.sessions.get(org, token)).session_id == session.session_id
+
+
+async def test_a_session_works_only_in_its_organization(world: World) -> None:
+    org = await _org_with_user(world)
+    other = await _org_with_user(world)
+    _, token = await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "", "")
+    with pytest.raises(Unauthenticated):
+        await world.sessions.get(other, token)
+    for bad in ("", "x" * 43, token[:-1], token + "a"):
+        with pytest.raises(Unauthenticated):
+            await world.sessions.get(org, bad)
+
+
+async def test_sign_out_ends_the_session_at_once(world: World) -> None:
+    org = await _org_with_user(world)
+    _, token = await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "", "")
+    assert await world.sessions.end(token) is True
+    with pytest.raises(Unauthenticated):
+        await world.sessions.get(org, token)
+    assert await world.sessions.end(token) is False
+    assert await world.records.app_sessions.count_documents({}) == 0
+
+
+async def test_idle_timeout_slides_but_the_lifetime_does_not(world: World) -> None:
+    org = await _org_with_user(world)
+    session, token = await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "", "")
+    assert session.expires_at == world.clock.now() + timedelta(hours=2)
+    # Used every 1.5 hours, it lives on until the 12-hour lifetime ends it.
+    for _ in range(7):
+        world.clock.advance(timedelta(hours=1, minutes=30))
+        seen = await world.sessions.get(org, token)
+    assert seen.expires_at == session.created_at + timedelta(hours=12)
+    world.clock.advance(timedelta(hours=1, minutes=30, seconds=1))
+    with pytest.raises(Unauthenticated):
+        await world.sessions.get(org, token)
+
+
+async def test_an_idle_session_expires(world: World) -> None:
+    org = await _org_with_user(world)
+    _, token = await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "", "")
+    world.clock.advance(timedelta(hours=2))
+    with pytest.raises(Unauthenticated):
+        await world.sessions.get(org, token)
+
+
+async def test_wrong_password_and_unknown_email_get_the_same_answer(world: World) -> None:
+    org = await _org_with_user(world)
+    with pytest.raises(Unauthenticated) as wrong:
+        await world.sessions.sign_in(org, "ana@example.com", "wrong password!", "", "")
+    with pytest.raises(Unauthenticated) as unknown:
+        await world.sessions.sign_in(org, "bob@example.com", PASSWORD, "", "")
+    assert wrong.value.message == unknown.value.message == "wrong email or password"
+    assert await world.records.app_sessions.count_documents({}) == 0
+
+
+async def test_failed_attempts_per_email_are_limited(world: World) -> None:
+    org = await _org_with_user(world)
+    for _ in range(3):
+        with pytest.raises(Unauthenticated):
+            await world.sessions.sign_in(org, "ana@example.com", "wrong password!", "10.0.0.1", "")
+    # The fourth attempt is refused before the password is even checked, also the right one.
+    with pytest.raises(ResourceExhausted) as limited:
+        await world.sessions.sign_in(org, "ANA@example.com", PASSWORD, "10.0.0.2", "")
+    assert limited.value.retry_after_seconds == 100
+    assert limited.value.message == "too many sign-in attempts; try again in 2 minutes"
+    # Another email of the same workspace is not affected.
+    await world.users.create(org, "bob@example.com", PASSWORD)
+    await world.sessions.sign_in(org, "bob@example.com", PASSWORD, "10.0.0.2", "")
+    # One attempt comes back every 100 seconds.
+    world.clock.advance(timedelta(seconds=100))
+    await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "10.0.0.3", "")
+
+
+async def test_successful_sign_ins_do_not_use_up_the_limit(world: World) -> None:
+    org = await _org_with_user(world)
+    for _ in range(8):
+        await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "10.0.0.1", "")
+
+
+async def test_attempts_per_address_are_limited_across_emails(world: World) -> None:
+    org = await _org_with_user(world)
+    for n in range(5):
+        with pytest.raises(Unauthenticated):
+            await world.sessions.sign_in(org, f"user{n}@example.com", PASSWORD, "10.9.9.9", "")
+    with pytest.raises(ResourceExhausted):
+        await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "10.9.9.9", "")
+    # The limits live in MongoDB, so every replica shares them: keys are hashed.
+    keys = [doc["_id"] async for doc in world.records.signin_limits.find({})]
+    assert keys and not any("10.9.9.9" in key or "@" in key for key in keys)
+    await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "10.9.9.8", "")
+
+
+async def test_concurrent_guesses_cannot_pass_the_limit(world: World) -> None:
+    org = await _org_with_user(world)
+    results = await asyncio.gather(
+        *(
+            world.sessions.sign_in(org, "ana@example.com", "wrong password!", "", "")
+            for _ in range(8)
+        ),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(r, Unauthenticated) for r in results) == 3
+    assert sum(isinstance(r, ResourceExhausted) for r in results) == 5
+
+
+async def test_connect_links_are_listed_newest_first(world: World) -> None:
+    org = (await world.organizations.create("Acme")).organization_id
+    links = ConnectLinks(world.records, world.clock, TokenCipher([TEST_TOKEN_KEY]))
+    first = await links.create(org, "6f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e61", "first")
+    world.clock.advance(timedelta(seconds=1))
+    second = await links.create(org, "7f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e62", "second")
+    await links.create(
+        (await world.organizations.create("Other")).organization_id,
+        "8f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e63",
+        "",
+    )
+    listed = await links.list(org)
+    assert [link.connect_link_uuid for link in listed] == [
+        second.connect_link_uuid,
+        first.connect_link_uuid,
+    ]
+    assert listed[0].token == second.token and listed[0].status == "active"

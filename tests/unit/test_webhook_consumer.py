@@ -1,0 +1,200 @@
+"""The event consumer with its real collaborators, a fake bus and a local HTTPS receiver."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from pymongo.asynchronous.database import AsyncDatabase
+
+from storypost_runtime.clock import SystemClock
+from storypost_runtime.mongo import Document
+from storypost_runtime.outbox import Event
+from tests.integration.webhooks.receiver import Answer, Receiver, make_certificates
+from tests.support.events import story_event
+from webhook_svc.consumer import EventConsumer
+from webhook_svc.deliveries import DeliveryStore, Status, delivery_uuid
+from webhook_svc.directory import WebhookDirectory
+from webhook_svc.dispatcher import Dispatcher
+from webhook_svc.lanes import Lanes
+from webhook_svc.metrics import WebhookMetrics
+from webhook_svc.records import WebhookCollections
+from webhook_svc.records_writer import RecordWriter
+from webhook_svc.schedule import RetrySchedule
+from webhook_svc.sender import Sender, http_client
+from webhook_svc.targets import AddressPolicy
+from webhook_svc.webhooks import Webhooks
+
+
+@dataclass
+class Metadata:
+    num_delivered: int
+
+
+@dataclass
+class FakeMessage:
+    data: bytes
+    headers: dict[str, str] | None
+    metadata: Metadata
+    subject: str = "events.test"
+    outcome: list[str] = field(default_factory=list)
+    on_ack: Callable[[], object] | None = None
+
+    async def ack(self) -> None:
+        if self.on_ack is not None:
+            await self.on_ack()  # type: ignore[misc]
+        self.outcome.append("ack")
+
+    async def nak(self, delay: float | None = None) -> None:
+        self.outcome.append("nak")
+
+    async def term(self) -> None:
+        self.outcome.append("term")
+
+    async def in_progress(self) -> None:
+        self.outcome.append("in_progress")
+
+
+class FakeBus:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[FakeMessage] = asyncio.Queue()
+
+    def put(self, event: Event | bytes, delivered: int = 1) -> FakeMessage:
+        data = event if isinstance(event, bytes) else event.to_message()
+        headers = None if isinstance(event, bytes) else event.headers()
+        message = FakeMessage(data, headers, Metadata(delivered))
+        self.queue.put_nowait(message)
+        return message
+
+    async def fetch(self, batch: int, timeout: float) -> Sequence[FakeMessage]:
+        first = await asyncio.wait_for(self.queue.get(), timeout)
+        taken = [first]
+        while len(taken) < batch and not self.queue.empty():
+            taken.append(self.queue.get_nowait())
+        return taken
+
+
+@dataclass
+class Service:
+    bus: FakeBus
+    webhooks: Webhooks
+    store: DeliveryStore
+    receiver: Receiver
+
+
+@pytest.fixture
+async def service(db: AsyncDatabase[Document], tmp_path: Path) -> AsyncIterator[Service]:
+    records = WebhookCollections.of(db)
+    await records.ensure_indexes()
+    clock = SystemClock()
+    policy = AddressPolicy(allowed_networks=(ipaddress.ip_network("127.0.0.0/8"),))
+    certs = make_certificates(tmp_path)
+    receiver = Receiver(certs)
+    await receiver.start()
+    webhooks = Webhooks(records.webhooks, clock, policy, allow_http_loopback=False)
+    store = DeliveryStore(records.deliveries, timedelta(days=1))
+    metrics = WebhookMetrics.create(CollectorRegistry())
+    bus = FakeBus()
+    async with http_client(policy, str(certs.ca_file), 8, 1.0) as http:
+        dispatcher = Dispatcher(
+            webhooks,
+            store,
+            Sender(http, clock, 1.0),
+            Lanes(16, 1),  # one attempt per URL at a time, no waiting in memory
+            RetrySchedule([0.2, 0.2], 0.0),
+            clock,
+            metrics,
+            lease_seconds=5,
+            poll_seconds=0.1,
+        )
+        writer = RecordWriter(store)
+        consumer = EventConsumer(
+            bus,
+            WebhookDirectory(webhooks, 0.0),
+            store,
+            dispatcher,
+            writer,
+            metrics,
+            batch=10,
+            max_inflight=100,
+            ack_wait_seconds=30,
+        )
+        tasks = [asyncio.create_task(t.run()) for t in (writer, dispatcher, consumer)]
+        yield Service(bus, webhooks, store, receiver)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    await receiver.close()
+
+
+async def settled(message: FakeMessage) -> list[str]:
+    async with asyncio.timeout(10):
+        while not {"ack", "nak", "term"} & set(message.outcome):
+            await asyncio.sleep(0.01)
+    return message.outcome
+
+
+async def test_an_event_is_acknowledged_only_once_its_record_is_stored(service: Service) -> None:
+    webhook = await service.webhooks.add("org", service.receiver.url("/a"), [], "")
+    event = story_event("org")
+    delivery_id = delivery_uuid(event.id, webhook.webhook_id)
+    stored_at_ack: list[bool] = []
+
+    async def check() -> None:
+        stored_at_ack.append(bool(await service.store.existing_ids([delivery_id])))
+
+    message = service.bus.put(event)
+    message.on_ack = check
+    assert await settled(message) == ["ack"]
+    assert stored_at_ack == [True]
+    [got] = service.receiver.received("/a")
+    assert got.delivery == delivery_id
+    record = await service.store.get("org", delivery_id)
+    assert record.status is Status.SUCCEEDED and record.attempts == 1
+
+
+async def test_a_redelivered_event_makes_no_second_delivery(service: Service) -> None:
+    await service.webhooks.add("org", service.receiver.url("/b"), [], "")
+    event = story_event("org")
+    assert await settled(service.bus.put(event)) == ["ack"]
+    # The bus hands the same event out again (an ack was lost): found, not attempted again.
+    assert await settled(service.bus.put(event, delivered=2)) == ["ack"]
+    assert len(service.receiver.received("/b")) == 1
+    assert len(await service.store.list("org", 10)) == 1
+
+
+async def test_unreadable_and_unsubscribed_events(service: Service) -> None:
+    assert await settled(service.bus.put(b"{not json")) == ["term"]
+    assert await settled(service.bus.put(story_event("nobody-here"))) == ["ack"]
+    assert await service.store.list("nobody-here", 10) == []
+
+
+async def test_planning_failures_send_the_event_back(service: Service) -> None:
+    async def broken(orgs: object) -> object:
+        raise ConnectionError("database down")
+
+    service.webhooks.of_organizations = broken  # type: ignore[assignment,method-assign]
+    assert await settled(service.bus.put(story_event("org"))) == ["nak"]
+
+
+async def test_a_busy_url_gets_its_deliveries_through_the_scheduler(service: Service) -> None:
+    service.receiver.answer("/c", Answer(200, delay=0.3))
+    await service.webhooks.add("org", service.receiver.url("/c"), [], "")
+    messages = [service.bus.put(story_event("org")) for _ in range(4)]
+    for message in messages:
+        assert await settled(message) == ["ack"]
+    got = await service.receiver.wait_count("/c", 4, timeout=10)
+    assert len({r.delivery for r in got}) == 4
+    async with asyncio.timeout(10):
+        while True:
+            log = await service.store.list("org", 10)
+            if all(d.status is Status.SUCCEEDED for d in log):
+                break
+            await asyncio.sleep(0.05)
+    assert len(log) == 4

@@ -1,0 +1,231 @@
+"""Webhook URLs and delivery records in MongoDB: limits under races, leases, redelivery, scope."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pymongo.asynchronous.database import AsyncDatabase
+
+from storypost_runtime.clock import FrozenClock
+from storypost_runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from storypost_runtime.mongo import Document
+from webhook_svc.deliveries import DeliveryStore, NewDelivery, Outcome, Status, delivery_uuid
+from webhook_svc.directory import WebhookDirectory
+from webhook_svc.records import WebhookCollections
+from webhook_svc.targets import AddressPolicy
+from webhook_svc.webhooks import Webhooks
+
+NOW = datetime(2026, 11, 23, 10, 0, 0, tzinfo=UTC)
+LOCAL = AddressPolicy(allowed_networks=(ipaddress.ip_network("127.0.0.0/8"),))
+
+
+@pytest.fixture
+async def records(db: AsyncDatabase[Document]) -> WebhookCollections:
+    collections = WebhookCollections.of(db)
+    await collections.ensure_indexes()
+    return collections
+
+
+def webhooks_of(records: WebhookCollections, policy: AddressPolicy = LOCAL) -> Webhooks:
+    return Webhooks(records.webhooks, FrozenClock(NOW), policy, allow_http_loopback=False)
+
+
+def hook(n: int) -> str:
+    return f"https://127.0.0.1:8443/hook/{n}"
+
+
+async def test_five_urls_at_most_even_when_adds_race(records: WebhookCollections) -> None:
+    webhooks = webhooks_of(records)
+    results = await asyncio.gather(
+        *(webhooks.add("org", hook(n), [], "") for n in range(9)), return_exceptions=True
+    )
+    refused = [r for r in results if isinstance(r, Exception)]
+    assert len(refused) == 4 and all(isinstance(r, FailedPrecondition) for r in refused)
+    stored = await webhooks.list("org")
+    assert len(stored) == 5
+    slots = [d["slot"] async for d in records.webhooks.find({"organizationId": "org"})]
+    assert sorted(slots) == [0, 1, 2, 3, 4]
+    # Another organization has its own five.
+    assert (await webhooks.add("org-2", hook(1), [], "")).organization_id == "org-2"
+    await webhooks.remove("org", stored[2].webhook_id)
+    assert (await webhooks.add("org", hook(99), [], "")).url == hook(99)
+
+
+async def test_signing_secrets_are_stored_encrypted(records: WebhookCollections) -> None:
+    secret = "a-signing-secret-0123456789"
+    webhooks = webhooks_of(records)
+    added = await webhooks.add("org", hook(1), [], secret)
+    stored = await records.webhooks.find_one({"_id": added.webhook_id})
+    assert stored is not None and secret not in str(stored)
+    assert "signingSecret" not in stored and stored["signingSecretEncrypted"]
+    assert (await webhooks.get("org", added.webhook_id)).signing_secret == secret
+    # The same URL and secret again is still a retry (the comparison sees the plain secret).
+    assert (await webhooks.add("org", hook(1), [], secret)).webhook_id == added.webhook_id
+    # A record written before secrets were encrypted keeps working.
+    await records.webhooks.update_one(
+        {"_id": added.webhook_id},
+        {"$set": {"signingSecret": secret}, "$unset": {"signingSecretEncrypted": ""}},
+    )
+    assert (await webhooks.get("org", added.webhook_id)).signing_secret == secret
+
+
+async def test_the_same_url_twice_is_a_retry_or_a_clear_conflict(
+    records: WebhookCollections,
+) -> None:
+    webhooks = webhooks_of(records)
+    first, again = await asyncio.gather(
+        webhooks.add("org", hook(1), ["social_post.status_changed"], "secret-0123456789"),
+        webhooks.add("org", hook(1), ["social_post.status_changed"], "secret-0123456789"),
+    )
+    assert first.webhook_id == again.webhook_id and first.signed
+    with pytest.raises(AlreadyExists, match=first.webhook_id):
+        await webhooks.add("org", hook(1), [], "secret-0123456789")
+    with pytest.raises(AlreadyExists):
+        await webhooks.add("org", hook(1), ["social_post.status_changed"], "")
+    assert len(await webhooks.list("org")) == 1
+
+
+async def test_inward_urls_are_refused_before_anything_is_stored(
+    records: WebhookCollections,
+) -> None:
+    webhooks = webhooks_of(records, AddressPolicy())
+    with pytest.raises(InvalidArgument, match="loopback"):
+        await webhooks.add("org", hook(1), [], "")
+    with pytest.raises(InvalidArgument, match="organization_id is required"):
+        await webhooks.add("", "https://example.com/h", [], "")
+    assert await records.webhooks.count_documents({}) == 0
+
+
+async def test_webhooks_are_scoped_by_organization(records: WebhookCollections) -> None:
+    webhooks = webhooks_of(records)
+    added = await webhooks.add("org", hook(1), [], "")
+    with pytest.raises(NotFound):
+        await webhooks.get("intruder", added.webhook_id)
+    with pytest.raises(NotFound):
+        await webhooks.remove("intruder", added.webhook_id)
+    assert await webhooks.list("intruder") == []
+    assert (await webhooks.of_organizations(["org", "intruder"])).keys() == {"org"}
+
+
+async def test_the_directory_caches_shares_lookups_and_forgets_on_change(
+    records: WebhookCollections,
+) -> None:
+    webhooks = webhooks_of(records)
+    reads = 0
+    original = webhooks.of_organizations
+
+    async def counted(orgs: object) -> object:
+        nonlocal reads
+        reads += 1
+        await asyncio.sleep(0.01)
+        return await original(orgs)  # type: ignore[arg-type]
+
+    webhooks.of_organizations = counted  # type: ignore[assignment,method-assign]
+    clock = [0.0]
+    directory = WebhookDirectory(webhooks, 2.0, monotonic=lambda: clock[0])
+    answers = await asyncio.gather(*(directory.of_organizations(["org"]) for _ in range(5)))
+    assert answers == [{}] * 5 and reads == 1  # one query for concurrent lookups
+    await original(["org"])
+    added = await webhooks.add("org", hook(1), [], "")
+    assert await directory.of_organizations(["org"]) == {}  # cached "none" within the TTL
+    directory.forget("org")
+    assert [w.webhook_id for w in (await directory.of_organizations(["org"]))["org"]] == [
+        added.webhook_id
+    ]
+    assert reads == 2
+    clock[0] = 2.5  # past the TTL: read again
+    await directory.of_organizations(["org"])
+    assert reads == 3
+
+
+def new_delivery(event: str, webhook: str = "w1", org: str = "org") -> NewDelivery:
+    return NewDelivery(
+        delivery_id=delivery_uuid(event, webhook),
+        organization_id=org,
+        webhook_id=webhook,
+        event_id=event,
+        event="photoapp_story_post.status_changed",
+        url="https://127.0.0.1/h",
+        body="{}",
+        occurred_at=NOW,
+    )
+
+
+async def test_records_are_unique_per_event_and_url(records: WebhookCollections) -> None:
+    store = DeliveryStore(records.deliveries, timedelta(days=30))
+    docs = [new_delivery("e1").document(NOW, store.retention)]
+    assert await store.insert_new(docs) == 1
+    again = [new_delivery(e).document(NOW, store.retention) for e in ("e1", "e2")]
+    assert await store.insert_new(again) == 1  # e1 exists already: kept as it was
+    assert await records.deliveries.count_documents({}) == 2
+    assert await store.existing_ids([delivery_uuid("e1", "w1"), "nope"]) == {
+        delivery_uuid("e1", "w1")
+    }
+
+
+async def test_a_due_delivery_is_claimed_once_and_a_lost_lease_writes_nothing(
+    records: WebhookCollections,
+) -> None:
+    store = DeliveryStore(records.deliveries, timedelta(days=30))
+    await store.insert_new([new_delivery("e1").document(NOW, store.retention)])
+    lease = NOW + timedelta(seconds=30)
+    claims = await asyncio.gather(
+        *(store.claim_due(NOW, lease, f"lease-{n}", []) for n in range(6))
+    )
+    won = [c for c in claims if c is not None]
+    assert len(won) == 1 and won[0].lease_id is not None
+    assert await store.claim_due(NOW + timedelta(seconds=29), lease, "late", []) is None
+    assert await store.claim_due(NOW, lease, "x", []) is None
+    # A busy URL is skipped; after the lease runs out another replica takes it over.
+    later = NOW + timedelta(seconds=31)
+    assert await store.claim_due(later, later + timedelta(seconds=30), "l2", ["w1"]) is None
+    taken = await store.claim_due(later, later + timedelta(seconds=30), "l2", [])
+    assert taken is not None
+    done = Outcome({"status": Status.SUCCEEDED.value}, ("dueAt", "leaseId"))
+    assert not await store.finish(taken.delivery_id, won[0].lease_id or "", done)
+    assert await store.finish(taken.delivery_id, "l2", done)
+    stored = await store.get("org", taken.delivery_id)
+    assert stored.status is Status.SUCCEEDED and stored.due_at is None
+
+
+async def test_redelivery_restarts_the_schedule_but_never_during_an_attempt(
+    records: WebhookCollections,
+) -> None:
+    store = DeliveryStore(records.deliveries, timedelta(days=30))
+    await store.insert_new([new_delivery("e1").document(NOW, store.retention)])
+    delivery_id = delivery_uuid("e1", "w1")
+    claimed = await store.claim_due(NOW, NOW + timedelta(seconds=30), "lease", [])
+    assert claimed is not None
+    with pytest.raises(FailedPrecondition, match="being attempted"):
+        await store.redeliver("org", delivery_id, NOW)
+    with pytest.raises(NotFound):
+        await store.redeliver("intruder", delivery_id, NOW)
+    failed = Outcome({"status": Status.FAILED.value, "retryStep": 9}, ("dueAt", "leaseId"))
+    assert await store.finish(delivery_id, "lease", failed)
+    again = await store.redeliver("org", delivery_id, NOW + timedelta(hours=1))
+    assert again.status is Status.PENDING and again.retry_step == 0
+    assert again.due_at == NOW + timedelta(hours=1) and again.delivery_id == delivery_id
+    # A lease whose holder died does not block a redelivery.
+    await store.claim_due(NOW + timedelta(hours=1), NOW + timedelta(hours=1, seconds=5), "x", [])
+    assert (await store.redeliver("org", delivery_id, NOW + timedelta(hours=2))).lease_id is None
+
+
+async def test_the_log_is_newest_first_and_scoped(records: WebhookCollections) -> None:
+    store = DeliveryStore(records.deliveries, timedelta(days=30))
+    docs = [
+        new_delivery(f"e{n}", webhook="w1" if n % 2 else "w2").document(
+            NOW + timedelta(seconds=n), store.retention
+        )
+        for n in range(5)
+    ]
+    docs.append(new_delivery("other", org="org-2").document(NOW, store.retention))
+    await store.insert_new(docs)
+    log = await store.list("org", 3)
+    assert [d.event_id for d in log] == ["e4", "e3", "e2"]
+    assert [d.event_id for d in await store.list("org", 0, "w1")] == ["e3", "e1"]
+    assert [d.event_id for d in await store.list("org-2", 500)] == ["other"]
+    with pytest.raises(NotFound):
+        await store.get("org-2", delivery_uuid("e1", "w1"))
