@@ -250,11 +250,12 @@ HOSTILE_PAGES = {
 
 
 # What the pages that must fail fail with (the others may render without what they asked).
+# A page that allocates slowly may meet the load deadline before the tab's memory cap.
 HOSTILE_OUTCOMES = {
-    "loops forever while loading": "did not finish loading within",
-    "loops forever after loading": "did not settle within",
-    "fills the JS heap": "crashed the browser tab",
-    "allocates gigabytes of buffers": "crashed the browser tab",
+    "loops forever while loading": ("did not finish loading within",),
+    "loops forever after loading": ("did not settle within",),
+    "fills the JS heap": ("crashed the browser tab", "did not finish loading within"),
+    "allocates gigabytes of buffers": ("crashed the browser tab", "did not finish loading within"),
 }
 
 
@@ -280,6 +281,7 @@ async def test_hostile_pages_end_clearly_in_bounded_time_and_memory(
         assert answer.json()["errorMessage"].startswith("the page"), answer.text
     expected = HOSTILE_OUTCOMES.get(name)
     if expected is not None:
-        assert answer.status_code == 400 and expected in answer.json()["errorMessage"], answer.text
+        assert answer.status_code == 400, answer.text
+        assert any(text in answer.json()["errorMessage"] for text in expected), answer.text
     assert seconds < BOUND_SECONDS
     assert peak < MEMORY_BOUND_BYTES, f"a renderer reached {peak >> 20} MiB"
