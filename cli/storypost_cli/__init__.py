@@ -1,1 +1,4 @@
 """storypost_cli."""
+
+# Before anything imports gRPC: the supervisor forks its components (see storypost_runtime).
+import storypost_runtime  # noqa: F401
