@@ -35,7 +35,9 @@ async def test_a_slow_endpoint_does_not_hold_back_another_organization(
     started = time.time()
     await harness.publish(story_event(fast_org))
     [got] = await harness.receiver.wait_count(fast_path, 1, timeout=5)
-    assert got.at - started < 1.0
+    # Behind the slow lane it would wait for rounds of timed-out attempts (40 events, 8 at a
+    # time, ATTEMPT_TIMEOUT each); on a loaded 2-core machine a free lane took up to 1.9 s.
+    assert got.at - started < 2 * ATTEMPT_TIMEOUT
     # The slow URL was still far behind when the other organization's event arrived.
     assert len({r.delivery for r in harness.receiver.received(slow_path)}) < 40
     # ... and gets every delivery in the end.
