@@ -58,8 +58,17 @@ def post_json(uuid_field: str, post: pb.Post, *extra: str) -> JsonObject:
     return body
 
 
-def scheduled_json(uuid_field: str, reply: pb.ScheduleResponse) -> JsonObject:
-    body: JsonObject = {uuid_field: reply.post.post_uuid, "status": STATUS_TEXT[reply.post.status]}
+def scheduled_json(
+    uuid_field: str, reply: pb.ScheduleResponse, *, current_status: bool = False
+) -> JsonObject:
+    """A schedule procedure's answer, the same for a repeated UUID (spec: Idempotency).
+
+    Story, reel and clipapp answers are always `scheduled` (the spec's "always"), also when
+    a repeat finds the post already publishing or done: status procedures tell where it
+    stands. schedule-social-post answers with the current status (`current_status`).
+    """
+    status = STATUS_TEXT[reply.post.status] if current_status else "scheduled"
+    body: JsonObject = {uuid_field: reply.post.post_uuid, "status": status}
     if reply.warnings:
         body["warnings"] = list(reply.warnings)
     return body

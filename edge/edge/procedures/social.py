@@ -33,7 +33,7 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
             ),
             timeout=settings.render_deadline_seconds,
         )
-        return scheduled_json("socialPostUuid", reply)
+        return scheduled_json("socialPostUuid", reply, current_status=True)
 
     return {
         "schedule-social-post": schedule,

@@ -48,6 +48,11 @@ async def test_story_is_published_once_with_events_and_preview(
     refused = await api.call(fresh_org, "cancel-photoapp-story", ref)
     assert refused.status_code == 400
     assert "already executed" in refused.json()["errorMessage"]
+    # The same call again is the same success answer ("always scheduled"), publishing nothing.
+    again = await api.call(fresh_org, "schedule-photoapp-story", body)
+    assert again.status_code == 200, again.text
+    assert again.json() == answer.json()
+    assert len(await published(storypost_stack, "photoapp", photoapp_user)) == 1
 
 
 async def test_twenty_concurrent_identical_schedules(
