@@ -77,12 +77,31 @@ async def one_call(api: Api, load: Load, rng: random.Random) -> None:
             {"tempBlobUuid": key, "contentBase64": PNG, "contentType": "image/png"},
         ),
     }[kind]  # fmt: skip
+    # A 429/503 to a schedule call leaves its outcome unknown (the record may have been
+    # written just before MongoDB went away): like any client (spec: retry 429 and 503), the
+    # caller retries with the same UUID until it gets an answer, then counts the story.
+    attempts = 20 if kind == "story" else 1
+    for attempt in range(attempts):
+        status = await answer_once(api, load, org, procedure, body)
+        if status not in (429, 503) or attempt == attempts - 1:
+            break
+        await asyncio.sleep(2 + rng.random())
+    if procedure == "schedule-photoapp-story" and status == 200:
+        load.stories[key] = org
+    elif procedure == "schedule-photoapp-story" and status in (429, 503):
+        load.problems.append(f"{procedure}: still {status} after {attempts} tries")
+
+
+async def answer_once(
+    api: Api, load: Load, org: Org, procedure: str, body: dict[str, Any]
+) -> int | None:
+    """One call; its status is counted, and any answer off the contract is a problem."""
     started = time.monotonic()
     try:
         answer = await api.call(org, procedure, body)
     except httpx.HTTPError as error:
         load.problems.append(f"{procedure}: {type(error).__name__} {error}")
-        return
+        return None
     seconds = time.monotonic() - started
     load.slowest = max(load.slowest, seconds)
     status = answer.status_code
@@ -92,16 +111,15 @@ async def one_call(api: Api, load: Load, rng: random.Random) -> None:
     expected_400 = procedure == "status-photoapp-story" and status == 400
     if status == 200 or expected_400:
         load.last_ok = time.monotonic()
-        if procedure == "schedule-photoapp-story":
-            load.stories[key] = org
-        return
+        return status
     if status not in (429, 503):
         load.problems.append(f"{procedure}: HTTP {status} {answer.text[:200]}")
-        return
+        return status
     if not answer.json().get("errorMessage"):
         load.problems.append(f"{procedure}: {status} without errorMessage")
     if status == 503 and not answer.headers.get("Retry-After"):
         load.problems.append(f"{procedure}: 503 without Retry-After")
+    return status
 
 
 async def callers(api: Api, load: Load, stop: asyncio.Event, workers: int = 4) -> None:
