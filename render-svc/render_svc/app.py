@@ -20,6 +20,7 @@ from render_svc.browser.capture import CaptureSettings, PageCapture
 from render_svc.browser.memory import RendererMemoryGuard
 from render_svc.browser.network import NetworkLimits
 from render_svc.browser.pool import BrowserPool, PoolSettings
+from render_svc.browser.warmup import warm_up
 from render_svc.config import MIB, RenderSettings
 from render_svc.drafts import Drafts
 from render_svc.ffmpeg import MediaTools, VideoSettings
@@ -61,6 +62,7 @@ def pool_settings(
         queue_seconds=settings.render_queue_seconds,
         js_heap_mib=settings.render_js_heap_mib,
         page_script=page_script,
+        warm_up=warm_up if settings.render_warm_spares else None,
     )
 
 

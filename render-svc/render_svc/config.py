@@ -30,6 +30,9 @@ class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings
     # Contexts (with their page) each browser prepares ahead of time, so a render does not
     # wait for a renderer process to start.
     render_spare_pages: int = Field(default=1, ge=0, le=8)
+    # Spares draw and capture a sample design of ours before a render gets them
+    # (browser/warmup.py): a render then starts on a warmed-up renderer process.
+    render_warm_spares: bool = True
     # A browser is replaced after this many renders (bounds leaks in a long-lived process).
     render_browser_max_renders: int = Field(default=200, ge=1, le=100_000)
     # How long a render may wait for a free slot before RESOURCE_EXHAUSTED (429).

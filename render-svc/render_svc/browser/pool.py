@@ -14,7 +14,7 @@ import contextlib
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +59,10 @@ class PoolSettings:
     # Script installed in every document of a context before the page's own scripts; it gets
     # the context's random key (our component script under window[key]).
     page_script: Callable[[str], str] | None = None
+    # Run on a spare page (with its context's key) before any render leases it, off the
+    # render's path: the one-time costs of a new renderer process (browser/warmup.py).
+    warm_up: Callable[[Page, str], Awaitable[None]] | None = None
+    warm_up_seconds: float = 10.0
 
 
 @dataclass
@@ -82,6 +86,15 @@ class _Slot:
     spares: deque[Lease] = field(default_factory=deque)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     refilling: bool = False
+    # A render that found no spare while one was being prepared: it gets that one.
+    waiter: asyncio.Future[Lease] | None = None
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    spares: int
+    refilling: int  # browsers preparing a spare now
+    contexts: int  # open contexts: renders, spares and spares being prepared
 
 
 class BrowserPool:
@@ -93,6 +106,17 @@ class BrowserPool:
         self._free = asyncio.Semaphore(settings.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
         self.launches = 0
+
+    def stats(self) -> PoolStats:
+        return PoolStats(
+            spares=sum(len(slot.spares) for slot in self._slots),
+            refilling=sum(slot.refilling for slot in self._slots),
+            contexts=sum(
+                len(slot.browser.contexts)
+                for slot in self._slots
+                if slot.browser is not None and slot.browser.is_connected()
+            ),
+        )
 
     def _args(self) -> list[str]:
         return [*BASE_ARGS, f"--js-flags=--max-old-space-size={self._s.js_heap_mib}"]
@@ -177,6 +201,22 @@ class BrowserPool:
         page.on("crash", lambda _p: lease.crashed.set())
         return lease
 
+    async def _warm(self, lease: Lease) -> bool:
+        """Warms a spare; False (and the context closed) when the page would not warm up."""
+        if self._s.warm_up is None:
+            return True
+        try:
+            async with asyncio.timeout(self._s.warm_up_seconds):
+                await self._s.warm_up(lease.page, lease.key)
+            warm = not lease.crashed.is_set()
+        except (PlaywrightError, TimeoutError) as error:
+            log.warning("warming a spare page failed; it is not used", error=str(error))
+            warm = False
+        if not warm:
+            with contextlib.suppress(PlaywrightError):
+                await lease.context.close()
+        return warm
+
     def _pick(self) -> _Slot:
         return min(self._slots, key=lambda s: (s.active - len(s.spares), s.number))
 
@@ -218,21 +258,56 @@ class BrowserPool:
     async def _checkout(self, slot: _Slot) -> Lease:
         for _attempt in range(2):
             browser = await self._ensure_browser(slot)
+            # The spare is replaced when this render ends (_release), not now: preparing a
+            # context starts a renderer process, which would compete with this render's own
+            # for the same cores.
             while slot.spares:
                 spare = slot.spares.popleft()
                 if not spare.page.is_closed():
-                    self._schedule_refill(slot)
                     return spare
+            if slot.refilling and slot.waiter is None:
+                # A spare is on its way: starting a second renderer process beside it would
+                # slow both down.
+                handed = await self._await_spare(slot)
+                if handed is not None and not handed.page.is_closed():
+                    return handed
             try:
-                lease = await self._new_lease(browser)
+                return await self._new_lease(browser)
             except PlaywrightError as error:
                 # The browser died between the check and now: relaunch once.
                 log.warning("new context failed; relaunching the browser", error=str(error))
                 await self._close_browser(slot)
-                continue
-            self._schedule_refill(slot)
-            return lease
         raise Unavailable("the browser is not starting; retry later")
+
+    async def _await_spare(self, slot: _Slot) -> Lease | None:
+        """The spare being prepared, handed to this render; None when it does not come."""
+        waiter: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
+        slot.waiter = waiter
+        try:
+            async with asyncio.timeout(self._s.warm_up_seconds):
+                await asyncio.wait([waiter])
+        except TimeoutError:
+            pass
+        except BaseException:
+            # This render was cancelled: a spare handed over meanwhile goes back.
+            if waiter.done() and not waiter.cancelled():
+                slot.spares.append(waiter.result())
+            raise
+        finally:
+            if slot.waiter is waiter:
+                slot.waiter = None
+        if waiter.done() and not waiter.cancelled():
+            return waiter.result()
+        waiter.cancel()
+        return None
+
+    def _hand_over(self, slot: _Slot, lease: Lease) -> None:
+        """A prepared spare goes to the render waiting for it, or to the spares."""
+        waiter, slot.waiter = slot.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(lease)
+        else:
+            slot.spares.append(lease)
 
     async def _release(self, slot: _Slot, lease: Lease) -> None:
         try:
@@ -242,12 +317,13 @@ class BrowserPool:
             # A context that will not close means a wedged browser: replace it.
             log.warning("closing a render context failed; restarting the browser", error=str(error))
             await self._close_browser(slot)
+            self._schedule_refill(slot)
             return
         slot.renders += 1
         if slot.renders >= self._s.max_renders and slot.active == 0:
             log.info("browser reached its render limit; restarting it", slot=slot.number)
             await self._close_browser(slot)
-            self._schedule_refill(slot)
+        self._schedule_refill(slot)
 
     def _schedule_refill(self, slot: _Slot) -> None:
         if slot.refilling or len(slot.spares) >= self._s.spare_pages:
@@ -262,12 +338,20 @@ class BrowserPool:
             while len(slot.spares) < self._s.spare_pages:
                 browser = await self._ensure_browser(slot)
                 lease = await self._new_lease(browser)
+                # A render already waiting for this spare takes it as it is.
+                if slot.waiter is None and not await self._warm(lease):
+                    if slot.browser is not browser or not browser.is_connected():
+                        continue
+                    break  # a browser that cannot warm a page: try again on the next lease
                 if slot.browser is not browser:
                     with contextlib.suppress(PlaywrightError):
                         await lease.context.close()
                     continue
-                slot.spares.append(lease)
+                self._hand_over(slot, lease)
         except (PlaywrightError, Unavailable) as error:
             log.warning("preparing a spare context failed", error=str(error))
         finally:
             slot.refilling = False
+            if slot.waiter is not None and not slot.waiter.done():
+                # Nothing is coming: the waiting render makes its own context.
+                slot.waiter.cancel()

@@ -1,0 +1,107 @@
+"""The browser pool against real Chromium: warmed spares, a fresh context per render, and a
+render that arrives while a spare is being prepared getting that spare (issue #5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from render_svc.assets import load_assets
+from render_svc.browser.pool import BrowserPool, PoolSettings
+from render_svc.browser.warmup import warm_up
+from render_svc.config import RenderSettings
+
+pytestmark = pytest.mark.integration
+
+
+class Recorder:
+    """Counts warm-ups; `gate` holds a warm-up until the test lets it go."""
+
+    def __init__(self) -> None:
+        self.warmed: list[Any] = []
+        self.gate: asyncio.Event | None = None
+        self.entered = asyncio.Event()
+
+    async def __call__(self, page: Any, key: str) -> None:
+        if self.gate is not None:
+            self.entered.set()
+            await self.gate.wait()
+        await warm_up(page, key)
+        self.warmed.append(page)
+
+
+@pytest.fixture
+async def pool_and_warmups() -> AsyncIterator[tuple[BrowserPool, Recorder]]:
+    assets = load_assets()
+    recorder = Recorder()
+    pool = BrowserPool(
+        PoolSettings(
+            chromium_path=RenderSettings().chromium_path,
+            concurrency=2,
+            spare_pages=1,
+            page_script=assets.page_script,
+            warm_up=recorder,
+        ),
+        assets,
+    )
+    await pool.start()
+    try:
+        yield pool, recorder
+    finally:
+        await pool.close()
+
+
+async def wait_for(condition: Any, seconds: float = 20.0) -> None:
+    async with asyncio.timeout(seconds):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+async def test_spares_are_warmed_and_every_render_gets_a_new_context(
+    pool_and_warmups: tuple[BrowserPool, Recorder],
+) -> None:
+    pool, recorder = pool_and_warmups
+    # start() prepared one spare and warmed it with our sample: stickers drawn in it.
+    assert len(recorder.warmed) == 1
+    contexts = []
+    for _ in range(3):
+        async with pool.lease() as lease:
+            contexts.append(lease.context)
+            drawn = await lease.page.evaluate(
+                "() => document.querySelectorAll('photoapp-hashtag').length"
+            )
+            # The page comes warmed, still showing our sample: a render replaces it.
+            assert drawn == 1
+            assert await lease.page.evaluate("(key) => typeof window[key]", lease.key) == "object"
+        # Replaced after the render ends, not during it.
+        await wait_for(lambda: len(recorder.warmed) >= len(contexts) + 1)
+    assert len({id(c) for c in contexts}) == 3
+    # Contexts of past renders are closed.
+    assert all(not c.pages for c in contexts)
+
+
+async def test_render_waits_for_the_spare_being_prepared_instead_of_starting_another(
+    pool_and_warmups: tuple[BrowserPool, Recorder],
+) -> None:
+    pool, recorder = pool_and_warmups
+    recorder.gate = asyncio.Event()
+    async with pool.lease():
+        pass
+    # The refill prepares the next spare; the gate holds it in its warm-up.
+    await asyncio.wait_for(recorder.entered.wait(), 20)
+    contexts_before = pool.stats().contexts
+
+    async def render() -> Any:
+        async with pool.lease() as lease:
+            return lease.context
+
+    waiting = asyncio.create_task(render())
+    await asyncio.sleep(0.5)
+    assert not waiting.done()  # it waits for that spare rather than making its own
+    assert pool.stats().contexts == contexts_before
+    recorder.gate.set()
+    context = await asyncio.wait_for(waiting, 20)
+    assert context is recorder.warmed[1].context
