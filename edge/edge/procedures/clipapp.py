@@ -12,6 +12,9 @@ from edge.procedures.posts import design, get_handler, scheduled_json, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 
+# Clipapp videos are at most 600 s; a cover frame later than that is invalid.
+COVER_MAX_MS = 600_000
+
 
 def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
     publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
@@ -34,8 +37,11 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
             ai_generated=bool(params.get("aiGenerated")),
             auto_audio=bool(params.get("autoAudio")),
         )
-        if "videoCoverTimestampMs" in params:
-            request.video_cover_timestamp_ms = int(params["videoCoverTimestampMs"])
+        cover = params.get("videoCoverTimestampMs")
+        # Past the longest clipapp video it is invalid: the first frame is used (spec), so
+        # it is not sent (and a number past int64 cannot reach publish-svc at all).
+        if cover is not None and int(cover) <= COVER_MAX_MS:
+            request.video_cover_timestamp_ms = int(cover)
         reply = publish.ScheduleClipappPost(request, timeout=settings.render_deadline_seconds)
         return scheduled_json("clipappPostUuid", reply)
 
