@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
-import ipaddress
 import socket
 import subprocess
 import time
@@ -15,12 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.integration.webhooks.receiver import Certificates, Receiver
+from tests.integration.webhooks.receiver import Certificates, Receiver, make_certificates
 from tests.support.api import Api, Org
 
 # High enough that racing calls and the fuzzer never meet the bucket (the limit has its
@@ -61,72 +56,8 @@ def future(seconds: float) -> str:
 
 
 def make_receiver_certificates(directory: Path) -> Certificates:
-    """A throwaway CA and a server certificate for 127.0.0.2 (same checks as the webhook
-    tests' certificates: Python 3.13's strict X.509 verification)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "storypost reliability CA")])
-    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    usage = dict.fromkeys(
-        (
-            "content_commitment",
-            "key_encipherment",
-            "data_encipherment",
-            "key_agreement",
-            "encipher_only",
-            "decipher_only",
-        ),
-        False,
-    )
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, **usage),
-            critical=True,
-        )
-        .add_extension(ca_ski, critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, RECEIVER_HOST)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(RECEIVER_HOST))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    certs = Certificates(directory / "ca.pem", directory / "server.pem", directory / "server.key")
-    certs.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    certs.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    certs.key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return certs
+    """A throwaway CA and a server certificate for RECEIVER_HOST (127.0.0.2)."""
+    return make_certificates(directory, RECEIVER_HOST)
 
 
 class LoopbackReceiver(Receiver):

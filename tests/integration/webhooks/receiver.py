@@ -25,7 +25,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 @dataclass(frozen=True)
 class Certificates:
     """A CA (its PEM is what webhook-svc is told to trust) and a server certificate it signed
-    for 127.0.0.1 and localhost."""
+    (for 127.0.0.1 and localhost unless make_certificates was given another address)."""
 
     ca_file: Path
     cert_file: Path
@@ -37,8 +37,9 @@ class Certificates:
         return context
 
 
-def make_certificates(directory: Path) -> Certificates:
-    """Certificates that pass Python 3.13's strict X.509 checks (key usages, SAN, AKI/SKI)."""
+def make_certificates(directory: Path, host: str = "127.0.0.1") -> Certificates:
+    """Certificates that pass Python 3.13's strict X.509 checks (key usages, SAN, AKI/SKI),
+    the server's for the IP address `host` (and localhost when that is 127.0.0.1)."""
     directory.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -73,7 +74,7 @@ def make_certificates(directory: Path) -> Certificates:
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -81,7 +82,10 @@ def make_certificates(directory: Path) -> Certificates:
         .not_valid_after(now + dt.timedelta(days=2))
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+                [
+                    x509.IPAddress(ipaddress.ip_address(host)),
+                    *([x509.DNSName("localhost")] if host == "127.0.0.1" else []),
+                ]
             ),
             critical=False,
         )
