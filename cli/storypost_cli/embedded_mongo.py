@@ -134,6 +134,73 @@ def use_id_lookup_for_guarded_writes() -> None:
     sqlite_engine._sqlite_runtime_select_first_document_for_plan = select_first
 
 
+def use_sql_prefilter_for_compound_unique_indexes() -> None:
+    """Checks a compound unique index (`organizationId` + a UUID) in SQL, not by a scan.
+
+    mongoeco 4.11 looks a unique key up in its scalar index table only for one-field
+    indexes; for a compound one it deserializes every document of the collection on each
+    insert or update to compare keys in Python (a 10-minute load of 100 organizations slowed
+    down steadily as temp blobs, drafts and posts piled up). When every field of the key is
+    a plain string, only documents whose stored JSON holds exactly those strings can clash
+    (strings compare by their bytes without a collation, which the caller has already ruled
+    out, like arrays): SQLite picks those out, and mongoeco's own comparison decides on
+    each. Any other key (numbers, dates, missing fields) keeps the original scan.
+    """
+    from mongoeco.engines.sqlite import SQLiteEngine
+    from mongoeco.engines.sqlite_query import json_path_for_field
+    from mongoeco.engines.virtual_indexes import document_in_virtual_index
+
+    original = SQLiteEngine._unique_index_conflict_via_scalar_entries
+    if getattr(original, "storypost_patched", False):
+        return
+
+    def conflict(
+        self: Any,
+        conn: Any,
+        collection_id: int | None,
+        index: Any,
+        document: dict[str, Any],
+        *,
+        exclude_storage_key: str | None,
+    ) -> bool | None:
+        answer: bool | None = original(
+            self, conn, collection_id, index, document, exclude_storage_key=exclude_storage_key
+        )
+        fields = list(index["fields"])
+        if answer is not None or collection_id is None or len(fields) < 2:
+            return answer
+        values = []
+        for field in fields:
+            value: Any = document
+            for part in field.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if type(value) is not str:
+                return None
+            values.append(value)
+        where = " AND ".join("json_extract(document, ?) = ?" for _ in fields)
+        params: list[object] = [collection_id]
+        for field, value in zip(fields, values, strict=True):
+            params += [json_path_for_field(field), value]
+        # Only "?" placeholders are joined into the statement; every value is a parameter.
+        sql = (
+            "SELECT storage_key, document FROM documents WHERE (db_name, coll_name) = "  # noqa: S608
+            "(SELECT db_name, coll_name FROM collections WHERE collection_id = ?) AND " + where
+        )
+        rows = conn.execute(sql, tuple(params)).fetchall()
+        for storage_key, stored in rows:
+            if exclude_storage_key is not None and storage_key == exclude_storage_key:
+                continue
+            existing = self._deserialize_document(stored)
+            if not document_in_virtual_index(existing, index):
+                continue
+            if self._unique_index_conflict(document, existing, index) is not None:
+                return True
+        return False
+
+    conflict.storypost_patched = True  # type: ignore[attr-defined]
+    SQLiteEngine._unique_index_conflict_via_scalar_entries = conflict  # type: ignore[method-assign]
+
+
 async def serve(path: Path, host: str, port: int) -> None:
     """Serves until SIGTERM or SIGINT, then closes the listener and the SQLite engine."""
     # Imported here, after skip_slow_optional_imports() ran.
@@ -162,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     skip_slow_optional_imports()
     skip_full_scan_for_plain_ids()
     use_id_lookup_for_guarded_writes()
+    use_sql_prefilter_for_compound_unique_indexes()
     try:
         asyncio.run(serve(args.path, args.host, args.port))
     except OSError as error:

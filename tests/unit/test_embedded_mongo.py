@@ -1,4 +1,4 @@
-"""The embedded MongoDB's insert shortcut still refuses every duplicate _id."""
+"""The embedded MongoDB's shortcuts still refuse every duplicate key and match exactly."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pymongo.errors import DuplicateKeyError
 from storypost_cli.embedded_mongo import (
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
+    use_sql_prefilter_for_compound_unique_indexes,
 )
 
 
@@ -21,6 +22,7 @@ from storypost_cli.embedded_mongo import (
 async def client(tmp_path: Path) -> AsyncIterator[AsyncMongoClient[dict[str, object]]]:
     skip_full_scan_for_plain_ids()
     use_id_lookup_for_guarded_writes()
+    use_sql_prefilter_for_compound_unique_indexes()
     server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
     address = await server.start()
     mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
@@ -83,3 +85,37 @@ async def test_guarded_writes_by_id_match_exactly_as_before(
     assert await coll.count_documents({"status": "scheduled"}) == 29
     numeric = await coll.update_one({"_id": 5.0, "n": 5}, {"$set": {"hit": True}})
     assert numeric.modified_count == 1  # 5.0 finds the document stored with _id 5
+
+
+async def test_compound_unique_keys_are_checked_in_sql_and_still_refuse_every_duplicate(
+    client: AsyncMongoClient[dict[str, object]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coll = client["t"]["compound"]
+    await coll.create_index([("org", 1), ("key.uuid", 1)], unique=True)
+    await coll.insert_many(
+        [{"org": f"o{n % 3}", "key": {"uuid": f"u{n}"}, "n": n} for n in range(60)]
+    )
+    scans: list[str] = []
+    load = SQLiteEngine._load_documents
+
+    def counting(self: SQLiteEngine, *args: object, **kwargs: object) -> object:
+        scans.append("scan")
+        return load(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteEngine, "_load_documents", counting)
+    # A twin of a stored key, whatever the other fields, in insert and update alike.
+    with pytest.raises(DuplicateKeyError):
+        await coll.insert_one({"org": "o1", "key": {"uuid": "u1"}, "n": -1})
+    await coll.insert_one({"org": "o2", "key": {"uuid": "u1"}})  # same uuid, other org
+    await coll.insert_one({"org": "o1", "key": {"uuid": "U1"}})  # strings compare exactly
+    with pytest.raises(DuplicateKeyError):
+        await coll.update_one({"n": 5}, {"$set": {"org": "o1", "key": {"uuid": "u1"}}})
+    # A document keeps its own key through an update.
+    await coll.update_one({"n": 4}, {"$set": {"note": "kept"}})
+    assert scans == []
+    assert await coll.count_documents({"org": "o1", "key.uuid": "u1"}) == 1
+    # Keys that are not all strings keep mongoeco's own comparison (1 and 1.0 are equal).
+    await coll.insert_one({"org": "o9", "key": {"uuid": 1}})
+    with pytest.raises(DuplicateKeyError):
+        await coll.insert_one({"org": "o9", "key": {"uuid": 1.0}})
+    assert scans, "numeric keys must still be compared by the scan"
