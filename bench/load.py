@@ -66,6 +66,9 @@ MIX = {
     "cancel-photoapp-story": 10,
     "create-draft": 10,
 }
+# A story is canceled only while its date is at least this far ahead (the call itself may
+# wait behind others for seconds).
+CANCEL_MARGIN_SECONDS = 60
 # A 429 is the documented answer to a full rate-limit bucket or busy render slots.
 DOCUMENTED = {429}
 
@@ -81,8 +84,8 @@ class Org:
     story_uuid: str = ""
     social_uuid: str = ""
     links: int = 0
-    # Stories this run scheduled that may still be canceled.
-    cancelable: list[str] = field(default_factory=list)
+    # Stories this run scheduled that may still be canceled: uuid -> their date.
+    cancelable: dict[str, datetime] = field(default_factory=dict)
 
 
 @dataclass
@@ -128,13 +131,19 @@ def body_for(procedure: str, org: Org, rng: random.Random) -> dict[str, Any] | N
         return {"connectLinkUuid": key, "description": "load"}
     if procedure == "schedule-photoapp-story":
         date = datetime.now(UTC) + timedelta(seconds=rng.uniform(120, 480))
-        org.cancelable.append(key)
+        org.cancelable[key] = date
         return {"storyPostUuid": key, "photoappUsername": org.photoapp, "html": STORY,
                 "date": iso(date)}  # fmt: skip
     if procedure == "cancel-photoapp-story":
+        # Only stories well before their date: canceling a published one is a documented 400.
+        soon = datetime.now(UTC) + timedelta(seconds=CANCEL_MARGIN_SECONDS)
+        for gone in [k for k, date in org.cancelable.items() if date < soon]:
+            del org.cancelable[gone]
         if not org.cancelable:
             return None
-        return {"storyPostUuid": org.cancelable.pop(rng.randrange(len(org.cancelable)))}
+        chosen = rng.choice(sorted(org.cancelable))
+        del org.cancelable[chosen]
+        return {"storyPostUuid": chosen}
     if procedure == "create-draft":
         return {"draftUuid": key, "html": STORY, "name": "load"}
     return {}
@@ -157,7 +166,7 @@ async def call(
         return
     stats.record(procedure, status, time.perf_counter() - started, text)
     if procedure == "schedule-photoapp-story" and status != 200:
-        org.cancelable.remove(body["storyPostUuid"])
+        org.cancelable.pop(body["storyPostUuid"], None)
 
 
 async def drive(
