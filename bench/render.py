@@ -7,7 +7,8 @@ Three figures, each measured in interleaved rounds so machine noise hits both si
              each pair (the pool's spare is ready: the goal's figure); then the same back
              to back, printed for comparison (each call also pays a renderer process start).
   composite  a 10 s 1080x1920 video design: Finish (composite with the preview, uploads,
-             record) vs a bare `ffmpeg` overlay of the same PNG on the same video.
+             record), called GAP seconds after its Prepare, vs a bare `ffmpeg` overlay of
+             the same PNG on the same video.
   memory     render-svc's memory (the service and its Chromium processes, summed PSS; RSS
              summed is printed too) while 4 renders run at once, over many renders: the
              peak, and the growth from the first tenth of the run to the last.
@@ -274,6 +275,9 @@ async def bench_composite(
     ]  # fmt: skip
     for _ in range(rounds):
         rendering = await prepare(service, html)
+        # Like the bare run, the composite starts on an otherwise idle machine: the pool
+        # replaces the Prepare's context first (GAP, as in the paced prepare rounds).
+        await asyncio.sleep(GAP)
         started = time.perf_counter()
         await finish(service, rendering)
         ours.append(time.perf_counter() - started)

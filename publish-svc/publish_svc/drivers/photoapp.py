@@ -8,12 +8,15 @@ publishing a container twice returns the same media id on the platform.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
 from publish_svc.drivers.http import PlatformClient, PlatformError
 from publish_svc.model import Kind, Post
 
+# "the media URL answered HTTP 503": our store, for a while; worth another attempt.
+SERVER_ERROR = re.compile(r"\bHTTP 5\d\d\b")
 POLL_START_SECONDS = 0.2
 POLL_MAX_SECONDS = 2.0
 # How long a container may stay IN_PROGRESS before this attempt gives up (it retries later).
@@ -115,7 +118,12 @@ class PhotoappDriver:
             if code in ("FINISHED", "PUBLISHED"):
                 return None
             if code == "ERROR":
-                return Outcome.failed(f"photoapp refused the media: {status.get('status', '')}")
+                reason = str(status.get("status", ""))
+                if "download" in reason.lower() or SERVER_ERROR.search(reason):
+                    # The network could not fetch our media URL (our object store was away,
+                    # say): a later attempt makes a new container, within the post's window.
+                    return Outcome.retry(f"photoapp could not download the media: {reason}")
+                return Outcome.failed(f"photoapp refused the media: {reason}")
             if code == "EXPIRED":
                 return Outcome.retry("photoapp: the media container expired")
             if waited >= POLL_LIMIT_SECONDS:

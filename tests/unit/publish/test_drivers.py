@@ -205,3 +205,31 @@ async def test_social_publish_is_idempotent_by_key(world: Any) -> None:
     assert first.kind is OutcomeKind.EXECUTED and first.permalink
     assert second.platform_post_id == first.platform_post_id
     assert len(published(sandbox, "pinboard")) == 1
+
+
+@pytest.mark.parametrize(
+    ("media_url", "kind"),
+    [
+        # Nothing listens there: "the media could not be downloaded" (our store was away).
+        ("http://127.0.0.1:9/story.jpg", OutcomeKind.RETRY),
+        ("ftp://media.test/story.jpg", OutcomeKind.FAILED),  # refused for what it is
+    ],
+)
+async def test_media_the_network_could_not_download_is_retried_not_failed(
+    media_url: str, kind: OutcomeKind
+) -> None:
+    sandbox = in_process_sandbox(
+        secret=SECRET, image_processing_seconds=0.0, video_processing_seconds=0.0, fetch_media=True
+    )
+    async with httpx.AsyncClient(transport=sandbox_transport(sandbox)) as http:
+        progress = MemoryProgress({})
+        outcome = await photoapp(http).publish(
+            post(Kind.STORY),
+            Media(kind="image", url=media_url),
+            credentials(sandbox, "photoapp", "alice"),
+            progress,
+        )
+    assert outcome.kind is kind, outcome
+    assert published(sandbox, "photoapp") == []
+    # Nothing irreversible happened: the next attempt makes a container of its own.
+    assert progress.irreversible_calls == 0
