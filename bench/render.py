@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from playwright.async_api import Page, Route, async_playwright
 
@@ -224,28 +225,35 @@ def ratios(ours: list[float], bare: list[float]) -> tuple[float, float, str]:
     )
 
 
-def stage_medians(log: Path) -> str:
-    """Median milliseconds of each step of render-svc's "rendered"/"prepared" log lines."""
-    stages: dict[str, list[int]] = {}
+def log_entries(log: Path, *messages: str) -> list[dict[str, Any]]:
+    """render-svc's JSON log lines with one of these messages."""
+    entries = []
     for line in log.read_text(errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        if entry.get("message") in ("rendered", "prepared") and entry.get("media_kind") != "video":
+        if entry.get("message") in messages:
+            entries.append(entry)
+    return entries
+
+
+def stage_medians(log: Path) -> str:
+    """Median milliseconds of each step of render-svc's "rendered"/"prepared" log lines."""
+    stages: dict[str, list[int]] = {}
+    for entry in log_entries(log, "rendered", "prepared"):
+        if entry.get("media_kind") != "video":
             for name, value in entry.get("milliseconds", {}).items():
                 stages.setdefault(name, []).append(int(value))
     return ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in stages.items())
 
 
-def composite_steps(work: Path) -> str:
+def composite_steps(log: Path) -> str:
     """render-svc's own split of its composites (its "video composited" log lines)."""
     steps: dict[str, list[float]] = {}
-    for line in (work / "render.log").read_text(errors="replace").splitlines():
-        if '"video composited"' in line:
-            entry = json.loads(line)
-            for name in ("queued_seconds", "composite_seconds", "upload_seconds"):
-                steps.setdefault(name.removesuffix("_seconds"), []).append(entry[name])
+    for entry in log_entries(log, "video composited"):
+        for name in ("queued_seconds", "composite_seconds", "upload_seconds"):
+            steps.setdefault(name.removesuffix("_seconds"), []).append(entry[name])
     return ", ".join(f"{n} {statistics.median(v):.1f} s" for n, v in steps.items())
 
 
@@ -373,7 +381,8 @@ async def main() -> None:
                 composite = statistics.median(c_ours) / statistics.median(c_bare)
                 print(
                     f"composite (10 s video): ours {statistics.median(c_ours):.1f} s, bare "
-                    f"ffmpeg {statistics.median(c_bare):.1f} s; {composite_steps(work)}",
+                    f"ffmpeg {statistics.median(c_bare):.1f} s; "
+                    f"{composite_steps(work / 'render.log')}",
                     flush=True,
                 )
                 peak_pss, peak_rss, growth = await bench_memory(service, html, memory_renders)

@@ -146,6 +146,7 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
     out, like arrays): SQLite picks those out, and mongoeco's own comparison decides on
     each. Any other key (numbers, dates, missing fields) keeps the original scan.
     """
+    from mongoeco.core.paths import get_document_value
     from mongoeco.engines.sqlite import SQLiteEngine
     from mongoeco.engines.sqlite_query import json_path_for_field
     from mongoeco.engines.virtual_indexes import document_in_virtual_index
@@ -171,10 +172,8 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
             return answer
         values = []
         for field in fields:
-            value: Any = document
-            for part in field.split("."):
-                value = value.get(part) if isinstance(value, dict) else None
-            if type(value) is not str:
+            found, value = get_document_value(document, field)
+            if not found or type(value) is not str:
                 return None
             values.append(value)
         where = " AND ".join("json_extract(document, ?) = ?" for _ in fields)

@@ -317,12 +317,11 @@ class BrowserPool:
             # A context that will not close means a wedged browser: replace it.
             log.warning("closing a render context failed; restarting the browser", error=str(error))
             await self._close_browser(slot)
-            self._schedule_refill(slot)
-            return
-        slot.renders += 1
-        if slot.renders >= self._s.max_renders and slot.active == 0:
-            log.info("browser reached its render limit; restarting it", slot=slot.number)
-            await self._close_browser(slot)
+        else:
+            slot.renders += 1
+            if slot.renders >= self._s.max_renders and slot.active == 0:
+                log.info("browser reached its render limit; restarting it", slot=slot.number)
+                await self._close_browser(slot)
         self._schedule_refill(slot)
 
     def _schedule_refill(self, slot: _Slot) -> None:

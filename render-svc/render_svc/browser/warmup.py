@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from render_svc.browser.capture import JPEG_QUALITY
 from render_svc.stickers import RawElement, plan_page
 
-JPEG_QUALITY = 90
 # One sticker of each drawing family (pill, poll card, countdown), in both font weights.
 SAMPLE = (
     "<!doctype html><html><body style='margin:0;width:1080px;height:1920px'>"
