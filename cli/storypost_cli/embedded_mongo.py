@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,56 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
     SQLiteEngine._unique_index_conflict_via_scalar_entries = conflict  # type: ignore[method-assign]
 
 
+def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
+    """Hands committed changes to mongoeco's change hub in batches, off the event loop.
+
+    mongoeco 4.11 dispatches its change outbox on the server's event loop after each write:
+    it takes a lease row in SQLite, starts a heartbeat thread, delivers each change with a
+    SQLite commit of its checkpoint, and joins the thread (measured with py-spy under
+    bench/load.py: about a third of the event loop's time, and that loop serves every
+    connection, so every request waited for it). Storypost opens no change streams (its
+    events go through NATS), and one dispatch delivers every change committed since the
+    last, so here a write only asks for a dispatch: one runs `delay_seconds` later on a
+    thread of its own, for all writes asked meanwhile. What the hub receives, and in which
+    order, is unchanged (the hub and the outbox take their own locks); it arrives later by
+    at most that delay. Writes inside a transaction keep the original path (it skips them
+    until the commit, whose dispatch is deferred likewise).
+    """
+    from mongoeco.api._async._collection_runtime import CollectionRuntimeCoordinator
+
+    original = CollectionRuntimeCoordinator._dispatch_engine_changes
+    if getattr(original, "storypost_patched", False):
+        return
+    # One thread: dispatches of a hub stay serial, as on the event loop.
+    dispatcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storypost-changes")
+    asked: set[tuple[int, int]] = set()
+
+    def dispatch(self: Any, operation_context: Any = None) -> None:
+        session = getattr(operation_context, "session", None)
+        if session is not None and session.in_transaction:
+            original(self, operation_context)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to defer to: dispatch now, as mongoeco does
+            original(self, operation_context)
+            return
+        key = (id(self._engine_spi), id(self._collection._change_hub))
+        if key in asked:
+            return
+        asked.add(key)
+
+        def run() -> None:
+            # Forgotten first: a write committed during this dispatch asks for the next one.
+            asked.discard(key)
+            original(self, None)
+
+        loop.call_later(delay_seconds, dispatcher.submit, run)
+
+    dispatch.storypost_patched = True  # type: ignore[attr-defined]
+    CollectionRuntimeCoordinator._dispatch_engine_changes = dispatch  # type: ignore[method-assign]
+
+
 async def serve(path: Path, host: str, port: int) -> None:
     """Serves until SIGTERM or SIGINT, then closes the listener and the SQLite engine."""
     # Imported here, after skip_slow_optional_imports() ran.
@@ -229,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     skip_full_scan_for_plain_ids()
     use_id_lookup_for_guarded_writes()
     use_sql_prefilter_for_compound_unique_indexes()
+    coalesce_change_dispatch()
     try:
         asyncio.run(serve(args.path, args.host, args.port))
     except OSError as error:

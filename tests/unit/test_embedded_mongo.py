@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mongoeco.engines.sqlite import SQLiteEngine
@@ -12,6 +15,7 @@ from pymongo import AsyncMongoClient
 from pymongo.errors import DuplicateKeyError
 
 from storypost_cli.embedded_mongo import (
+    coalesce_change_dispatch,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
     use_sql_prefilter_for_compound_unique_indexes,
@@ -119,3 +123,45 @@ async def test_compound_unique_keys_are_checked_in_sql_and_still_refuse_every_du
     with pytest.raises(DuplicateKeyError):
         await coll.insert_one({"org": "o9", "key": {"uuid": 1.0}})
     assert scans, "numeric keys must still be compared by the scan"
+
+
+async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coalesce_change_dispatch()
+    dispatches: list[tuple[str, list[Any]]] = []
+    original = SQLiteEngine.dispatch_committed_changes
+
+    def recording(self: SQLiteEngine, consumer_id: str, consumer: Callable[[Any], None]) -> None:
+        delivered: list[Any] = []
+        dispatches.append((threading.current_thread().name, delivered))
+
+        def deliver(change: Any) -> None:
+            delivered.append(change)
+            consumer(change)
+
+        original(self, consumer_id, deliver)
+
+    monkeypatch.setattr(SQLiteEngine, "dispatch_committed_changes", recording)
+    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    try:
+        coll = mongo["t"]["changes"]
+        for n in range(40):
+            await coll.insert_one({"_id": f"doc-{n}"})
+        await coll.update_one({"_id": "doc-0"}, {"$set": {"seen": True}})
+        async with asyncio.timeout(10):
+            while sum(len(delivered) for _, delivered in dispatches) < 41:
+                await asyncio.sleep(0.05)
+    finally:
+        await mongo.close()
+        await server.close()
+    # Every change reached the hub, in far fewer dispatches than writes, none on the loop.
+    assert len(dispatches) <= 10
+    assert {name.split("_")[0] for name, _ in dispatches} == {"storypost-changes"}
+    # Each write's change, once and in order (without a watcher mongoeco records them as gaps).
+    sequences = [change.sequence for _, delivered in dispatches for change in delivered]
+    assert sequences == sorted(set(sequences)) and len(sequences) >= 41
