@@ -10,8 +10,9 @@ from storypost_runtime.settings import BaseServiceSettings, ServiceAddresses
 class EdgeSettings(BaseServiceSettings, ServiceAddresses):
     edge_host: str = "127.0.0.1"
     edge_port: int = Field(default=8080, ge=0, le=65535)
-    # Worker threads of waitress: concurrent requests in flight per replica.
-    edge_threads: int = Field(default=16, ge=1, le=512)
+    # Worker threads of waitress: concurrent requests in flight per replica. Each waits on
+    # its gRPC call, so a replica answers at most threads / latency requests per second.
+    edge_threads: int = Field(default=64, ge=1, le=512)
     # Scheme, host and port callers use to reach the edge; base URLs are built from it.
     public_url: str = "http://127.0.0.1:8080"
     # How long a token check (valid or not) is remembered by this replica.
