@@ -60,6 +60,8 @@ def pool_settings(
         spare_pages=settings.render_spare_pages,
         max_renders=settings.render_browser_max_renders,
         queue_seconds=settings.render_queue_seconds,
+        queue_limit=settings.render_queue_limit,
+        browser_nice=settings.render_browser_nice,
         js_heap_mib=settings.render_js_heap_mib,
         page_script=page_script,
         warm_up=warm_up if settings.render_warm_spares else None,

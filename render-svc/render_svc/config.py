@@ -37,6 +37,12 @@ class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings
     render_browser_max_renders: int = Field(default=200, ge=1, le=100_000)
     # How long a render may wait for a free slot before RESOURCE_EXHAUSTED (429).
     render_queue_seconds: float = Field(default=30.0, gt=0, le=600)
+    # Renders that may wait for a slot at once; beyond that a render is refused at once (429),
+    # so an overloaded render-svc answers quickly instead of tying up the edge's threads.
+    render_queue_limit: int = Field(default=16, ge=0, le=10_000)
+    # Nice value of the browsers (0-19; 0: the service's own priority). Renders take what CPU
+    # the calls beside them leave, so a burst of renders does not slow every other call.
+    render_browser_nice: int = Field(default=10, ge=0, le=19)
     # A page must load and settle (no request in flight, fonts ready) within this time.
     render_settle_seconds: float = Field(default=15.0, gt=0, le=300)
     # V8 heap limit of each page, in MiB; a page over it crashes and the render fails (400).

@@ -24,6 +24,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from render_svc.assets import Assets
 from render_svc.browser.network import SessionHolder
+from render_svc.browser.priority import at_lower_priority
 from storypost_runtime.errors import ResourceExhausted, Unavailable
 from storypost_runtime.logs import get_logger
 
@@ -55,6 +56,11 @@ class PoolSettings:
     spare_pages: int = 1
     max_renders: int = 200
     queue_seconds: float = 30.0
+    # Renders that may wait for a slot at once; one more is refused at once (429) instead of
+    # holding its caller's connection for queue_seconds only to be refused then.
+    queue_limit: int = 16
+    # Nice value of the browsers (0: the service's own); see browser/priority.py.
+    browser_nice: int = 0
     js_heap_mib: int = 512
     # Script installed in every document of a context before the page's own scripts; it gets
     # the context's random key (our component script under window[key]).
@@ -104,6 +110,7 @@ class BrowserPool:
         self._playwright: Playwright | None = None
         self._slots = [_Slot(n) for n in range(settings.browsers)]
         self._free = asyncio.Semaphore(settings.concurrency)
+        self._waiting = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self.launches = 0
 
@@ -122,7 +129,8 @@ class BrowserPool:
         return [*BASE_ARGS, f"--js-flags=--max-old-space-size={self._s.js_heap_mib}"]
 
     async def start(self) -> None:
-        self._playwright = await async_playwright().start()
+        async with at_lower_priority(self._s.browser_nice):
+            self._playwright = await async_playwright().start()
         for slot in self._slots:
             await self._ensure_browser(slot)
             await self._refill(slot)
@@ -223,13 +231,19 @@ class BrowserPool:
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Lease]:
         """A fresh context and page for one render; closed afterwards whatever happens."""
+        busy = ResourceExhausted(
+            "every render slot is busy; retry later with the same UUID", retry_after_seconds=5
+        )
+        if self._free.locked() and self._waiting >= self._s.queue_limit:
+            raise busy
+        self._waiting += 1
         try:
             async with asyncio.timeout(self._s.queue_seconds):
                 await self._free.acquire()
         except TimeoutError:
-            raise ResourceExhausted(
-                "every render slot is busy; retry later with the same UUID", retry_after_seconds=5
-            ) from None
+            raise busy from None
+        finally:
+            self._waiting -= 1
         slot = self._pick()
         slot.active += 1
         lease: Lease | None = None

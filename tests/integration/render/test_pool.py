@@ -13,6 +13,7 @@ from render_svc.assets import load_assets
 from render_svc.browser.pool import BrowserPool, PoolSettings
 from render_svc.browser.warmup import warm_up
 from render_svc.config import RenderSettings
+from storypost_runtime.errors import ResourceExhausted
 
 pytestmark = pytest.mark.integration
 
@@ -105,3 +106,46 @@ async def test_render_waits_for_the_spare_being_prepared_instead_of_starting_ano
     recorder.gate.set()
     context = await asyncio.wait_for(waiting, 20)
     assert context is recorder.warmed[1].context
+
+
+async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
+    assets = load_assets()
+    pool = BrowserPool(
+        PoolSettings(
+            chromium_path=RenderSettings().chromium_path,
+            concurrency=1,
+            spare_pages=0,
+            queue_seconds=60,
+            queue_limit=1,
+            page_script=assets.page_script,
+        ),
+        assets,
+    )
+    await pool.start()
+    try:
+        held = asyncio.Event()
+        done = asyncio.Event()
+
+        async def render(hold: bool) -> None:
+            async with pool.lease():
+                if hold:
+                    held.set()
+                    await done.wait()
+
+        first = asyncio.create_task(render(hold=True))
+        await asyncio.wait_for(held.wait(), 20)
+        second = asyncio.create_task(render(hold=False))  # waits: the queue has room for one
+        await asyncio.sleep(0.2)
+        assert not second.done()
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(ResourceExhausted) as refused:
+            await render(hold=False)
+        assert asyncio.get_running_loop().time() - started < 1  # not after queue_seconds
+        assert refused.value.retry_after_seconds == 5
+        done.set()
+        await asyncio.wait_for(asyncio.gather(first, second), 20)
+        # With the queue empty again, a render waits its turn instead of being refused.
+        await asyncio.wait_for(render(hold=False), 20)
+    finally:
+        await pool.close()
+

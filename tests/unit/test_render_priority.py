@@ -1,0 +1,82 @@
+"""Browsers at a lower CPU priority: what render-svc starts inherits a nice value it cannot undo.
+
+Each case runs in a child interpreter: dropping a capability from the bounding set lasts
+for the life of the process, which must not be the test runner's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import asyncio, os, subprocess, sys, time
+    from render_svc.browser.priority import at_lower_priority
+
+    async def main() -> None:
+        before = subprocess.Popen(["sleep", "30"])
+        async with at_lower_priority(7):
+            # Started inside the block, like Playwright's driver.
+            driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+            time.sleep(0.3)  # its threads are up
+        print(
+            os.getpriority(os.PRIO_PROCESS, 0),
+            os.getpriority(os.PRIO_PROCESS, driver.pid),
+            os.getpriority(os.PRIO_PROCESS, before.pid),
+        )
+        for child in (before, driver):
+            child.kill()
+
+    asyncio.run(main())
+    """
+)
+
+
+def run(script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_processes_started_inside_are_lowered_and_nothing_else() -> None:
+    # The last line (the block logs a line of its own before it).
+    own, started, untouched = (int(v) for v in run(SCRIPT).splitlines()[-1].split())
+    assert (own, started, untouched) == (0, 7, 0)
+
+
+def test_programs_started_afterwards_cannot_raise_their_priority() -> None:
+    script = textwrap.dedent(
+        """
+        import asyncio, subprocess, sys
+        from render_svc.browser.priority import at_lower_priority
+
+        CHILD = (
+            "import os\\n"
+            "os.setpriority(os.PRIO_PROCESS, 0, 5)\\n"
+            "try:\\n"
+            "    os.setpriority(os.PRIO_PROCESS, 0, -8)\\n"
+            "    print('raised')\\n"
+            "except PermissionError:\\n"
+            "    print('refused')\\n"
+        )
+
+        async def main() -> None:
+            print(subprocess.run([sys.executable, "-c", CHILD], capture_output=True,
+                                 text=True, check=True).stdout.strip())
+            async with at_lower_priority(5):
+                pass
+            print(subprocess.run([sys.executable, "-c", CHILD], capture_output=True,
+                                 text=True, check=True).stdout.strip())
+
+        asyncio.run(main())
+        """
+    )
+    # Root could raise a child's priority (as Chromium does, to -8) until render-svc set up
+    # its browsers; afterwards no program it starts can (nor ever could, when not root).
+    answers = [line for line in run(script).splitlines() if line in {"raised", "refused"}]
+    assert answers == ["raised" if os.geteuid() == 0 else "refused", "refused"]
