@@ -148,4 +148,3 @@ async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
         await asyncio.wait_for(render(hold=False), 20)
     finally:
         await pool.close()
-
