@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Sequence
@@ -201,6 +202,117 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
     SQLiteEngine._unique_index_conflict_via_scalar_entries = conflict  # type: ignore[method-assign]
 
 
+def add_sqlite_indexes_for_mongo_indexes() -> None:
+    """Gives every MongoDB index an SQLite expression index that mongoeco's queries can use.
+
+    mongoeco 4.11 turns an equality filter on a field into
+    `json_extract(document, '$.field') = ?` over the rows of the collection, and before that
+    asks whether the field holds an array anywhere (`json_type(document, '$.field')`): both
+    read every document of the collection, so a lookup by organization and UUID took 6 ms
+    at 3,000 documents and grew with the data. SQLite uses an index on an expression when a
+    query contains that same expression, so when an index on fields f1..fn is created, an
+    SQLite index on `(db_name, coll_name, json_extract(document, '$.f1'), ...)` and one on
+    each field's `json_type` are created beside it (same name each time: created once).
+    They change how rows are found, never which: the query and mongoeco's own matching are
+    the same. Indexes of other kinds (text, geo, hashed) get none.
+    """
+    import hashlib
+
+    from mongoeco.engines.sqlite import SQLiteEngine
+    from mongoeco.engines.sqlite_query import json_path_for_field
+
+    original = SQLiteEngine._create_index_sync
+    if getattr(original, "storypost_patched", False):
+        return
+
+    def literal(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    def index_name(kind: str, *parts: str) -> str:
+        return f"storypost_{kind}_" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+    def create_index(self: Any, db_name: str, coll_name: str, keys: Any, *args: Any) -> str:
+        name: str = original(self, db_name, coll_name, keys, *args)
+        fields = [field for field, direction in keys if direction in (1, -1)]
+        if not fields or len(fields) != len(keys):
+            return name
+        paths = [json_path_for_field(field) for field in fields]
+        statements = [
+            (index_name("x", db_name, coll_name, *paths),
+             ", ".join(f"json_extract(document, {literal(path)})" for path in paths)),
+        ] + [
+            (index_name("t", db_name, coll_name, path), f"json_type(document, {literal(path)})")
+            for path in paths
+        ]  # fmt: skip
+        with self._lock:
+            conn = self._require_connection()
+            for sqlite_name, columns in statements:
+                # Names are hex digests; paths are quoted literals (mongoeco's own format).
+                conn.execute(
+                    f'CREATE INDEX IF NOT EXISTS "{sqlite_name}" '
+                    f"ON documents(db_name, coll_name, {columns})"
+                )
+            if not conn.in_transaction:
+                conn.commit()
+        return name
+
+    create_index.storypost_patched = True  # type: ignore[attr-defined]
+    SQLiteEngine._create_index_sync = create_index  # type: ignore[method-assign,assignment]
+
+
+def skip_decimal_scans_without_decimals(path: Path) -> None:
+    """Skips mongoeco's per-query scans for Decimal values while none has ever been stored.
+
+    Before running a filter in SQL, mongoeco 4.11 asks, for every field of it and three
+    Decimal tags, whether any document of the collection holds such a value: three full
+    scans per field (with `json_extract` on every document), cached only until the next
+    write to the collection, which under load is milliseconds later. Measured: a lookup by
+    organization and rendering id cost 6 ms at 3,000 documents and grew with the collection.
+    Storypost stores no Decimal values. Every value mongoeco tags goes through
+    `DocumentCodec._tagged_value`, so a Decimal being stored (or used in a query) is seen
+    there; the database file is checked once at start for Decimals stored before. Until one
+    appears the answer to those scans is known to be "no"; after that mongoeco's own checks
+    run as before.
+    """
+    import sqlite3
+
+    from mongoeco.core.codec import DocumentCodec
+    from mongoeco.engines.sqlite import SQLiteEngine
+
+    original_plan_check = SQLiteEngine._plan_requires_python_for_decimal_numeric
+    if getattr(original_plan_check, "storypost_patched", False):
+        return
+    seen = {"decimal": False}
+    if path.exists():
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            # Conservative: any text holding `"decimal` counts (a tag is `"type":"decimal..."`).
+            row = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'"
+            ).fetchone()
+            if row is not None:
+                found = conn.execute(
+                    "SELECT 1 FROM documents WHERE document LIKE '%\"decimal%' LIMIT 1"
+                ).fetchone()
+                seen["decimal"] = found is not None
+    original_tag = DocumentCodec._tagged_value
+
+    def tagged_value(value_type: str, value: Any) -> dict[str, Any]:
+        if value_type.startswith("decimal"):
+            seen["decimal"] = True
+        tagged: dict[str, Any] = original_tag(value_type, value)
+        return tagged
+
+    def plan_check(self: Any, db_name: str, coll_name: str, plan: Any) -> bool:
+        if not seen["decimal"] and not self._plan_contains_decimal_operand(plan):
+            return False
+        answer: bool = original_plan_check(self, db_name, coll_name, plan)
+        return answer
+
+    plan_check.storypost_patched = True  # type: ignore[attr-defined]
+    DocumentCodec._tagged_value = staticmethod(tagged_value)  # type: ignore[method-assign]
+    SQLiteEngine._plan_requires_python_for_decimal_numeric = plan_check  # type: ignore[method-assign]
+
+
 def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
     """Hands committed changes to mongoeco's change hub in batches, off the event loop.
 
@@ -281,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_id_lookup_for_guarded_writes()
     use_sql_prefilter_for_compound_unique_indexes()
     coalesce_change_dispatch()
+    skip_decimal_scans_without_decimals(args.path)
+    add_sqlite_indexes_for_mongo_indexes()
     try:
         asyncio.run(serve(args.path, args.host, args.port))
     except OSError as error:

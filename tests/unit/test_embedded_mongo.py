@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bson.decimal128 import Decimal128
 from mongoeco.engines.sqlite import SQLiteEngine
 from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
-from pymongo import AsyncMongoClient
+from pymongo import ASCENDING, AsyncMongoClient, IndexModel
 from pymongo.errors import DuplicateKeyError
 
 from storypost_cli.embedded_mongo import (
+    add_sqlite_indexes_for_mongo_indexes,
     coalesce_change_dispatch,
+    skip_decimal_scans_without_decimals,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
     use_sql_prefilter_for_compound_unique_indexes,
@@ -165,3 +169,91 @@ async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(
     # Each write's change, once and in order (without a watcher mongoeco records them as gaps).
     sequences = [change.sequence for _, delivered in dispatches for change in delivered]
     assert sequences == sorted(set(sequences)) and len(sequences) >= 41
+
+
+@pytest.fixture
+async def indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[AsyncMongoClient[dict[str, object]], Path, list[str]]]:
+    """A server with every patch, and the SQL statements its engine runs."""
+    path = tmp_path / "db.sqlite"
+    skip_decimal_scans_without_decimals(path)
+    add_sqlite_indexes_for_mongo_indexes()
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def tracing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", tracing)
+    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(path)), port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    yield mongo, path, statements
+    await mongo.close()
+    await server.close()
+
+
+async def test_lookups_by_indexed_fields_use_sqlite_indexes_and_find_the_same(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    mongo, path, _statements = indexed
+    coll = mongo["t"]["renderings"]
+    await coll.create_indexes(
+        [IndexModel([("organizationId", ASCENDING), ("renderingId", ASCENDING)], unique=True)]
+    )
+    await coll.create_index([("tags", ASCENDING)])
+    docs: list[dict[str, object]] = [
+        {"_id": f"r{n}", "organizationId": f"o{n % 10}", "renderingId": f"id{n}"}
+        for n in range(300)
+    ]
+    docs += [
+        {"_id": "arr", "organizationId": ["o1", "o2"], "renderingId": "idA"},
+        {"_id": "tagged", "tags": ["a", "b"], "renderingId": "idT"},
+        {"_id": "bare", "renderingId": "idB"},
+    ]
+    await coll.insert_many(docs)
+    # The same answers as a scan gives, arrays and missing fields included.
+    assert [d["_id"] for d in await coll.find({"organizationId": "o1", "renderingId": "id1"})
+            .to_list()] == ["r1"]  # fmt: skip
+    assert [d["_id"] for d in await coll.find({"organizationId": "o2", "renderingId": "idA"})
+            .to_list()] == ["arr"]  # fmt: skip
+    assert await coll.count_documents({"organizationId": "o2"}) == 31
+    assert [d["_id"] for d in await coll.find({"tags": "a"}).to_list()] == ["tagged"]
+    assert await coll.count_documents({"organizationId": "o3"}) == 30
+    assert await coll.count_documents({"organizationId": None}) == 2
+    with sqlite3.connect(path) as conn:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT document FROM documents WHERE db_name = 't' AND "
+            "coll_name = 'renderings' AND json_extract(document, '$.organizationId') = 'o5' "
+            "AND json_extract(document, '$.renderingId') = 'id5'"
+        ).fetchall()
+    assert "USING INDEX storypost_x_" in str(plan)
+    # Creating the same indexes again (every service start) adds nothing.
+    with sqlite3.connect(path) as conn:
+        before = conn.execute("SELECT count(*) FROM sqlite_master WHERE type='index'").fetchone()
+    await coll.create_index([("tags", ASCENDING)])
+    with sqlite3.connect(path) as conn:
+        after = conn.execute("SELECT count(*) FROM sqlite_master WHERE type='index'").fetchone()
+    assert before == after
+
+
+async def test_decimal_scans_are_skipped_until_a_decimal_is_stored(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    mongo, _path, statements = indexed
+    coll = mongo["t"]["amounts"]
+    await coll.insert_many([{"_id": n, "amount": n} for n in range(5)])
+    statements.clear()
+    assert await coll.count_documents({"amount": {"$gte": 3}}) == 2
+    assert not [s for s in statements if "decimal" in s]
+    # Once a Decimal is stored, mongoeco's own checks run again and answers stay exact.
+    await coll.insert_one({"_id": 9, "amount": Decimal128("3.5")})
+    statements.clear()
+    assert await coll.count_documents({"amount": {"$gte": 3}}) == 3
+    assert await coll.count_documents({"amount": {"$gt": 3.4, "$lt": 3.6}}) == 1
+    assert [s for s in statements if "decimal" in s]
