@@ -14,6 +14,7 @@ procedure: count, errors, 429s, p50 and p99 latency. Exit code 1 when there were
 
     .venv/bin/python bench/load.py              # 10 minutes
     .venv/bin/python bench/load.py --quick      # 1 minute
+    .venv/bin/python bench/load.py --without-renders   # the request path alone
     .venv/bin/python bench/load.py --minutes 3 --orgs 20
 """
 
@@ -66,6 +67,9 @@ MIX = {
     "cancel-photoapp-story": 10,
     "create-draft": 10,
 }
+# What renders (a Chromium page each, seconds of CPU): --without-renders leaves them out, to
+# measure the request path alone.
+RENDERING = {"schedule-photoapp-story", "cancel-photoapp-story", "create-draft"}
 # A story is canceled only while its date is at least this far ahead (the call itself may
 # wait behind others for seconds).
 CANCEL_MARGIN_SECONDS = 60
@@ -171,11 +175,18 @@ async def call(
 
 
 async def drive(
-    http: aiohttp.ClientSession, stats: Stats, org: Org, rate: float, seconds: float, seed: int
+    http: aiohttp.ClientSession,
+    stats: Stats,
+    org: Org,
+    rate: float,
+    seconds: float,
+    seed: int,
+    without_renders: bool,
 ) -> None:
     """Open loop: one call every 60/rate seconds from a random phase, whatever the answers."""
     rng = random.Random(seed)
-    names, weights = list(MIX), list(MIX.values())
+    names = [name for name in MIX if not (without_renders and name in RENDERING)]
+    weights = [MIX[name] for name in names]
     every = 60.0 / rate
     start = time.monotonic() + rng.uniform(0, every)
     pending: set[asyncio.Task[None]] = set()
@@ -250,9 +261,10 @@ async def progress(stats: Stats, started: float, seconds: float) -> None:
         )
 
 
-def report(stats: Stats, orgs: int, rate: float, seconds: float) -> None:
+def report(stats: Stats, orgs: int, rate: float, seconds: float, without_renders: bool) -> None:
     total = sum(len(v) for v in stats.latencies.values())
-    print(f"\nload: {orgs} organizations x {rate:g} requests/min for {seconds / 60:g} min")
+    print(f"\nload: {orgs} organizations x {rate:g} requests/min for {seconds / 60:g} min"
+          + (" (without renders)" if without_renders else ""))  # fmt: skip
     print(f"answered {total} of {stats.sent} sent ({total / seconds:.1f}/s)")
     if stats.errors:
         print(f"errors: {len(stats.errors)}; first ones:")
@@ -302,11 +314,12 @@ async def run(args: argparse.Namespace, edge_url: str, account_addr: str) -> int
         timeout = aiohttp.ClientTimeout(total=130)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
             await asyncio.gather(
-                *(drive(session, stats, org, args.rate, seconds, args.seed + n)
+                *(drive(session, stats, org, args.rate, seconds, args.seed + n,
+                        args.without_renders)
                   for n, org in enumerate(orgs))
             )  # fmt: skip
         ticker.cancel()
-    report(stats, args.orgs, args.rate, seconds)
+    report(stats, args.orgs, args.rate, seconds, args.without_renders)
     return 1 if stats.errors else 0
 
 
@@ -317,6 +330,11 @@ async def main() -> int:
     parser.add_argument("--orgs", type=int, default=100)
     parser.add_argument("--rate", type=float, default=60.0, help="requests/min per organization")
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument(
+        "--without-renders",
+        action="store_true",
+        help="leave out the calls that render (schedule, cancel, create-draft)",
+    )
     parser.add_argument("--edge-url", help="a running stack's edge (with --account-addr)")
     parser.add_argument("--account-addr", help="a running stack's account-svc (admin calls)")
     args = parser.parse_args()
