@@ -48,6 +48,12 @@ BASE_ARGS = (
 )
 
 
+def _all_slots_busy() -> ResourceExhausted:
+    return ResourceExhausted(
+        "every render slot is busy; retry later with the same UUID", retry_after_seconds=5
+    )
+
+
 @dataclass(frozen=True)
 class PoolSettings:
     chromium_path: str
@@ -231,17 +237,14 @@ class BrowserPool:
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Lease]:
         """A fresh context and page for one render; closed afterwards whatever happens."""
-        busy = ResourceExhausted(
-            "every render slot is busy; retry later with the same UUID", retry_after_seconds=5
-        )
         if self._free.locked() and self._waiting >= self._s.queue_limit:
-            raise busy
+            raise _all_slots_busy()
         self._waiting += 1
         try:
             async with asyncio.timeout(self._s.queue_seconds):
                 await self._free.acquire()
         except TimeoutError:
-            raise busy from None
+            raise _all_slots_busy() from None
         finally:
             self._waiting -= 1
         slot = self._pick()

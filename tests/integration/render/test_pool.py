@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -34,25 +35,29 @@ class Recorder:
         self.warmed.append(page)
 
 
-@pytest.fixture
-async def pool_and_warmups() -> AsyncIterator[tuple[BrowserPool, Recorder]]:
+@asynccontextmanager
+async def running_pool(**settings: Any) -> AsyncIterator[BrowserPool]:
     assets = load_assets()
-    recorder = Recorder()
     pool = BrowserPool(
         PoolSettings(
             chromium_path=RenderSettings().chromium_path,
-            concurrency=2,
-            spare_pages=1,
             page_script=assets.page_script,
-            warm_up=recorder,
+            **settings,
         ),
         assets,
     )
     await pool.start()
     try:
-        yield pool, recorder
+        yield pool
     finally:
         await pool.close()
+
+
+@pytest.fixture
+async def pool_and_warmups() -> AsyncIterator[tuple[BrowserPool, Recorder]]:
+    recorder = Recorder()
+    async with running_pool(concurrency=2, spare_pages=1, warm_up=recorder) as pool:
+        yield pool, recorder
 
 
 async def wait_for(condition: Any, seconds: float = 20.0) -> None:
@@ -109,20 +114,7 @@ async def test_render_waits_for_the_spare_being_prepared_instead_of_starting_ano
 
 
 async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
-    assets = load_assets()
-    pool = BrowserPool(
-        PoolSettings(
-            chromium_path=RenderSettings().chromium_path,
-            concurrency=1,
-            spare_pages=0,
-            queue_seconds=60,
-            queue_limit=1,
-            page_script=assets.page_script,
-        ),
-        assets,
-    )
-    await pool.start()
-    try:
+    async with running_pool(concurrency=1, spare_pages=0, queue_seconds=60, queue_limit=1) as pool:
         held = asyncio.Event()
         done = asyncio.Event()
 
@@ -146,5 +138,3 @@ async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
         await asyncio.wait_for(asyncio.gather(first, second), 20)
         # With the queue empty again, a render waits its turn instead of being refused.
         await asyncio.wait_for(render(hold=False), 20)
-    finally:
-        await pool.close()
