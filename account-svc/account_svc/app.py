@@ -21,7 +21,8 @@ from account_svc.daily_limits import DailyLimits
 from account_svc.mentions import MentionResolver
 from account_svc.organizations import Organizations
 from account_svc.platform_api import PlatformApi
-from account_svc.ratelimit import RateLimiter
+from account_svc.rate_buckets_kv import FailoverBuckets, KvBuckets, keep_kv_attached
+from account_svc.ratelimit import BucketStore, MongoBuckets, RateLimiter
 from account_svc.records import AccountCollections
 from account_svc.servicer import AccountServicer, ConnectedAccountParts
 from account_svc.sessions import AppSessions
@@ -32,6 +33,7 @@ from storypost.account.v1 import account_pb2, account_pb2_grpc
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.mongo import mongo_client
 from storypost_runtime.service import ServiceParts
+from storypost_runtime.tasks import background
 
 SERVICE_NAME = account_pb2.DESCRIPTOR.services_by_name["AccountService"].full_name
 
@@ -56,7 +58,11 @@ async def build(
         organizations=organizations,
         credentials=Credentials(records, clock),
         users=users,
-        rate_limiter=RateLimiter(records, clock, settings.rate_limit_per_minute),
+        rate_limiter=RateLimiter(
+            await rate_buckets(settings, records, stack, registry),
+            clock,
+            settings.rate_limit_per_minute,
+        ),
         connected=connected_parts(settings, records, organizations, http, clock),
         sessions=app_sessions(settings, records, users, clock),
     )
@@ -65,6 +71,28 @@ async def build(
         account_pb2_grpc.add_AccountServiceServicer_to_server(servicer, server)
 
     return ServiceParts([SERVICE_NAME], register)
+
+
+async def rate_buckets(
+    settings: AccountSettings,
+    records: AccountCollections,
+    stack: AsyncExitStack,
+    registry: CollectorRegistry,
+) -> BucketStore:
+    """The rate-limit buckets: NATS key-value (attached in the background, so account-svc
+    starts and limits without NATS) over MongoDB's, or MongoDB's alone."""
+    mongo = MongoBuckets(records)
+    if settings.rate_limit_store == "mongo":
+        return mongo
+    kv = KvBuckets()
+    attach = keep_kv_attached(
+        settings,
+        kv,
+        bucket=settings.rate_limit_nats_bucket,
+        timeout_seconds=settings.rate_limit_nats_timeout_seconds,
+    )
+    await stack.enter_async_context(background(attach, "rate limit buckets"))
+    return FailoverBuckets(kv, mongo, registry)
 
 
 def connected_parts(

@@ -7,18 +7,26 @@ from typing import Literal, Self
 from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, model_validator
 
-from storypost_runtime.settings import GrpcServerSettings, MongoSettings
+from storypost_runtime.settings import GrpcServerSettings, MongoSettings, NatsSettings
 
 # The development key of the embedded stack: published in the repository, so it protects
 # nothing. It is refused when STORYPOST_ENVIRONMENT is "production".
 DEV_TOKEN_KEY = "c3Rvcnlwb3N0LWRldmVsb3BtZW50LWtleS0wMDAwMDA="  # noqa: S105 - public dev key
 
 
-class AccountSettings(GrpcServerSettings, MongoSettings):
+class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     grpc_port: int = Field(default=50051, ge=0, le=65535)
     # The request rate limit of every organization: a token bucket of this size refilled
     # evenly over a minute (60 per minute by the spec).
     rate_limit_per_minute: int = Field(default=60, ge=1, le=100_000)
+    # Where the buckets live (ratelimit.py, rate_buckets_kv.py): "nats", a JetStream
+    # key-value bucket (MongoDB's buckets while NATS cannot be reached), or "mongo" only.
+    rate_limit_store: Literal["nats", "mongo"] = "nats"
+    rate_limit_nats_bucket: str = Field(
+        default="storypost_rate_limits", pattern=r"^[A-Za-z0-9_-]+$"
+    )
+    # How long one bucket write may wait for NATS before MongoDB's bucket is used instead.
+    rate_limit_nats_timeout_seconds: float = Field(default=0.5, gt=0, le=10)
     # "production" refuses development defaults (the token key) at start-up.
     environment: Literal["development", "production"] = "development"
     # Fernet keys (url-safe base64 of 32 bytes) that encrypt platform tokens at rest, comma

@@ -1,16 +1,20 @@
-"""The per-organization token bucket, kept in MongoDB so every edge replica shares it.
+"""The per-organization token bucket, in a store every account-svc replica shares.
 
 It is the GCRA form of a token bucket: one number per organization, the theoretical arrival
 time (TAT). A bucket of B requests refilled one every T seconds allows a request at time t
 when max(TAT, t) + T - t <= B*T, i.e. TAT <= t + (B-1)*T; allowing moves TAT to
-max(TAT, t) + T. The check and the move are one conditional update; a refused request
-causes a duplicate-key error on the upsert (the record exists but does not match).
+max(TAT, t) + T. The check and the move are one conditional write in the store:
+`MongoBuckets` here (a conditional upsert; a refused request causes a duplicate-key error
+because the record exists but does not match) or `KvBuckets` in rate_buckets_kv.py (a
+compare-and-set on a NATS key-value bucket, the default: one JetStream write per request
+instead of a database write; MongoDB takes over while NATS cannot be reached).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
@@ -28,9 +32,63 @@ class RateDecision:
     reset_seconds: int
 
 
-class RateLimiter:
-    def __init__(self, records: AccountCollections, clock: Clock, per_minute: int) -> None:
+@dataclass(frozen=True)
+class Take:
+    """One request against a bucket: the time now, the refill interval, the latest TAT allowed."""
+
+    now: float
+    interval: float
+    latest_tat: float
+
+    def next_tat(self, tat: float | None) -> float:
+        return max(self.now if tat is None else tat, self.now) + self.interval
+
+
+class BucketStore(Protocol):
+    async def take(self, key: str, request: Take) -> tuple[bool, float]:
+        """Moves the bucket to `request.next_tat(TAT)` if TAT <= `request.latest_tat`.
+
+        Returns whether it moved and the TAT after (the current one when refused).
+        """
+        ...
+
+
+class MongoBuckets:
+    """Buckets as documents `{_id: organization id, tat}`: one conditional upsert each."""
+
+    def __init__(self, records: AccountCollections) -> None:
         self._buckets = records.rate_buckets
+
+    async def take(self, key: str, request: Take) -> tuple[bool, float]:
+        now = request.now
+        try:
+            doc = await self._buckets.find_one_and_update(
+                {"_id": key, "tat": {"$lte": request.latest_tat}},
+                [
+                    {
+                        "$set": {
+                            "tat": {
+                                "$add": [
+                                    {"$max": [{"$ifNull": ["$tat", now]}, now]},
+                                    request.interval,
+                                ]
+                            }
+                        }
+                    }
+                ],
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+        except DuplicateKeyError:
+            current = await self._buckets.find_one({"_id": key})
+            return False, float(current["tat"]) if current else now
+        assert doc is not None
+        return True, float(doc["tat"])
+
+
+class RateLimiter:
+    def __init__(self, store: BucketStore, clock: Clock, per_minute: int) -> None:
+        self._store = store
         self._clock = clock
         self._size = per_minute
         self._interval = 60.0 / per_minute
@@ -44,23 +102,6 @@ class RateLimiter:
 
     async def consume(self, organization_id: str) -> RateDecision:
         now = self._clock.now().timestamp()
-        interval = self._interval
-        try:
-            doc = await self._buckets.find_one_and_update(
-                {"_id": organization_id, "tat": {"$lte": now + (self._size - 1) * interval}},
-                [
-                    {
-                        "$set": {
-                            "tat": {"$add": [{"$max": [{"$ifNull": ["$tat", now]}, now]}, interval]}
-                        }
-                    }
-                ],
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
-            )
-        except DuplicateKeyError:
-            current = await self._buckets.find_one({"_id": organization_id})
-            tat = float(current["tat"]) if current else now
-            return self._decision(False, tat, now)
-        assert doc is not None
-        return self._decision(True, float(doc["tat"]), now)
+        request = Take(now, self._interval, now + (self._size - 1) * self._interval)
+        allowed, tat = await self._store.take(organization_id, request)
+        return self._decision(allowed, tat, now)

@@ -10,7 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.credentials import Credentials, hash_token
 from account_svc.organizations import Organizations
-from account_svc.ratelimit import RateLimiter
+from account_svc.ratelimit import MongoBuckets, RateLimiter
 from account_svc.records import AccountCollections
 from account_svc.users import Users
 from storypost_runtime.clock import FrozenClock
@@ -128,7 +128,7 @@ async def test_users_hash_passwords_and_refuse_wrong_ones(
 async def test_rate_limit_allows_a_full_bucket_then_refuses_then_refills(
     records: AccountCollections, clock: FrozenClock
 ) -> None:
-    limiter = RateLimiter(records, clock, per_minute=60)
+    limiter = RateLimiter(MongoBuckets(records), clock, per_minute=60)
     decisions = [await limiter.consume("org-a") for _ in range(60)]
     assert all(d.allowed for d in decisions)
     assert [d.remaining for d in decisions[:3]] == [59, 58, 57]
