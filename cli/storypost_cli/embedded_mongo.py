@@ -202,6 +202,47 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
     SQLiteEngine._unique_index_conflict_via_scalar_entries = conflict  # type: ignore[method-assign]
 
 
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _typed_value(path: str) -> str:
+    """The two expressions mongoeco's equality SQL tests for a field, as index columns."""
+    return f"json_type(document, {_literal(path)}), json_extract(document, {_literal(path)})"
+
+
+def index_ids_of_every_collection() -> None:
+    """Gives `_id` the SQLite index that mongoeco's reads by `_id` can use.
+
+    mongoeco 4.11 looks a bare `find_one({_id: X})` up by its storage key, but a find with
+    a limit above one, an `$in` of ids, or `_id` plus another condition (the outbox relay's
+    `{_id, outboxPending}`, a quota slot's `{_id, "slots.post"}`) becomes
+    `json_type(document, '$._id') = 'text' AND json_extract(document, '$._id') = ?` over
+    every document of the collection: 9 ms at 8,000 posts, growing with them. One index on
+    those two expressions over the documents table serves every collection (created once,
+    when the engine opens its file); the query and its answers stay the same.
+    """
+    from mongoeco.engines.sqlite import SQLiteEngine
+
+    original = SQLiteEngine._connect_sync
+    if getattr(original, "storypost_patched", False):
+        return
+
+    def connect(self: Any) -> None:
+        original(self)
+        with self._lock:
+            conn = self._require_connection()
+            conn.execute(
+                'CREATE INDEX IF NOT EXISTS "storypost_id" '
+                f"ON documents(db_name, coll_name, {_typed_value('$._id')})"
+            )
+            if not conn.in_transaction:
+                conn.commit()
+
+    connect.storypost_patched = True  # type: ignore[attr-defined]
+    SQLiteEngine._connect_sync = connect  # type: ignore[method-assign]
+
+
 def add_sqlite_indexes_for_mongo_indexes() -> None:
     """Gives every MongoDB index an SQLite expression index that mongoeco's queries can use.
 
@@ -212,9 +253,13 @@ def add_sqlite_indexes_for_mongo_indexes() -> None:
     at 3,000 documents and grew with the data. SQLite uses an index on an expression when a
     query contains that same expression, so when an index on fields f1..fn is created, an
     SQLite index on `(db_name, coll_name, json_extract(document, '$.f1'), ...)` and one on
-    each field's `json_type` are created beside it (same name each time: created once).
-    They change how rows are found, never which: the query and mongoeco's own matching are
-    the same. Indexes of other kinds (text, geo, hashed) get none.
+    each field's `(json_type, json_extract)` are created beside it (same name each time:
+    created once). The type index carries the value too: mongoeco's equality SQL is
+    `json_type(...) = 'text' AND json_extract(...) = ?`, and an index on the type alone
+    looks exactly as good to SQLite's planner (no statistics) while matching every row
+    whose field is a string. They change how rows are found, never which: the query and
+    mongoeco's own matching are the same. Indexes of other kinds (text, geo, hashed) get
+    none.
     """
     import hashlib
 
@@ -224,9 +269,6 @@ def add_sqlite_indexes_for_mongo_indexes() -> None:
     original = SQLiteEngine._create_index_sync
     if getattr(original, "storypost_patched", False):
         return
-
-    def literal(text: str) -> str:
-        return "'" + text.replace("'", "''") + "'"
 
     def index_name(kind: str, *parts: str) -> str:
         return f"storypost_{kind}_" + hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
@@ -239,13 +281,16 @@ def add_sqlite_indexes_for_mongo_indexes() -> None:
         paths = [json_path_for_field(field) for field in fields]
         statements = [
             (index_name("x", db_name, coll_name, *paths),
-             ", ".join(f"json_extract(document, {literal(path)})" for path in paths)),
+             ", ".join(f"json_extract(document, {_literal(path)})" for path in paths)),
         ] + [
-            (index_name("t", db_name, coll_name, path), f"json_type(document, {literal(path)})")
+            (index_name("tx", db_name, coll_name, path), _typed_value(path))
             for path in paths
         ]  # fmt: skip
         with self._lock:
             conn = self._require_connection()
+            for path in paths:
+                # The type-only index of earlier versions: SQLite may pick it over the others.
+                conn.execute(f'DROP INDEX IF EXISTS "{index_name("t", db_name, coll_name, path)}"')
             for sqlite_name, columns in statements:
                 # Names are hex digests; paths are quoted literals (mongoeco's own format).
                 conn.execute(
@@ -395,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     coalesce_change_dispatch()
     skip_decimal_scans_without_decimals(args.path)
     add_sqlite_indexes_for_mongo_indexes()
+    index_ids_of_every_collection()
     try:
         asyncio.run(serve(args.path, args.host, args.port))
     except OSError as error:

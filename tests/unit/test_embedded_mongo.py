@@ -19,6 +19,7 @@ from pymongo.errors import DuplicateKeyError
 from storypost_cli.embedded_mongo import (
     add_sqlite_indexes_for_mongo_indexes,
     coalesce_change_dispatch,
+    index_ids_of_every_collection,
     skip_decimal_scans_without_decimals,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
@@ -179,6 +180,7 @@ async def indexed(
     path = tmp_path / "db.sqlite"
     skip_decimal_scans_without_decimals(path)
     add_sqlite_indexes_for_mongo_indexes()
+    index_ids_of_every_collection()
     statements: list[str] = []
     connect = sqlite3.connect
 
@@ -240,6 +242,48 @@ async def test_lookups_by_indexed_fields_use_sqlite_indexes_and_find_the_same(
     with sqlite3.connect(path) as conn:
         after = conn.execute("SELECT count(*) FROM sqlite_master WHERE type='index'").fetchone()
     assert before == after
+
+
+def plans_of(path: Path, statements: list[str], needle: str) -> list[str]:
+    """SQLite's query plan of each statement that reads documents and mentions `needle`."""
+    selects = [s for s in statements if s.lstrip().startswith("SELECT document") and needle in s]
+    with sqlite3.connect(path) as conn:
+        return [str(conn.execute("EXPLAIN QUERY PLAN " + s).fetchall()) for s in selects]
+
+
+async def test_reads_by_id_with_more_conditions_use_the_id_index_and_find_the_same(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    mongo, path, statements = indexed
+    coll = mongo["t"]["posts"]
+    await coll.create_index([("outboxPending", ASCENDING)], sparse=True)
+    docs: list[dict[str, object]] = [
+        {"_id": f"p{n}", "outboxPending": True} if n % 7 == 0 else {"_id": f"p{n}"}
+        for n in range(300)
+    ]
+    await coll.insert_many([*docs, {"_id": 7, "outboxPending": True}, {"_id": {"k": "p14"}}])
+    statements.clear()
+    # The outbox relay's and the quota's form: `_id` plus a condition, a limit above one.
+    found = await coll.find({"_id": "p14", "outboxPending": True}).limit(5).to_list()
+    assert [d["_id"] for d in found] == ["p14"]
+    plans = plans_of(path, statements, "'p14'")
+    assert plans and all("USING INDEX storypost_id " in plan for plan in plans), plans
+    assert await coll.find({"_id": "p15", "outboxPending": True}).limit(5).to_list() == []
+    assert await coll.count_documents({"_id": "p15", "outboxPending": {"$exists": False}}) == 1
+    ids = await coll.find({"_id": {"$in": ["p1", "p2", "nope"]}}).limit(5).to_list()
+    assert sorted(str(d["_id"]) for d in ids) == ["p1", "p2"]
+    assert [d["_id"] for d in await coll.find({"_id": 7.0}).limit(5).to_list()] == [7]
+    assert [d["_id"] for d in await coll.find({"_id": {"k": "p14"}}).limit(5).to_list()] == [
+        {"k": "p14"}
+    ]
+    # A field's equality (`json_type = 'text' AND json_extract = ?`) uses the type-and-value
+    # index, not one that matches every string.
+    statements.clear()
+    await coll.create_index([("status", ASCENDING)])
+    await coll.insert_many([{"_id": f"s{n}", "status": f"st{n % 3}"} for n in range(30)])
+    assert await coll.count_documents({"status": "st1"}) == 10
+    plans = plans_of(path, statements, "'st1'")
+    assert plans and all("USING INDEX storypost_tx_" in plan for plan in plans), plans
 
 
 async def test_decimal_scans_are_skipped_until_a_decimal_is_stored(
