@@ -13,6 +13,9 @@ class EdgeSettings(BaseServiceSettings, ServiceAddresses):
     # Worker threads of waitress: concurrent requests in flight per replica. Each waits on
     # its gRPC call, so a replica answers at most threads / latency requests per second.
     edge_threads: int = Field(default=64, ge=1, le=512)
+    # Open connections a replica accepts (idle keep-alive ones included); past it waitress
+    # stops accepting, and new connections wait in the kernel until one closes.
+    edge_connection_limit: int = Field(default=1000, ge=1, le=100_000)
     # Scheme, host and port callers use to reach the edge; base URLs are built from it.
     public_url: str = "http://127.0.0.1:8080"
     # How long a token check (valid or not) is remembered by this replica.

@@ -40,6 +40,12 @@ def serve(app: Any, settings: EdgeSettings, draining: threading.Event, in_flight
         host=settings.edge_host,
         port=settings.edge_port,
         threads=settings.edge_threads,
+        # waitress's default of 100 counts idle keep-alive connections: a client pool holding
+        # 100 of them left every new connection waiting in the kernel until an idle one timed
+        # out (channel_timeout), which callers saw as 130 s timeouts under load.
+        connection_limit=settings.edge_connection_limit,
+        # poll(), not select(): select() cannot watch file descriptors above 1023.
+        asyncore_use_poll=True,
         # Large enough for upload-temp-blob's 30 MB inline body.
         max_request_body_size=settings.max_body_bytes,
         channel_timeout=180,

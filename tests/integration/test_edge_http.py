@@ -204,3 +204,23 @@ async def test_catalog_and_openapi_need_no_auth(api: Api) -> None:
 async def test_health_endpoints(api: Api) -> None:
     assert (await api.get("/healthz")).json() == {"status": "ok"}
     assert (await api.get("/readyz")).status_code == 200
+
+
+async def test_idle_keep_alive_connections_do_not_lock_out_new_callers(api: Api, org: Org) -> None:
+    """A pool of idle keep-alive connections (more than waitress's default limit of 100)
+    must not keep a new connection from being answered."""
+    url = httpx.URL(api.edge_url)
+    idle: list[asyncio.StreamWriter] = []
+    try:
+        for _ in range(150):
+            _reader, writer = await asyncio.open_connection(url.host, url.port)
+            idle.append(writer)
+        await asyncio.sleep(0.5)  # let the edge accept them all
+        async with httpx.AsyncClient(timeout=10.0) as fresh:
+            answer = await fresh.post(
+                f"{org.base_url}/generate-uuid", json={}, headers=api.auth(org)
+            )
+        assert answer.status_code == 200, answer.text
+    finally:
+        for writer in idle:
+            writer.close()
