@@ -5,7 +5,8 @@ as many writes as the whole API. On a key-value bucket a take is one compare-and
 (`update(key, tat, last=revision)`), a few hundred microseconds in nats-server, where the
 MongoDB upsert costs a database write. Each replica remembers the TAT and revision it last
 wrote, so a take is one round trip; when another replica moved the bucket in between, the
-write is refused (wrong last sequence) and the take reads the bucket and tries again. Calls
+write is refused (wrong last sequence) and the take waits a random moment, reads the bucket
+and tries again. Calls
 of one organization inside a replica queue on a lock of their own, so they never refuse
 each other's writes. A remembered TAT is never newer than the stored one (TATs only grow),
 so a take it refuses would be refused by the store too; a refusal is still read back once
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
 import re
 import time
 import weakref
@@ -61,8 +63,12 @@ def kv_key(organization_id: str) -> str:
 class KvBuckets:
     """Takes from buckets kept as `key -> TAT` in a NATS key-value bucket."""
 
-    def __init__(self, attempts: int = 8) -> None:
+    def __init__(self, attempts: int = 64, backoff_seconds: float = 0.001) -> None:
+        # A take loses a compare-and-set only to another replica's successful write, and a
+        # full bucket refuses without writing, so losses are few; each one waits a random
+        # moment (growing with the attempt) so racing replicas fall out of step.
         self._attempts = attempts
+        self._backoff = backoff_seconds
         self._client: NatsClient | None = None
         self._kv: KeyValue | None = None
         # What this replica last wrote or read: key -> (TAT, revision).
@@ -100,7 +106,7 @@ class KvBuckets:
                 raise StoreUnavailable(str(error) or type(error).__name__) from error
 
     async def _take(self, kv: KeyValue, name: str, request: Take) -> tuple[bool, float]:
-        for _ in range(self._attempts):
+        for attempt in range(self._attempts):
             known = self._known.get(name)
             fresh = known is None
             if known is None:
@@ -117,6 +123,8 @@ class KvBuckets:
                 revision = await kv.update(name, repr(moved).encode(), last=revision)
             except nats.js.errors.KeyWrongLastSequenceError:
                 self._known.pop(name, None)
+                # Jitter to break lockstep between replicas, not a secret.
+                await asyncio.sleep(random.uniform(0, self._backoff * (attempt + 1)))  # noqa: S311
                 continue
             self._known[name] = (moved, revision)
             return True, moved

@@ -38,10 +38,12 @@ async def test_database_down_is_503_then_recovers(
     if "mongo" not in storypost_stack.processes.components:
         # Containers provide the database here; the account-svc case above covers the path.
         return
-    assert (await api.call(fresh_org, "generate-uuid", {})).status_code == 200
+    # A call that reads the database (generate-uuid needs none while the token check is
+    # cached: the rate-limit buckets live on NATS).
+    assert (await api.call(fresh_org, "list-social-accounts", {})).status_code == 200
     await storypost_stack.processes.kill("mongo")
     try:
-        response = await api.call(fresh_org, "generate-uuid", {})
+        response = await api.call(fresh_org, "list-social-accounts", {})
         assert response.status_code == 503
         assert response.json()["errorMessage"]
     finally:
