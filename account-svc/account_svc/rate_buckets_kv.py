@@ -27,7 +27,6 @@ import re
 import time
 import weakref
 
-import nats
 import nats.errors
 import nats.js.errors
 from cachetools import TTLCache
@@ -37,6 +36,7 @@ from nats.js.kv import KeyValue
 from prometheus_client import CollectorRegistry, Counter
 
 from account_svc.ratelimit import BucketStore, Take
+from storypost_runtime.bus import nats_connection
 from storypost_runtime.logs import get_logger
 from storypost_runtime.settings import NatsSettings
 
@@ -97,9 +97,6 @@ class KvBuckets:
         async with lock:
             try:
                 return await self._take(kv, name, request)
-            except StoreUnavailable:
-                self._known.pop(name, None)
-                raise
             except _UNREACHABLE as error:
                 # Whether the write landed is unknown: forget what we knew of this bucket.
                 self._known.pop(name, None)
@@ -182,35 +179,22 @@ async def keep_kv_attached(
     """Connects to NATS (retrying until it answers), opens or creates the key-value bucket,
     attaches both to `buckets`, and holds them until cancelled. nats-py reconnects by itself
     after that; `KvBuckets.available` is false meanwhile."""
-    client: NatsClient | None = None
-    try:
-        while client is None:
-            try:
-                client = await nats.connect(
-                    servers=[settings.nats_url],
-                    name="account-svc rate limits",
-                    connect_timeout=2,
-                    reconnect_time_wait=0.5,
-                    max_reconnect_attempts=-1,
-                )
-            except (OSError, TimeoutError, nats.errors.Error) as error:
-                log.info("rate limits wait for NATS", error=str(error) or type(error).__name__)
-                await asyncio.sleep(retry_seconds)
+    name = "account-svc rate limits"
+    async with nats_connection(settings, name, give_up_after_seconds=None) as client:
         js = client.jetstream(timeout=timeout_seconds)
         while True:
             try:
                 kv = await _open_bucket(js, bucket)
                 break
-            except (OSError, TimeoutError, nats.errors.Error) as error:
+            except _UNREACHABLE as error:
                 log.info("rate limits wait for JetStream", error=str(error) or type(error).__name__)
                 await asyncio.sleep(retry_seconds)
         buckets.attach(client, kv)
         log.info("rate limit buckets on NATS", bucket=bucket)
-        await asyncio.Event().wait()
-    finally:
-        buckets.detach()
-        if client is not None:
-            await client.close()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            buckets.detach()
 
 
 async def _open_bucket(js: nats.js.JetStreamContext, bucket: str) -> KeyValue:

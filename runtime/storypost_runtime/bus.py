@@ -10,7 +10,13 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    stop_never,
+    wait_exponential,
+)
 
 from storypost_runtime.logs import get_logger
 from storypost_runtime.settings import NatsSettings
@@ -27,8 +33,11 @@ def event_subject(event_type: str) -> str:
 
 
 @asynccontextmanager
-async def nats_connection(settings: NatsSettings, name: str) -> AsyncIterator[NatsClient]:
-    """Connects (retrying for up to 30 s at start-up), reconnects forever, drains on exit."""
+async def nats_connection(
+    settings: NatsSettings, name: str, give_up_after_seconds: float | None = 30.0
+) -> AsyncIterator[NatsClient]:
+    """Connects (retrying for up to `give_up_after_seconds` at start-up, forever when None),
+    reconnects forever, drains on exit."""
 
     async def on_error(error: Exception) -> None:
         log.warning("nats error", error=str(error))
@@ -40,8 +49,10 @@ async def nats_connection(settings: NatsSettings, name: str) -> AsyncIterator[Na
         log.info("nats reconnected")
 
     client: NatsClient | None = None
+    limit = give_up_after_seconds
+    give_up = stop_never if limit is None else stop_after_delay(limit)
     async for attempt in AsyncRetrying(
-        stop=stop_after_delay(30),
+        stop=give_up,
         wait=wait_exponential(multiplier=0.2, max=2),
         retry=retry_if_exception_type((OSError, nats.errors.NoServersError, TimeoutError)),
         reraise=True,

@@ -10,7 +10,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.credentials import Credentials, hash_token
 from account_svc.organizations import Organizations
-from account_svc.ratelimit import MongoBuckets, RateLimiter
+from account_svc.ratelimit import MongoBuckets
 from account_svc.records import AccountCollections
 from account_svc.users import Users
 from storypost_runtime.clock import FrozenClock
@@ -21,6 +21,7 @@ from storypost_runtime.errors import (
     Unauthenticated,
 )
 from storypost_runtime.mongo import Document
+from tests.support.ratelimit import full_bucket_then_refuses_then_refills
 
 START = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
@@ -128,20 +129,4 @@ async def test_users_hash_passwords_and_refuse_wrong_ones(
 async def test_rate_limit_allows_a_full_bucket_then_refuses_then_refills(
     records: AccountCollections, clock: FrozenClock
 ) -> None:
-    limiter = RateLimiter(MongoBuckets(records), clock, per_minute=60)
-    decisions = [await limiter.consume("org-a") for _ in range(60)]
-    assert all(d.allowed for d in decisions)
-    assert [d.remaining for d in decisions[:3]] == [59, 58, 57]
-    assert decisions[-1].remaining == 0
-    refused = await limiter.consume("org-a")
-    assert not refused.allowed and refused.remaining == 0
-    assert refused.retry_after_seconds == 1
-    # Another organization has its own bucket.
-    assert (await limiter.consume("org-b")).allowed
-    # One request per second comes back.
-    clock.advance(timedelta(seconds=1))
-    assert (await limiter.consume("org-a")).allowed
-    assert not (await limiter.consume("org-a")).allowed
-    clock.advance(timedelta(minutes=2))
-    full = await limiter.consume("org-a")
-    assert full.allowed and full.remaining == 59
+    await full_bucket_then_refuses_then_refills(MongoBuckets(records), clock)

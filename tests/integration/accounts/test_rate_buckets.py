@@ -22,13 +22,14 @@ from account_svc.rate_buckets_kv import (
     keep_kv_attached,
     kv_key,
 )
-from account_svc.ratelimit import BucketStore, MongoBuckets, RateLimiter, Take
+from account_svc.ratelimit import MongoBuckets, RateLimiter, Take
 from account_svc.records import AccountCollections
 from storypost_cli.stack import EmbeddedStack, StackPorts
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.mongo import Document
 from storypost_runtime.settings import NatsSettings
 from storypost_runtime.tasks import background
+from tests.support.ratelimit import full_bucket_then_refuses_then_refills
 
 pytestmark = pytest.mark.integration
 
@@ -78,31 +79,10 @@ def fresh_org() -> str:
     return f"org-{time.monotonic_ns()}"
 
 
-async def full_bucket_then_refuses_then_refills(store: BucketStore) -> None:
-    clock = FrozenClock(START)
-    limiter = RateLimiter(store, clock, per_minute=60)
-    org, other = fresh_org(), fresh_org()
-    decisions = [await limiter.consume(org) for _ in range(60)]
-    assert all(d.allowed for d in decisions)
-    assert [d.remaining for d in decisions[:3]] == [59, 58, 57]
-    assert decisions[-1].remaining == 0
-    refused = await limiter.consume(org)
-    assert not refused.allowed and refused.remaining == 0 and refused.retry_after_seconds == 1
-    assert (await limiter.consume(other)).allowed
-    clock.advance(timedelta(seconds=1))
-    assert (await limiter.consume(org)).allowed
-    assert not (await limiter.consume(org)).allowed
-    clock.advance(timedelta(minutes=2))
-    full = await limiter.consume(org)
-    assert full.allowed and full.remaining == 59
-
-
-async def test_key_value_buckets_decide_exactly_as_mongodb_buckets(
-    deps: EmbeddedStack, records: AccountCollections
-) -> None:
-    await full_bucket_then_refuses_then_refills(MongoBuckets(records))
+async def test_key_value_buckets_decide_exactly_as_mongodb_buckets(deps: EmbeddedStack) -> None:
+    # The same check as the MongoDB buckets' (tests/unit/test_account_store.py).
     async with attached(deps) as kv:
-        await full_bucket_then_refuses_then_refills(kv)
+        await full_bucket_then_refuses_then_refills(kv, FrozenClock(START))
 
 
 async def test_replicas_share_one_bucket_and_racing_calls_take_exactly_its_size(
