@@ -80,3 +80,39 @@ def test_programs_started_afterwards_cannot_raise_their_priority() -> None:
     # its browsers; afterwards no program it starts can (nor ever could, when not root).
     answers = [line for line in run(script).splitlines() if line in {"raised", "refused"}]
     assert answers == ["raised" if os.geteuid() == 0 else "refused", "refused"]
+
+
+def test_sessions_started_below_get_the_lower_priority_too() -> None:
+    # Playwright starts each browser in a session of its own; with the kernel's autogroup the
+    # session's group, not the thread's nice value, decides its share against other sessions.
+    script = textwrap.dedent(
+        """
+        import pathlib, subprocess, time
+        from render_svc.browser.priority import lower_sessions
+
+        def group(pid):
+            path = pathlib.Path(f"/proc/{pid}/autogroup")
+            return path.read_text().split()[-1] if path.exists() else "none"
+
+        own_before = group("self")
+        browser = subprocess.Popen(["sleep", "30"], start_new_session=True)
+        same_session = subprocess.Popen(["sleep", "30"])
+        time.sleep(0.2)
+        lowered = lower_sessions(7)
+        again = lower_sessions(7)
+        print(own_before, group("self"), group(browser.pid), len(lowered), len(again),
+              browser.pid in lowered)
+        for child in (browser, same_session):
+            child.kill()
+        """
+    )
+    own_before, own_after, browser, lowered, again, browser_lowered = run(script).split()
+    if own_before == "none":  # a kernel without autogroup: nothing to lower
+        assert (browser, lowered) == ("none", "0")
+        return
+    assert browser == "7"  # the new session's group
+    # The child in this process's session shares its group: lowering it would have lowered
+    # the service itself.
+    assert own_after == own_before
+    assert browser_lowered == "True"
+    assert again == "0"  # once lowered, left as it is

@@ -24,7 +24,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from render_svc.assets import Assets
 from render_svc.browser.network import SessionHolder
-from render_svc.browser.priority import at_lower_priority
+from render_svc.browser.priority import at_lower_priority, lower_sessions
 from storypost_runtime.errors import ResourceExhausted, Unavailable
 from storypost_runtime.logs import get_logger
 
@@ -161,6 +161,9 @@ class BrowserPool:
                 executable_path=self._s.chromium_path, args=self._args(), headless=True
             )
             browser.on("disconnected", lambda _b: self._on_disconnect(slot, browser))
+            # The browser runs in a session of its own: its scheduling group gets the lower
+            # priority too (browser/priority.py).
+            lowered = await asyncio.to_thread(lower_sessions, self._s.browser_nice)
             slot.browser, slot.renders = browser, 0
             slot.spares.clear()
             self.launches += 1
@@ -169,6 +172,7 @@ class BrowserPool:
                 slot=slot.number,
                 version=browser.version,
                 seconds=round(time.perf_counter() - started, 2),
+                sessions_lowered=len(lowered),
             )
             return browser
 

@@ -15,6 +15,17 @@ Two steps, both before any browser starts:
 - `at_lower_priority` sets the nice value of the processes started inside it (Playwright's
   driver) and of their threads; every browser the driver launches afterwards inherits it.
   Raising one's own processes' nice value needs no privilege.
+
+And one after each browser launch: Playwright starts a browser in a session of its own
+(setsid), and where the kernel groups the scheduling of sessions (autogroup, on by default
+in Debian's kernels and most desktops and VMs) CPU time is first shared equally between
+sessions, then by nice value inside one. A browser's nice value then only orders its own
+threads, and its session takes as much CPU as the whole of MongoDB's or the edge's
+(measured on the development stack: Chromium at nice 10 still took 60% of a core while the
+calls beside it queued). `lower_sessions` gives the session of every process this one
+started (the browsers') the nice value too, through /proc/PID/autogroup; again no
+privilege is needed to lower it. Without autogroup (no such file) nothing is to be done: the
+threads' nice values already count.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from render_svc.browser.memory import processes
+from render_svc.browser.memory import descendants, processes
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -62,6 +73,40 @@ def lower(pids: set[int], nice: int, proc: Path = Path("/proc")) -> None:
                     os.setpriority(os.PRIO_PROCESS, tid, nice)
             except OSError:
                 continue
+
+
+def lower_sessions(nice: int, root: int | None = None, proc: Path = Path("/proc")) -> list[int]:
+    """Sets the autogroup nice value of every process below `root` (default: this one) that
+    runs in a scheduling group other than this process's own to at least `nice`; returns the
+    pids whose group it lowered (one per session in practice). Children in this process's
+    group (ffmpeg) are left alone: lowering their group would lower this service.
+    """
+    if nice <= 0:
+        return []
+    own = _autogroup(proc / "self" / "autogroup")
+    if own is None:
+        return []  # the kernel has no autogroup: the threads' nice values already count
+    lowered = []
+    for pid in descendants(os.getpid() if root is None else root, processes(proc)):
+        path = proc / str(pid) / "autogroup"
+        group = _autogroup(path)
+        if group is None or group[0] == own[0] or group[1] >= nice:
+            continue
+        try:
+            path.write_text(str(nice))
+        except OSError:
+            continue  # it ended meanwhile
+        lowered.append(pid)
+    return lowered
+
+
+def _autogroup(path: Path) -> tuple[str, int] | None:
+    """("/autogroup-42", 0) from "/autogroup-42 nice 0"; None without such a file."""
+    try:
+        name, _, value = path.read_text().split()
+        return name, int(value)
+    except (OSError, ValueError):
+        return None
 
 
 @asynccontextmanager
