@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -27,6 +29,13 @@ def bearer_token(header: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+class _Missing:
+    """Not in the cache (None there means: an invalid token)."""
+
+
+MISSING = _Missing()
+
+
 class Authenticator:
     """Resolves `Authorization: Bearer <token>` to a caller of one organization.
 
@@ -35,11 +44,16 @@ class Authenticator:
     keyed by the token's SHA-256 so no plain token is kept in memory longer than a request.
     """
 
-    def __init__(self, accounts: account_pb2_grpc.AccountServiceStub, cache_seconds: float) -> None:
+    def __init__(
+        self,
+        accounts: account_pb2_grpc.AccountServiceStub,
+        cache_seconds: float,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._accounts = accounts
         self._lock = threading.Lock()
-        self._cache: TTLCache[str, Caller | None] | None = (
-            TTLCache(maxsize=50_000, ttl=cache_seconds) if cache_seconds > 0 else None
+        self._cache: TTLCache[str, Caller | _Missing | None] | None = (
+            TTLCache(maxsize=50_000, ttl=cache_seconds, timer=timer) if cache_seconds > 0 else None
         )
 
     def authenticate(self, authorization: str | None, organization_id: str) -> Caller:
@@ -55,8 +69,10 @@ class Authenticator:
         key = hashlib.sha256(token.encode()).hexdigest()
         if self._cache is not None:
             with self._lock:
-                if key in self._cache:
-                    return self._cache[key]
+                # One look: between a membership test and a read the entry may expire.
+                cached = self._cache.get(key, MISSING)
+            if not isinstance(cached, _Missing):
+                return cached
         try:
             reply = self._accounts.Authenticate(account_pb2.AuthenticateRequest(token=token))
             caller: Caller | None = Caller(reply.organization_id, reply.credential_id)
