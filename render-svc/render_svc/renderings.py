@@ -9,7 +9,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pymongo.errors import DuplicateKeyError
 
 from render_svc.records import RenderCollections
 from render_svc.renderer import Capture, DesignInput, Renderer
+from render_svc.signed_urls import SignedUrls
 from render_svc.stickers import Sticker
 from render_svc.storage import MediaStore
 from render_svc.video_rules import bounds_for
@@ -137,7 +138,7 @@ class Renderings:
         self._renderer = renderer
         self._clock = clock
         self._work_root = work_root
-        self._url_seconds = media_url_seconds
+        self._urls = SignedUrls(store, clock, media_url_seconds)
         # Prepares running in this replica, by "<org>:<rendering id>" (see prepare).
         self._preparing: dict[str, asyncio.Task[Rendering]] = {}
 
@@ -294,17 +295,15 @@ class Renderings:
         """Presigned GET URLs of a finished rendering's media and preview."""
         if rendering.state != FINISHED or not rendering.media_key or not rendering.preview_key:
             return None
-        expires = self._clock.now() + timedelta(seconds=self._url_seconds)
-        return MediaUrls(
-            await self._store.presign_get(rendering.media_key, self._url_seconds),
-            await self._store.presign_get(rendering.preview_key, self._url_seconds),
-            expires,
-        )
+        media, media_until = await self._urls.get(rendering.media_key)
+        preview, preview_until = await self._urls.get(rendering.preview_key)
+        return MediaUrls(media, preview, min(media_until, preview_until))
 
     async def preview_url(self, rendering: Rendering) -> str | None:
         if rendering.state != FINISHED or not rendering.preview_key:
             return None
-        return await self._store.presign_get(rendering.preview_key, self._url_seconds)
+        url, _until = await self._urls.get(rendering.preview_key)
+        return url
 
 
 @dataclass(frozen=True)
