@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cachetools import LRUCache
 from pymongo.errors import DuplicateKeyError
 
 from render_svc.records import RenderCollections
@@ -30,6 +31,8 @@ log = get_logger(__name__)
 
 RENDERING_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 PREPARED, FINISHING, FINISHED, FAILED = "prepared", "finishing", "finished", "failed"
+# Final renderings kept in memory per replica (a few KiB each).
+FINAL_CACHE_SIZE = 10_000
 CONTENT_TYPES = {"image": "image/jpeg", "video": "video/mp4"}
 OVERLAY_FILE = "overlay.png"
 
@@ -139,6 +142,10 @@ class Renderings:
         self._clock = clock
         self._work_root = work_root
         self._urls = SignedUrls(store, clock, media_url_seconds)
+        # Finished and failed renderings never change again (every update of a rendering
+        # requires it prepared or finishing, and none is deleted), so status polls of them
+        # skip the database. By "<org>:<rendering id>".
+        self._final: LRUCache[str, Rendering] = LRUCache(maxsize=FINAL_CACHE_SIZE)
         # Prepares running in this replica, by "<org>:<rendering id>" (see prepare).
         self._preparing: dict[str, asyncio.Task[Rendering]] = {}
 
@@ -147,10 +154,19 @@ class Renderings:
         return self._work_root / f"{organization_id}__{rendering_id}"
 
     async def find(self, organization_id: str, rendering_id: str) -> Rendering | None:
+        name = f"{organization_id}:{rendering_id}"
+        cached = self._final.get(name)
+        if cached is not None:
+            return cached
         doc = await self._records.renderings.find_one(
             {"organizationId": organization_id, "renderingId": rendering_id}
         )
-        return Rendering.from_doc(doc) if doc else None
+        if not doc:
+            return None
+        found = Rendering.from_doc(doc)
+        if found.state in (FINISHED, FAILED):
+            self._final[name] = found
+        return found
 
     async def get(self, organization_id: str, rendering_id: str) -> Rendering:
         found = await self.find(organization_id, check_rendering_id(rendering_id))
