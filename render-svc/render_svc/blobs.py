@@ -8,6 +8,7 @@ import hmac
 import re
 import secrets
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -54,6 +55,24 @@ def check_content_type(content_type: str) -> None:
                     "must be an image/*, video/* or audio/* media type, e.g. 'video/mp4'"
                 ]
             },
+        )
+
+
+def check_presigned(content_type: str, length: int) -> None:
+    check_content_type(content_type)
+    if not 1 <= length <= MAX_PRESIGNED_BYTES:
+        raise InvalidArgument(
+            f"contentLengthBytes must be 1 to {MAX_PRESIGNED_BYTES}",
+            field_violations={"contentLengthBytes": [f"must be 1 to {MAX_PRESIGNED_BYTES}"]},
+        )
+
+
+def check_inline(content_type: str, length: int) -> None:
+    check_content_type(content_type)
+    if not 1 <= length <= MAX_INLINE_BYTES:
+        raise InvalidArgument(
+            f"the decoded content must be 1 to {MAX_INLINE_BYTES} bytes (30 MB)",
+            field_violations={"contentBase64": ["must decode to 1 byte to 30 MB"]},
         )
 
 
@@ -170,15 +189,11 @@ class TempBlobs:
         racing twin) gives the same blob and, until the bytes arrive and while it is valid,
         the same PUT URL; once the blob has its bytes there is no URL."""
         uuid = normalize_uuid(uuid, "tempBlobUuid")
-        existing = await self._find(org, uuid)
+        existing = await self._repeat_if_invalid(
+            org, uuid, lambda: check_presigned(content_type, length)
+        )
         if existing is not None:
             return existing, await self._pending_upload_url(existing)
-        check_content_type(content_type)
-        if not 1 <= length <= MAX_PRESIGNED_BYTES:
-            raise InvalidArgument(
-                f"contentLengthBytes must be 1 to {MAX_PRESIGNED_BYTES}",
-                field_violations={"contentLengthBytes": [f"must be 1 to {MAX_PRESIGNED_BYTES}"]},
-            )
         doc = self._new_doc(org, uuid, content_type, length, uploaded=False)
         # Signed before the insert and stored with the record, so every repeat answers the
         # very same URL (it grants no more than the first answer did: a PUT of this type and
@@ -197,6 +212,21 @@ class TempBlobs:
             return found, await self._pending_upload_url(found)
         return TempBlob.from_doc(doc), url
 
+    async def _repeat_if_invalid(
+        self, org: str, uuid: str, check: Callable[[], None]
+    ) -> TempBlob | None:
+        """None when the request is valid: a new blob is then inserted, and a repeat learns
+        of its twin from the duplicate key (one round trip for the usual call). An invalid
+        request is a repeat when the blob exists: it gets that blob, whatever it says now."""
+        try:
+            check()
+        except InvalidArgument:
+            existing = await self._find(org, uuid)
+            if existing is None:
+                raise
+            return existing
+        return None
+
     async def _pending_upload_url(self, blob: TempBlob) -> str | None:
         """The stored PUT URL of a blob still waiting for its bytes, else None."""
         if blob.uploaded or not blob.upload_url or blob.upload_until is None:
@@ -212,15 +242,11 @@ class TempBlobs:
     ) -> TempBlob:
         """Stores the bytes; an existing UUID keeps its content and the upload is ignored."""
         uuid = normalize_uuid(uuid, "tempBlobUuid")
-        existing = await self._find(org, uuid)
+        existing = await self._repeat_if_invalid(
+            org, uuid, lambda: check_inline(content_type, len(content))
+        )
         if existing is not None:
             return existing
-        check_content_type(content_type)
-        if not 1 <= len(content) <= MAX_INLINE_BYTES:
-            raise InvalidArgument(
-                f"the decoded content must be 1 to {MAX_INLINE_BYTES} bytes (30 MB)",
-                field_violations={"contentBase64": ["must decode to 1 byte to 30 MB"]},
-            )
         doc = self._new_doc(org, uuid, content_type, len(content), uploaded=True)
         await self._store.put(doc["objectKey"], content, content_type)
         try:

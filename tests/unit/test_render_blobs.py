@@ -77,6 +77,9 @@ async def test_create_upload_url_is_idempotent_and_presigns_exact_headers(setup:
     assert same_upload == upload
     assert again.key == blob.key and again.content_type == "video/mp4"
     assert again.url("http://edge/o/org") == blob.url("http://edge/o/org")
+    # Even a repeat that would be refused as a new call gets the blob it created.
+    invalid_again, invalid_upload = await blobs.create_upload_url("org", UUID, "text/html", 0)
+    assert (invalid_again.key, invalid_upload) == (blob.key, upload)
     # Not uploaded yet: the stable URL has nothing to redirect to.
     with pytest.raises(NotFound):
         await blobs.download_url("org", UUID, blob.key)
@@ -116,6 +119,8 @@ async def test_inline_uploads_keep_the_first_content(setup: Setup) -> None:
     assert second.key == first.key and second.content_type == "image/png"
     assert store.objects[first.object_key] == ("image/png", b"first")
     assert len(store.objects) == 1
+    empty_repeat = await blobs.upload_inline("org", UUID, b"", "text/html")
+    assert empty_repeat.key == first.key
     with pytest.raises(InvalidArgument):
         await blobs.upload_inline("org", "00000000-0000-4000-8000-000000000000", b"", "image/png")
 
