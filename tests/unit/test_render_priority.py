@@ -116,3 +116,29 @@ def test_sessions_started_below_get_the_lower_priority_too() -> None:
     assert own_after == own_before
     assert browser_lowered == "True"
     assert again == "0"  # once lowered, left as it is
+
+
+def test_a_group_write_the_kernel_asks_to_repeat_is_repeated() -> None:
+    # Without CAP_SYS_ADMIN the kernel takes one autogroup write per 100 ms and answers
+    # EAGAIN to the next: the browser's own group must not be left out for that.
+    from render_svc.browser import priority
+
+    class Busy:
+        def __init__(self, refusals: int, then: OSError | None = None) -> None:
+            self.refusals, self.then, self.written = refusals, then, ""
+
+        def write_text(self, text: str) -> None:
+            if self.refusals:
+                self.refusals -= 1
+                raise BlockingIOError(11, "Resource temporarily unavailable")
+            if self.then is not None:
+                raise self.then
+            self.written = text
+
+    twice_busy = Busy(2)
+    assert priority._write_autogroup_nice(twice_busy, 10) is True  # type: ignore[arg-type]
+    assert twice_busy.written == "10"
+    gone = Busy(0, ProcessLookupError(3, "No such process"))
+    assert priority._write_autogroup_nice(gone, 10) is False  # type: ignore[arg-type]
+    always_busy = Busy(100)
+    assert priority._write_autogroup_nice(always_busy, 10) is False  # type: ignore[arg-type]

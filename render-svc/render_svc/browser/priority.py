@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -43,6 +44,7 @@ log = get_logger(__name__)
 
 PR_CAPBSET_DROP = 24  # <linux/prctl.h>
 CAP_SYS_NICE = 23  # <linux/capability.h>
+AUTOGROUP_WRITE_INTERVAL_SECONDS = 0.11
 
 
 def forbid_raising_priority() -> bool:
@@ -92,12 +94,23 @@ def lower_sessions(nice: int, root: int | None = None, proc: Path = Path("/proc"
         group = _autogroup(path)
         if group is None or group[0] == own[0] or group[1] >= nice:
             continue
+        if _write_autogroup_nice(path, nice):
+            lowered.append(pid)
+    return lowered
+
+
+def _write_autogroup_nice(path: Path, nice: int) -> bool:
+    # Without CAP_SYS_ADMIN the kernel takes one such write per 100 ms (EAGAIN otherwise);
+    # a browser brings two crash handlers, each in a session of its own.
+    for _attempt in range(5):
         try:
             path.write_text(str(nice))
+            return True
+        except BlockingIOError:
+            time.sleep(AUTOGROUP_WRITE_INTERVAL_SECONDS)
         except OSError:
-            continue  # it ended meanwhile
-        lowered.append(pid)
-    return lowered
+            return False  # it ended meanwhile
+    return False
 
 
 def _autogroup(path: Path) -> tuple[str, int] | None:
