@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from cachetools import LRUCache
 from pymongo.errors import DuplicateKeyError
 
 from render_svc.blob_urls import BlobRef, blob_url, new_key
@@ -157,7 +158,7 @@ class TempBlobs:
         self._clock = clock
         self._s = settings
         self._cache = cache
-        self._uploaded: OrderedDict[str, TempBlob] = OrderedDict()
+        self._uploaded: LRUCache[str, TempBlob] = LRUCache(maxsize=RECORD_CACHE_SIZE)
 
     def _new_doc(
         self, org: str, uuid: str, content_type: str, length: int, *, uploaded: bool
@@ -286,9 +287,6 @@ class TempBlobs:
         pages that use it again skip the database."""
         name = f"{blob.organization_id}:{blob.temp_blob_uuid}"
         self._uploaded[name] = blob
-        self._uploaded.move_to_end(name)
-        while len(self._uploaded) > RECORD_CACHE_SIZE:
-            self._uploaded.popitem(last=False)
 
     async def download_url(self, org: str, uuid: str, key: str) -> str:
         blob = await self._usable(org, uuid.lower(), key)
