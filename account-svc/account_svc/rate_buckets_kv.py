@@ -6,11 +6,10 @@ as many writes as the whole API. On a key-value bucket a take is one compare-and
 MongoDB upsert costs a database write. Each replica remembers the TAT and revision it last
 wrote, so a take is one round trip; when another replica moved the bucket in between, the
 write is refused (wrong last sequence) and the take waits a random moment, reads the bucket
-and tries again. Calls
-of one organization inside a replica queue on a lock of their own, so they never refuse
-each other's writes. A remembered TAT is never newer than the stored one (TATs only grow),
-so a take it refuses would be refused by the store too; a refusal is still read back once
-so Retry-After comes from the stored TAT.
+and tries again. Calls of one organization inside a replica queue on a lock of their own, so
+they never refuse each other's writes. A remembered TAT is never newer than the stored one
+(TATs only grow), so a take it refuses would be refused by the store too; a refusal is still
+read back once so Retry-After comes from the stored TAT.
 
 While NATS cannot be reached (not connected yet, restarting, a request timing out),
 `FailoverBuckets` takes from the MongoDB bucket instead: calls go on being limited, at worst
