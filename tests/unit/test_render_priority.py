@@ -7,6 +7,7 @@ for the life of the process, which must not be the test runner's.
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -91,8 +92,13 @@ def test_sessions_started_below_get_the_lower_priority_too() -> None:
         from render_svc.browser.priority import lower_sessions
 
         def group(pid):
+            # No file: a kernel without autogroup. An empty one: the default group (this
+            # process never left the first session, as in many containers).
             path = pathlib.Path(f"/proc/{pid}/autogroup")
-            return path.read_text().split()[-1] if path.exists() else "none"
+            if not path.exists():
+                return "none"
+            text = path.read_text().split()
+            return text[-1] if text else "default"
 
         own_before = group("self")
         browser = subprocess.Popen(["sleep", "30"], start_new_session=True)
@@ -142,3 +148,54 @@ def test_a_group_write_the_kernel_asks_to_repeat_is_repeated() -> None:
     assert priority._write_autogroup_nice(gone, 10) is False  # type: ignore[arg-type]
     always_busy = Busy(100)
     assert priority._write_autogroup_nice(always_busy, 10) is False  # type: ignore[arg-type]
+
+
+def fake_proc(root: pathlib.Path, own: str, children: dict[int, str]) -> None:
+    """A /proc with this process's autogroup file and children of it with theirs."""
+    (root / "self").mkdir()
+    (root / "self" / "autogroup").write_text(own)
+    for pid, group in children.items():
+        (root / str(pid)).mkdir()
+        (root / str(pid) / "stat").write_text(f"{pid} (chrome) S {os.getpid()} 1 1 0")
+        (root / str(pid) / "statm").write_text("100 50 0 0 0 0 0")
+        (root / str(pid) / "autogroup").write_text(group)
+
+
+def test_only_other_sessions_groups_are_lowered(tmp_path: pathlib.Path) -> None:
+    fake_proc(
+        tmp_path,
+        "/autogroup-1 nice 0\n",
+        {
+            901: "/autogroup-1 nice 0\n",  # ffmpeg: this service's own group
+            902: "/autogroup-2 nice 0\n",  # a browser's session
+            903: "/autogroup-3 nice 12\n",  # already lower than asked
+        },
+    )
+    from render_svc.browser.priority import lower_sessions
+
+    assert lower_sessions(10, tmp_path) == [902]
+    assert (tmp_path / "902" / "autogroup").read_text() == "10"
+    assert (tmp_path / "901" / "autogroup").read_text() == "/autogroup-1 nice 0\n"
+    assert (tmp_path / "903" / "autogroup").read_text() == "/autogroup-3 nice 12\n"
+
+
+def test_from_the_default_group_other_sessions_are_lowered_too(tmp_path: pathlib.Path) -> None:
+    # A process that never left the first session (a container's, often) reads an empty
+    # autogroup file: the default group, whose processes each compete against a browser
+    # session's whole group. The browser's session still needs lowering; a child in the
+    # default group (same group) does not.
+    fake_proc(tmp_path, "", {901: "", 902: "/autogroup-2 nice 0\n"})
+    from render_svc.browser.priority import lower_sessions
+
+    assert lower_sessions(10, tmp_path) == [902]
+    assert (tmp_path / "902" / "autogroup").read_text() == "10"
+    assert (tmp_path / "901" / "autogroup").read_text() == ""
+
+
+def test_a_kernel_without_autogroup_gets_no_writes(tmp_path: pathlib.Path) -> None:
+    fake_proc(tmp_path, "", {902: "/autogroup-2 nice 0\n"})
+    (tmp_path / "self" / "autogroup").unlink()
+    from render_svc.browser.priority import lower_sessions
+
+    assert lower_sessions(10, tmp_path) == []
+    assert (tmp_path / "902" / "autogroup").read_text() == "/autogroup-2 nice 0\n"

@@ -25,7 +25,10 @@ threads, and its session takes as much CPU as the whole of MongoDB's or the edge
 calls beside it queued). `lower_sessions` gives the session of every process this one
 started (the browsers') the nice value too, through /proc/PID/autogroup; again no
 privilege is needed to lower it. Without autogroup (no such file) nothing is to be done: the
-threads' nice values already count.
+threads' nice values already count. A process that never left the first session (a
+container's processes, often) shows an empty file: it is in the default group, whose
+processes each compete on their own against every other session's group, so a browser's
+session still needs lowering.
 """
 
 from __future__ import annotations
@@ -114,11 +117,18 @@ def _write_autogroup_nice(path: Path, nice: int) -> bool:
 
 
 def _autogroup(path: Path) -> tuple[str, int] | None:
-    """("/autogroup-42", 0) from "/autogroup-42 nice 0"; None without such a file."""
+    """("/autogroup-42", 0) from "/autogroup-42 nice 0"; ("", 0) for the default group (an
+    empty file); None without such a file (or an unreadable one)."""
     try:
-        name, _, value = path.read_text().split()
+        text = path.read_text()
+    except OSError:
+        return None
+    if not text.strip():
+        return "", 0
+    try:
+        name, _, value = text.split()
         return name, int(value)
-    except (OSError, ValueError):
+    except ValueError:
         return None
 
 
