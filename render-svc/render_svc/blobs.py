@@ -7,7 +7,6 @@ import dataclasses
 import hmac
 import re
 import secrets
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -125,23 +124,17 @@ class BlobCache:
 
     def __init__(self, max_bytes: int) -> None:
         self._max = max_bytes
-        self._items: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
-        self._size = 0
+        self._items: LRUCache[str, tuple[str, bytes]] = LRUCache(
+            maxsize=max_bytes, getsizeof=lambda item: len(item[1])
+        )
 
     def get(self, key: str) -> tuple[str, bytes] | None:
-        item = self._items.get(key)
-        if item is not None:
-            self._items.move_to_end(key)
-        return item
+        return self._items.get(key)
 
     def put(self, key: str, content_type: str, body: bytes) -> None:
         if len(body) > self._max // 4 or key in self._items:
             return
         self._items[key] = (content_type, body)
-        self._size += len(body)
-        while self._size > self._max and self._items:
-            _old, (_t, dropped) = self._items.popitem(last=False)
-            self._size -= len(dropped)
 
 
 class TempBlobs:
