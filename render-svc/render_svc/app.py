@@ -17,6 +17,7 @@ from render_svc.assets import load_assets
 from render_svc.blob_urls import BlobUrlMatcher
 from render_svc.blobs import OBJECT_PREFIX, BlobCache, BlobSettings, TempBlobs, sweep_forever
 from render_svc.browser.capture import CaptureSettings, PageCapture
+from render_svc.browser.confine import confine_service_process
 from render_svc.browser.memory import RendererMemoryGuard
 from render_svc.browser.network import NetworkLimits
 from render_svc.browser.pool import BrowserPool, PoolSettings
@@ -85,6 +86,8 @@ async def build(
     clock: Clock | None = None,
 ) -> ServiceParts:
     clock = clock or SystemClock()
+    # Before the first child process (the browser's driver, ffmpeg) starts.
+    confine_service_process()
     client = mongo_client(settings, "render-svc")
     stack.push_async_callback(client.close)
     records = RenderCollections.of(client[settings.mongo_database])

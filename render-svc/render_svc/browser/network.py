@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 import aiohttp
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Route, WebSocketRoute
+from playwright.async_api import Request, Route, WebSocketRoute
 
 from render_svc.assets import Assets
 from render_svc.blob_urls import BlobRef, BlobUrlMatcher
@@ -88,8 +89,20 @@ class SessionHolder:
     def __init__(self, assets: Assets) -> None:
         self.session: RenderSession | None = None
         self._assets = assets
+        self._routed: weakref.WeakSet[Request] = weakref.WeakSet()
+
+    def on_request_failed(self, request: Request) -> None:
+        """Names in the warnings a request Chromium sent by itself, around the routes (a
+        beacon, a prefetch): the browser's jail gave it no network (browser/jail.py)."""
+        if request in self._routed or self.session is None:
+            return  # ours: answered or refused with its own warning
+        self.session.warn(
+            f"blocked {request.resource_type} request to {shown(request.url)}: "
+            "a page has no network of its own"
+        )
 
     async def on_route(self, route: Route) -> None:
+        self._routed.add(route.request)
         session = self.session
         if session is None:
             # A spare page before its render: only our own files (fonts) are served.

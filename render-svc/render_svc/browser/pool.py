@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
+import shutil
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from render_svc.assets import Assets
+from render_svc.browser import jail
 from render_svc.browser.network import SessionHolder
 from render_svc.browser.priority import at_lower_priority, lower_sessions
 from storypost_runtime.errors import ResourceExhausted, Unavailable
@@ -31,8 +36,8 @@ from storypost_runtime.logs import get_logger
 log = get_logger(__name__)
 
 VIEWPORT = {"width": 1080, "height": 1920}
+# Chromium's own sandbox stays on (no --no-sandbox): the jail's user namespace allows it.
 BASE_ARGS = (
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",
     "--disable-background-networking",
@@ -42,10 +47,45 @@ BASE_ARGS = (
     "--mute-audio",
     # The same glyph shapes on every machine, so reference images compare.
     "--font-render-hinting=none",
-    # WebRTC could reach private addresses without passing our routes.
+    # The jail (browser/jail.py) leaves these nothing to reach; they also keep Chromium
+    # from trying: no name is resolved, WebRTC gathers no UDP candidates.
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--dns-prefetch-disable",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
 )
+# The only variables the browser sees: none of render-svc's settings (database and S3
+# addresses, keys) reaches its environment.
+BROWSER_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "TMPDIR",
+    "FONTCONFIG_PATH",
+    "FONTCONFIG_FILE",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+)
+
+
+def browser_environment() -> dict[str, str | float | bool]:
+    return {name: os.environ[name] for name in BROWSER_ENVIRONMENT if name in os.environ}
+
+
+async def probe_jail() -> None:
+    """Fails start-up with the reason when the browser's network namespace cannot be made."""
+    probe = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",
+        jail.__file__,
+        jail.PROBE,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await probe.communicate()
+    if probe.returncode != 0:
+        raise RuntimeError(stderr.decode(errors="replace").strip() or "the render jail failed")
 
 
 def _all_slots_busy() -> ResourceExhausted:
@@ -118,6 +158,8 @@ class BrowserPool:
         self._free = asyncio.Semaphore(settings.concurrency)
         self._waiting = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._jail_directory: Path | None = None
+        self._executable: Path | None = None
         self.launches = 0
 
     def stats(self) -> PoolStats:
@@ -135,6 +177,9 @@ class BrowserPool:
         return [*BASE_ARGS, f"--js-flags=--max-old-space-size={self._s.js_heap_mib}"]
 
     async def start(self) -> None:
+        await probe_jail()
+        self._jail_directory = jail.private_directory()
+        self._executable = jail.wrapper(self._s.chromium_path, self._jail_directory)
         async with at_lower_priority(self._s.browser_nice):
             self._playwright = await async_playwright().start()
         for slot in self._slots:
@@ -149,16 +194,23 @@ class BrowserPool:
         if self._playwright is not None:
             await self._playwright.stop()
             self._playwright = None
+        if self._jail_directory is not None:
+            shutil.rmtree(self._jail_directory, ignore_errors=True)
+            self._jail_directory = None
 
     async def _ensure_browser(self, slot: _Slot) -> Browser:
         async with slot.lock:
             if slot.browser is not None and slot.browser.is_connected():
                 return slot.browser
-            if self._playwright is None:
+            if self._playwright is None or self._executable is None:
                 raise Unavailable("the browser pool is not running")
             started = time.perf_counter()
             browser = await self._playwright.chromium.launch(
-                executable_path=self._s.chromium_path, args=self._args(), headless=True
+                executable_path=self._executable,
+                args=self._args(),
+                headless=True,
+                chromium_sandbox=True,
+                env=browser_environment(),
             )
             browser.on("disconnected", lambda _b: self._on_disconnect(slot, browser))
             # The browser runs in a session of its own: its scheduling group gets the lower
@@ -210,6 +262,7 @@ class BrowserPool:
                 await context.add_init_script(self._s.page_script(key))
             await context.route("**/*", holder.on_route)
             await context.route_web_socket("**/*", holder.on_websocket)
+            context.on("requestfailed", holder.on_request_failed)
             page = await context.new_page()
         except BaseException:
             with contextlib.suppress(PlaywrightError):

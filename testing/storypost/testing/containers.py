@@ -27,6 +27,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Collection, Mapping
+from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -50,6 +51,11 @@ _LOG_TAIL_LINES = 20
 # Chromium needs more shared memory than Docker's default 64 MiB.
 _RENDER_SHM = "512m"
 NetworkMode = Literal["host", "bridge"]
+
+
+def render_seccomp_profile() -> str:
+    """render-svc's seccomp profile, as the engine takes it inline (render_svc/browser)."""
+    return (resources.files("render_svc.browser") / "seccomp.json").read_text()
 
 
 def network_mode() -> NetworkMode:
@@ -442,6 +448,8 @@ class ContainerStack:
             kwargs["network_mode"] = f"container:{self._pod.get_wrapped_container().id}"
         if component == "render":
             kwargs["shm_size"] = _RENDER_SHM
+            # The engine's default profile refuses the browser's jail (docs/render.md).
+            kwargs["security_opt"] = [f"seccomp={render_seccomp_profile()}"]
         definition = self._container(image, component, command, env, **kwargs)
         try:
             definition.start()
