@@ -168,6 +168,18 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
                 # Never answers within a render's settle time.
                 server.stop.wait(30)
                 self._send(200, b"late", "text/plain")
+            elif parts.path == "/hold":
+                # Keeps a request in flight (the render waits) while a page works.
+                server.stop.wait(1.5)
+                self._send(200, b"held", "text/plain", Access_Control_Allow_Origin="*")
+            elif parts.path == "/cacheable":
+                self._send(
+                    200,
+                    b"cacheable",
+                    "text/plain",
+                    Cache_Control="public, max-age=3600, immutable",
+                    Access_Control_Allow_Origin="*",
+                )
             elif parts.path == "/missing":
                 self._send(404, b"not here", "text/plain")
             else:
