@@ -11,6 +11,7 @@ finds everything, which shows the readers work.
 from __future__ import annotations
 
 import json
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -77,7 +78,7 @@ LEFT_IN_ONE_RENDER = {
 }  # fmt: skip
 
 
-def reports(server: PageServer) -> list[dict[str, dict[str, str]]]:
+def reports(server: PageServer) -> list[dict[str, dict[str, Any]]]:
     found = []
     for hit in server.hits:
         parts = urlsplit(hit)
