@@ -175,6 +175,13 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(item.split("=", 1) for item in items if "=" in item)
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""  # ended meanwhile (an ffmpeg, a renderer)
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -208,7 +215,7 @@ async def test_the_browser_holds_no_secret(
         pid = queue.pop()
         descendants.append(pid)
         queue.extend(_children(pid))
-    browsers = [p for p in descendants if b"chrom" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    browsers = [p for p in descendants if b"chrom" in _cmdline(p)]
     assert browsers, "no browser process under render-svc"
     for pid in descendants:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
