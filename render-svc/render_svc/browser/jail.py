@@ -32,18 +32,14 @@ EXIT_NO_NAMESPACE = 71
 PROBE = "--probe"
 
 
-def _write(path: str, text: str) -> None:
-    Path(path).write_text(text)
-
-
 def enter() -> None:
     """Moves this process into new user and network namespaces (raises OSError if refused)."""
     uid, gid = os.getuid(), os.getgid()
     os.unshare(os.CLONE_NEWUSER | os.CLONE_NEWNET)
     # One id mapped each way: the files of the browser's profile stay owned by render-svc.
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", f"{uid or INSIDE_ID} {uid} 1\n")
-    _write("/proc/self/gid_map", f"{gid or INSIDE_ID} {gid} 1\n")
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{uid or INSIDE_ID} {uid} 1\n")
+    Path("/proc/self/gid_map").write_text(f"{gid or INSIDE_ID} {gid} 1\n")
 
 
 def main(argv: list[str]) -> int:
@@ -67,11 +63,15 @@ def main(argv: list[str]) -> int:
     os.execv(argv[0], argv)  # noqa: S606
 
 
+def command(*argv: str) -> list[str]:
+    """The command line that runs `argv` (a program, or PROBE) jailed by this file."""
+    return [sys.executable, "-I", str(Path(__file__).resolve()), *argv]
+
+
 def wrapper(chromium: str, directory: Path) -> Path:
     """Writes the executable Playwright launches: Chromium started by this file, jailed."""
     script = directory / "chromium-jailed"
-    command = [sys.executable, "-I", str(Path(__file__).resolve()), chromium]
-    script.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n')
+    script.write_text(f'#!/bin/sh\nexec {shlex.join(command(chromium))} "$@"\n')
     script.chmod(0o700)
     return script
 

@@ -14,7 +14,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
@@ -76,10 +75,7 @@ def browser_environment() -> dict[str, str | float | bool]:
 async def probe_jail() -> None:
     """Fails start-up with the reason when the browser's network namespace cannot be made."""
     probe = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        jail.__file__,
-        jail.PROBE,
+        *jail.command(jail.PROBE),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -223,8 +222,9 @@ async def test_the_browser_holds_no_secret(
             assert leaked == [], f"process {pid} inherited {leaked}"
     # From inside a jail like the browser's (same uid, own user namespace), render-svc's
     # environment is out of reach; the jailed process's own is not (the read itself works).
-    read = [sys.executable, "-I", jail.__file__, "/bin/cat"]
-    refused = subprocess.run([*read, f"/proc/{service}/environ"], capture_output=True)
+    refused = subprocess.run(
+        jail.command("/bin/cat", f"/proc/{service}/environ"), capture_output=True
+    )
     assert refused.returncode != 0 and b"Permission denied" in refused.stderr, refused
-    own = subprocess.run([*read, "/proc/self/environ"], capture_output=True)
+    own = subprocess.run(jail.command("/bin/cat", "/proc/self/environ"), capture_output=True)
     assert own.returncode == 0 and b"PATH=" in own.stdout, own
