@@ -87,7 +87,7 @@ async def build(
 ) -> ServiceParts:
     clock = clock or SystemClock()
     # Before the first child process (the browser's driver, ffmpeg) starts.
-    confine_service_process()
+    confine_service_process(settings)
     client = mongo_client(settings, "render-svc")
     stack.push_async_callback(client.close)
     records = RenderCollections.of(client[settings.mongo_database])

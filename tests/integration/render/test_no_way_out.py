@@ -21,6 +21,7 @@ import grpc
 import pytest
 
 from render_svc.browser import jail
+from render_svc.browser.memory import descendants, processes
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from tests.integration.render.conftest import RenderInstance
@@ -181,16 +182,6 @@ def _cmdline(pid: int) -> bytes:
         return b""  # ended meanwhile (an ffmpeg, a renderer)
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError):
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-    return found
-
-
 def _render_svc_pid(grpc_port: str) -> int:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -209,14 +200,10 @@ async def test_the_browser_holds_no_secret(
 ) -> None:
     await prepare(render, pb.Design(html=story_page("<h1>warm</h1>")))
     service = _render_svc_pid(render_instance.env["STORYPOST_GRPC_PORT"])
-    descendants, queue = [], _children(service)
-    while queue:
-        pid = queue.pop()
-        descendants.append(pid)
-        queue.extend(_children(pid))
-    browsers = [p for p in descendants if b"chrom" in _cmdline(p)]
+    children = descendants(service, processes())
+    browsers = [p for p in children if b"chrom" in _cmdline(p)]
     assert browsers, "no browser process under render-svc"
-    for pid in descendants:
+    for pid in children:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             leaked = [name for name in _environ(pid) if name.startswith("STORYPOST_")]
             assert leaked == [], f"process {pid} inherited {leaked}"
