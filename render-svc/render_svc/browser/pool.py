@@ -154,7 +154,7 @@ class BrowserPool:
         self._free = asyncio.Semaphore(settings.concurrency)
         self._waiting = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self._jail_directory: Path | None = None
+        # The jailed browser's wrapper script, alone in a private directory of its own.
         self._executable: Path | None = None
         self.launches = 0
 
@@ -174,8 +174,7 @@ class BrowserPool:
 
     async def start(self) -> None:
         await probe_jail()
-        self._jail_directory = jail.private_directory()
-        self._executable = jail.wrapper(self._s.chromium_path, self._jail_directory)
+        self._executable = jail.wrapper(self._s.chromium_path, jail.private_directory())
         async with at_lower_priority(self._s.browser_nice):
             self._playwright = await async_playwright().start()
         for slot in self._slots:
@@ -190,9 +189,9 @@ class BrowserPool:
         if self._playwright is not None:
             await self._playwright.stop()
             self._playwright = None
-        if self._jail_directory is not None:
-            shutil.rmtree(self._jail_directory, ignore_errors=True)
-            self._jail_directory = None
+        if self._executable is not None:
+            shutil.rmtree(self._executable.parent, ignore_errors=True)
+            self._executable = None
 
     async def _ensure_browser(self, slot: _Slot) -> Browser:
         async with slot.lock:
