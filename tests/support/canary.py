@@ -25,10 +25,6 @@ class WireCanary:
         with self._lock:
             return list(self.hits)
 
-    def clear(self) -> None:
-        with self._lock:
-            self.hits.clear()
-
 
 def _bind_both() -> tuple[socket.socket, socket.socket]:
     """A TCP listener and a UDP socket on the same free loopback port."""
