@@ -130,6 +130,10 @@ class PageServer:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
+    def count(self, path: str) -> int:
+        """How many requests asked for this path (whatever their query)."""
+        return sum(1 for hit in list(self.hits) if urlsplit(hit).path == path)
+
     def page(self, name: str, html: str) -> str:
         self.pages[f"/page/{name}"] = html.encode()
         return self.url(f"/page/{name}")
@@ -169,8 +173,14 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
                 server.stop.wait(30)
                 self._send(200, b"late", "text/plain")
             elif parts.path == "/hold":
-                # Keeps a request in flight (the render waits) while a page works.
-                server.stop.wait(1.5)
+                # Keeps a request in flight (the render waits) while a page works: until the
+                # page's next /report arrives (renders run one after another), at most 20 s.
+                # A fixed wait was too short on a loaded container run.
+                reported = server.count("/report")
+                deadline = time.monotonic() + 20
+                while server.count("/report") == reported and time.monotonic() < deadline:
+                    if server.stop.wait(0.05):
+                        break
                 self._send(200, b"held", "text/plain", Access_Control_Allow_Origin="*")
             elif parts.path == "/cacheable":
                 self._send(
