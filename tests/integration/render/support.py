@@ -173,9 +173,8 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
                 server.stop.wait(30)
                 self._send(200, b"late", "text/plain")
             elif parts.path == "/hold":
-                # Keeps a request in flight (the render waits) while a page works: until the
-                # page's next /report arrives (renders run one after another), at most 20 s.
-                # A fixed wait was too short on a loaded container run.
+                # Holds a page's load event (an <img>) while it works: until the page's next
+                # /report arrives (renders run one after another), at most 20 s.
                 reported = server.count("/report")
                 deadline = time.monotonic() + 20
                 while server.count("/report") == reported and time.monotonic() < deadline:

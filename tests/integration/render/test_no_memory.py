@@ -5,7 +5,9 @@ every place a page can leave something (window.name, globals, localStorage, sess
 cookies, Cache Storage, IndexedDB, service workers, history entries, performance entries,
 the HTTP cache), then leaves something in each and reads again. It reports both readings to the page
 server. Every render must find nothing before it leaves its own; the reading after leaving
-finds everything, which shows the readers work.
+finds everything, which shows the readers work. The page's load event waits for its report
+(an image the page server holds until the report arrives), so no render is captured and torn
+down before its page has reported, however loaded the machine.
 """
 
 from __future__ import annotations
@@ -24,8 +26,7 @@ from tests.integration.render.support import PageServer
 pytestmark = pytest.mark.integration
 
 PAGE = """<!doctype html><html><head><style>body{margin:0;width:1080px;height:1920px}</style>
-</head><body><h1>memory</h1><script>
-const hold = fetch("/hold");
+</head><body><h1>memory</h1><img src="/hold" alt=""><script>
 async function read() {
   const found = {};
   const note = (name, value) => { if (value) found[name] = String(value); };
@@ -66,7 +67,6 @@ async function leave() {
   const after = await read();
   after.pushed = history.length > before.historyLength;
   await fetch("/report?" + encodeURIComponent(JSON.stringify({before, after})));
-  await hold;
 })();
 </script></body></html>"""
 
