@@ -1,5 +1,10 @@
 """Sign-in attempt limits per email and per client address, shared by every replica.
 
+Both are kept per organization: wrong passwords sprayed at one workspace from an address
+(an office NAT, a mobile carrier's gateway) must not lock every other workspace's users at
+that address out. Behind an ingress the address is the client's own (the edge's trusted
+proxy setting, docs/edge.md), never the proxy's.
+
 Each key is a GCRA token bucket in one MongoDB document (as the request rate limit in
 ratelimit.py): `size` attempts, refilled evenly over `window` seconds. An attempt is taken
 before the password is checked, so concurrent guesses cannot slip past the limit; a
@@ -58,7 +63,7 @@ class SignInLimits:
     def keys(self, organization_id: str, email: str, client_ip: str) -> list[tuple[str, Bucket]]:
         keys = [(limit_key("email", organization_id, email.strip().lower()), self._per_email)]
         if client_ip:
-            keys.append((limit_key("ip", client_ip), self._per_address))
+            keys.append((limit_key("ip", organization_id, client_ip), self._per_address))
         return keys
 
     async def take(self, organization_id: str, email: str, client_ip: str) -> None:

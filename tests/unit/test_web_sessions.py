@@ -160,6 +160,19 @@ async def test_attempts_per_address_are_limited_across_emails(world: World) -> N
     await world.sessions.sign_in(org, "ana@example.com", PASSWORD, "10.9.9.8", "")
 
 
+async def test_an_address_limited_in_one_workspace_still_signs_in_to_another(
+    world: World,
+) -> None:
+    sprayed = await _org_with_user(world)
+    other = await _org_with_user(world)
+    for n in range(5):
+        with pytest.raises(Unauthenticated):
+            await world.sessions.sign_in(sprayed, f"user{n}@example.com", "x", "10.7.7.7", "")
+    with pytest.raises(ResourceExhausted):
+        await world.sessions.sign_in(sprayed, "ana@example.com", PASSWORD, "10.7.7.7", "")
+    await world.sessions.sign_in(other, "ana@example.com", PASSWORD, "10.7.7.7", "")
+
+
 async def test_concurrent_guesses_cannot_pass_the_limit(world: World) -> None:
     org = await _org_with_user(world)
     results = await asyncio.gather(
