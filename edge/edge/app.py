@@ -92,6 +92,6 @@ def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeAp
     app.add_route("/api/v1/catalog.json", CatalogResource(deps.catalog))
     app.add_route("/api/v1/openapi.json", OpenApiResource(deps.catalog, settings.public_url))
     app.add_route("/healthz", Liveness())
-    app.add_route("/readyz", Readiness(deps.backends.account, deps.draining))
+    app.add_route("/readyz", Readiness(deps.draining))
     add_routes(app, deps.backends, settings)
     return RequestScopeApp(app, deps.in_flight)

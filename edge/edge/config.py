@@ -16,6 +16,13 @@ class EdgeSettings(BaseServiceSettings, ServiceAddresses):
     # Open connections a replica accepts (idle keep-alive ones included); past it waitress
     # stops accepting, and new connections wait in the kernel until one closes.
     edge_connection_limit: int = Field(default=1000, ge=1, le=100_000)
+    # The proxy in front of the edge (the ingress) whose X-Forwarded-For/-Proto are believed:
+    # its address, or "*" when only the proxy can reach the edge (a NetworkPolicy admits the
+    # ingress controller only). Empty: the socket's peer is the client, headers are dropped.
+    edge_trusted_proxy: str = ""
+    # How many proxies append to X-Forwarded-For before the edge (the client is the entry
+    # that many from the right).
+    edge_trusted_proxy_count: int = Field(default=1, ge=1, le=10)
     # Scheme, host and port callers use to reach the edge; base URLs are built from it.
     public_url: str = "http://127.0.0.1:8080"
     # How long a token check (valid or not) is remembered by this replica.

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import falcon
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from edge.auth import Authenticator, RateLimitGate
 from edge.body import read_json_object
@@ -103,30 +101,17 @@ class Liveness:
 
 
 class Readiness:
-    """Ready while not draining and account-svc answers its health check (cached 1 s)."""
+    """Ready until SIGTERM starts the drain: the edge's own state only.
 
-    def __init__(self, account_channel: grpc.Channel, draining: threading.Event) -> None:
-        self._health = health_pb2_grpc.HealthStub(account_channel)
+    A backend that is down does not make the edge unready: every edge pod would leave its
+    Service at once and callers would get connection errors instead of the per-call 503 with
+    Retry-After that the spec promises (and that the backend's own alerts report).
+    """
+
+    def __init__(self, draining: threading.Event) -> None:
         self._draining = draining
-        self._checked_at = 0.0
-        self._ok = False
-        self._lock = threading.Lock()
-
-    def _account_ok(self) -> bool:
-        with self._lock:
-            if time.monotonic() - self._checked_at < 1.0:
-                return self._ok
-            try:
-                reply = self._health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
-                self._ok = reply.status == health_pb2.HealthCheckResponse.SERVING
-            except grpc.RpcError:
-                self._ok = False
-            self._checked_at = time.monotonic()
-            return self._ok
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if self._draining.is_set():
             raise ApiError(503, "shutting down")
-        if not self._account_ok():
-            raise ApiError(503, "account-svc is not answering")
         resp.media = {"status": "ready"}

@@ -34,8 +34,9 @@ def _busy(channel: Any) -> bool:
     return bool(channel.request is not None or channel.requests or channel.total_outbufs_len)
 
 
-def serve(app: Any, settings: EdgeSettings, draining: threading.Event, in_flight: InFlight) -> None:
-    server: Any = waitress.create_server(  # type: ignore[attr-defined]
+def create_server(app: Any, settings: EdgeSettings) -> Any:
+    """The waitress server of the edge (not yet running)."""
+    return waitress.create_server(  # type: ignore[attr-defined]
         app,
         host=settings.edge_host,
         port=settings.edge_port,
@@ -49,9 +50,26 @@ def serve(app: Any, settings: EdgeSettings, draining: threading.Event, in_flight
         # Large enough for upload-temp-blob's 30 MB inline body.
         max_request_body_size=settings.max_body_bytes,
         channel_timeout=180,
+        # Forwarded headers count only from the trusted proxy (the ingress); from anyone else
+        # they are dropped, so a caller cannot choose the address its sign-in limit sees.
         clear_untrusted_proxy_headers=True,
+        **_proxy_settings(settings),
         ident="storypost",
     )
+
+
+def _proxy_settings(settings: EdgeSettings) -> dict[str, Any]:
+    if not settings.edge_trusted_proxy:
+        return {}
+    return {
+        "trusted_proxy": settings.edge_trusted_proxy,
+        "trusted_proxy_count": settings.edge_trusted_proxy_count,
+        "trusted_proxy_headers": {"x-forwarded-for", "x-forwarded-proto"},
+    }
+
+
+def serve(app: Any, settings: EdgeSettings, draining: threading.Event, in_flight: InFlight) -> None:
+    server = create_server(app, settings)
 
     def in_loop(action: Any) -> None:
         """Runs `action` in the thread of server.run() (the trigger wakes its select)."""
