@@ -137,16 +137,19 @@ def use_id_lookup_for_guarded_writes() -> None:
 
 
 def use_sql_prefilter_for_compound_unique_indexes() -> None:
-    """Checks a compound unique index (`organizationId` + a UUID) in SQL, not by a scan.
+    """Checks a compound unique index (`organizationId` + a UUID or a slot) in SQL, not by a
+    scan.
 
     mongoeco 4.11 looks a unique key up in its scalar index table only for one-field
     indexes; for a compound one it deserializes every document of the collection on each
     insert or update to compare keys in Python (a 10-minute load of 100 organizations slowed
-    down steadily as temp blobs, drafts and posts piled up). When every field of the key is
-    a plain string, only documents whose stored JSON holds exactly those strings can clash
-    (strings compare by their bytes without a collation, which the caller has already ruled
-    out, like arrays): SQLite picks those out, and mongoeco's own comparison decides on
-    each. Any other key (numbers, dates, missing fields) keeps the original scan.
+    down steadily as temp blobs, drafts and posts piled up; adding a webhook URL took 49 ms
+    at 2,000 URLs). A clashing document must hold, in every field of the key where this
+    document holds a plain string, exactly that string (strings compare by their bytes
+    without a collation, which the caller has already ruled out, like arrays): SQLite picks
+    the documents that do, and the comparison of mongoeco's scan decides on each, over every
+    field (so a number in another field still equals its twin of another numeric type). A key
+    with no plain string (only numbers, dates, missing fields) keeps the original scan.
     """
     from mongoeco.core.paths import get_document_value
     from mongoeco.engines.sqlite import SQLiteEngine
@@ -172,15 +175,16 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
         fields = list(index["fields"])
         if answer is not None or collection_id is None or len(fields) < 2:
             return answer
-        values = []
+        strings: list[tuple[str, str]] = []
         for field in fields:
             found, value = get_document_value(document, field)
-            if not found or type(value) is not str:
-                return None
-            values.append(value)
-        where = " AND ".join("json_extract(document, ?) = ?" for _ in fields)
+            if found and type(value) is str:
+                strings.append((field, value))
+        if not strings:
+            return None
+        where = " AND ".join("json_extract(document, ?) = ?" for _ in strings)
         params: list[object] = [collection_id]
-        for field, value in zip(fields, values, strict=True):
+        for field, value in strings:
             params += [json_path_for_field(field), value]
         # Only "?" placeholders are joined into the statement; every value is a parameter.
         sql = (
@@ -188,13 +192,15 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
             "(SELECT db_name, coll_name FROM collections WHERE collection_id = ?) AND " + where
         )
         rows = conn.execute(sql, tuple(params)).fetchall()
+        # The comparison of the scan this replaces: equal BSON values (0 and 0.0) are equal.
+        key = tuple(self._index_value(document, field) for field in fields)
         for storage_key, stored in rows:
             if exclude_storage_key is not None and storage_key == exclude_storage_key:
                 continue
             existing = self._deserialize_document(stored)
             if not document_in_virtual_index(existing, index):
                 continue
-            if self._unique_index_conflict(document, existing, index) is not None:
+            if tuple(self._index_value(existing, field) for field in fields) == key:
                 return True
         return False
 

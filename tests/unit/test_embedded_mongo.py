@@ -123,11 +123,19 @@ async def test_compound_unique_keys_are_checked_in_sql_and_still_refuse_every_du
     await coll.update_one({"n": 4}, {"$set": {"note": "kept"}})
     assert scans == []
     assert await coll.count_documents({"org": "o1", "key.uuid": "u1"}) == 1
-    # Keys that are not all strings keep mongoeco's own comparison (1 and 1.0 are equal).
+    # A number beside a string (a slot) is compared as mongoeco's scan compares (1 and 1.0
+    # are equal), among the documents holding that string only.
+    scans.clear()
     await coll.insert_one({"org": "o9", "key": {"uuid": 1}})
     with pytest.raises(DuplicateKeyError):
         await coll.insert_one({"org": "o9", "key": {"uuid": 1.0}})
-    assert scans, "numeric keys must still be compared by the scan"
+    await coll.insert_one({"org": "o8", "key": {"uuid": 1.0}})
+    assert scans == []
+    # Keys without any string keep the scan.
+    await coll.insert_one({"org": 9, "key": {"uuid": 1}})
+    with pytest.raises(DuplicateKeyError):
+        await coll.insert_one({"org": 9.0, "key": {"uuid": 1.0}})
+    assert scans, "keys without a string must still be compared by the scan"
 
 
 async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import OperationFailure
 
 from storypost_runtime.mongo import Document, ensure_indexes
+
+# Indexes of earlier versions, dropped once the compound ones exist: unique keys on the
+# joined strings `slotKey` ("<organizationId>/<slot>") and `urlKey` ("<organizationId> <url>"),
+# and one on `organizationId` that the compound indexes now serve. New records carry no
+# joined key, so a unique index on one would see them all as null and refuse the second.
+RETIRED_WEBHOOK_INDEXES = ("slot_key", "url_key", "organization")
+# MongoDB's IndexNotFound: another replica dropped it first.
+_INDEX_NOT_FOUND = 27
 
 
 @dataclass(frozen=True)
@@ -21,18 +31,27 @@ class WebhookCollections:
         return cls(webhooks=db["webhooks"], deliveries=db["webhook_deliveries"])
 
     async def ensure_indexes(self) -> None:
-        # Single-field unique keys rather than compound ones: the embedded MongoDB (mongoeco)
-        # checks a compound unique index by scanning the whole collection on every insert.
         await ensure_indexes(
             self.webhooks,
             [
-                # "<organizationId>/<slot>", slot 0..4: at most 5 URLs, also under racing adds.
-                IndexModel([("slotKey", ASCENDING)], unique=True, name="slot_key"),
-                # "<organizationId> <url>": a URL once per organization.
-                IndexModel([("urlKey", ASCENDING)], unique=True, name="url_key"),
-                IndexModel([("organizationId", ASCENDING)], name="organization"),
+                # Slot 0..4 once per organization: at most 5 URLs, also under racing adds.
+                # Its prefix serves every query by organization.
+                IndexModel(
+                    [("organizationId", ASCENDING), ("slot", ASCENDING)],
+                    unique=True,
+                    name="organization_slot",
+                ),
+                # A URL once per organization.
+                IndexModel(
+                    [("organizationId", ASCENDING), ("url", ASCENDING)],
+                    unique=True,
+                    name="organization_url",
+                ),
             ],
         )
+        # Records written with the joined keys hold the real fields too, so the compound
+        # indexes above already cover them; the old indexes only go now.
+        await drop_indexes(self.webhooks, RETIRED_WEBHOOK_INDEXES)
         # A delivery's _id is derived from (eventId, webhookId) (deliveries.delivery_uuid), so
         # _id's uniqueness is the unique (eventId, webhookId) rule.
         await ensure_indexes(
@@ -47,3 +66,16 @@ class WebhookCollections:
                 IndexModel([("expireAt", ASCENDING)], expireAfterSeconds=0, name="expire_at"),
             ],
         )
+
+
+async def drop_indexes(collection: AsyncCollection[Document], names: Sequence[str]) -> None:
+    """Drops the named indexes where they exist (replicas starting together may race)."""
+    present = await collection.index_information()
+    for name in names:
+        if name not in present:
+            continue
+        try:
+            await collection.drop_index(name)
+        except OperationFailure as error:
+            if error.code != _INDEX_NOT_FOUND:
+                raise

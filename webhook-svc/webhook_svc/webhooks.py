@@ -105,13 +105,13 @@ class Webhooks:
             "_id": secrets.token_hex(12),
             "organizationId": organization_id,
             "url": normalized,
-            "urlKey": f"{organization_id} {normalized}",
             "events": wanted_events,
             "createdAt": self._clock.now(),
         }
         if secret:
             doc["signingSecretEncrypted"] = self._box.encrypt(secret)
-        # Slots 0..4 under a unique key: racing adds can never store a sixth URL.
+        # Slots 0..4 under the unique (organizationId, slot) index: racing adds can never
+        # store a sixth URL; (organizationId, url) keeps a URL once.
         for _ in range(MAX_WEBHOOKS + 1):
             existing = await self._stored(organization_id)
             same = next((d for d in existing if d["url"] == normalized), None)
@@ -126,7 +126,6 @@ class Webhooks:
                     reason="WEBHOOK_LIMIT",
                 )
             doc["slot"] = free[0]
-            doc["slotKey"] = f"{organization_id}/{free[0]}"
             try:
                 await self._collection.insert_one(doc)
             except DuplicateKeyError:
