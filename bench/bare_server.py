@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import uuid
 
 import falcon
-import grpc
 import waitress
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.grpc_client import sync_channel
+from storypost_runtime.service_auth import caller_signer
 
 
 class Plain:
@@ -45,7 +47,11 @@ def main() -> None:
     args = parser.parse_args()
     app = falcon.App()
     if args.account_addr:
-        stub = account_pb2_grpc.AccountServiceStub(grpc.insecure_channel(args.account_addr))
+        # Signed as the edge signs its calls (STORYPOST_SERVICE_KEY), with the same channel.
+        channel = sync_channel(
+            args.account_addr, 5.0, caller_signer(os.environ.get("STORYPOST_SERVICE_KEY", ""))
+        )
+        stub = account_pb2_grpc.AccountServiceStub(channel)
         app.add_route("/noop", Authenticated(stub, args.org))
     else:
         app.add_route("/noop", Plain())

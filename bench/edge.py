@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import socket
 import statistics
 import sys
@@ -23,8 +24,9 @@ import httpx
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost.testing.stack import stack_channel
 from storypost_cli.stack import EmbeddedStack, StackPorts
-from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.service_auth import EDGE
 
 HERE = Path(__file__).resolve().parent
 
@@ -102,7 +104,7 @@ async def main() -> None:
         )
         async with stack:
             env = stack.env()
-            async with aio_channel(env["STORYPOST_ACCOUNT_ADDR"], 15) as channel:
+            async with stack_channel(env, "account", 15) as channel:
                 accounts = account_pb2_grpc.AccountServiceStub(channel)
                 org = await accounts.CreateOrganization(pb.CreateOrganizationRequest(name="bench"))
                 issued = await accounts.CreateApiCredential(
@@ -123,6 +125,8 @@ async def main() -> None:
                     env["STORYPOST_ACCOUNT_ADDR"],
                     "--org",
                     org.organization_id,
+                    # Authenticates as the edge does, with the edge's signed calls.
+                    env={**os.environ, "STORYPOST_SERVICE_KEY": stack.credentials()[EDGE]},
                 ),
             ]
             try:

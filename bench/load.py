@@ -23,12 +23,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import os
 import random
 import sys
 import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,9 +41,11 @@ import httpx
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost.testing.stack import stack_channel
+from storypost_cli.config import default_data_dir
 from storypost_cli.sandbox import connect_account
 from storypost_cli.stack import EmbeddedStack, StackPorts
-from storypost_runtime.grpc_client import aio_channel
+from storypost_cli.stack.credentials import admin_credential
 
 STORY = (
     "<photoapp-story></photoapp-story><div style='width:1080px;height:1920px;background:#c63;"
@@ -286,12 +290,13 @@ def report(stats: Stats, orgs: int, rate: float, seconds: float, without_renders
           f"{percentile(every, 0.5):8.0f} {percentile(every, 0.99):8.0f}")  # fmt: skip
 
 
-async def run(args: argparse.Namespace, edge_url: str, account_addr: str) -> int:
+async def run(args: argparse.Namespace, edge_url: str, env: Mapping[str, str]) -> int:
+    """`env`: the stack's client settings (account-svc's address, the operator's key)."""
     seconds = args.minutes * 60
     limits = httpx.Limits(max_connections=args.orgs * 4, max_keepalive_connections=args.orgs)
     async with (
         httpx.AsyncClient(timeout=130, limits=limits) as http,
-        aio_channel(account_addr, 30) as channel,
+        stack_channel(env, "account", 30) as channel,
     ):
         accounts = account_pb2_grpc.AccountServiceStub(channel)
         print(f"making {args.orgs} organizations ...", file=sys.stderr, flush=True)
@@ -336,20 +341,26 @@ async def main() -> int:
         help="leave out the calls that render (schedule, cancel, create-draft)",
     )
     parser.add_argument("--edge-url", help="a running stack's edge (with --account-addr)")
-    parser.add_argument("--account-addr", help="a running stack's account-svc (admin calls)")
+    parser.add_argument(
+        "--account-addr",
+        help="a running stack's account-svc (admin calls, signed with STORYPOST_SERVICE_KEY "
+        "or the key of `make run`'s stack)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.minutes = 1.0
     if args.edge_url and args.account_addr:
-        return await run(args, args.edge_url.rstrip("/"), args.account_addr)
+        signer_key = os.environ.get("STORYPOST_SERVICE_KEY") or admin_credential(default_data_dir())
+        external = {"STORYPOST_ACCOUNT_ADDR": args.account_addr}
+        external["STORYPOST_SERVICE_KEY"] = signer_key or ""
+        return await run(args, args.edge_url.rstrip("/"), external)
     with tempfile.TemporaryDirectory(prefix="storypost-load-") as tmp:
         stack = EmbeddedStack(
             Path(tmp), StackPorts.free(), extra_env={"STORYPOST_LOG_LEVEL": "warning"}
         )
         print("starting the stack ...", file=sys.stderr, flush=True)
         async with stack:
-            env = stack.env()
-            return await run(args, stack.edge_url, env["STORYPOST_ACCOUNT_ADDR"])
+            return await run(args, stack.edge_url, stack.env())
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from storypost.render.v1 import render_pb2_grpc
 from storypost_cli.stack import EmbeddedStack, StackPorts, health
 from storypost_cli.stack.process import ManagedProcess
 from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.service_auth import RENDER_SVC, caller_signer
 
 ORG = "bench-org"
 # Idle seconds after each (ours, bare) pair in the paced prepare rounds.
@@ -137,6 +138,7 @@ async def start_service(stack: EmbeddedStack, work: Path) -> Service:
         "STORYPOST_METRICS_PORT": "-1",
         "STORYPOST_PUBLIC_URL": PUBLIC_URL,
         "STORYPOST_RENDER_CONCURRENCY": "4",
+        "STORYPOST_SERVICE_KEY": stack.credentials()[RENDER_SVC],
         "STORYPOST_LOG_LEVEL": "info",  # its per-stage timings: stage_medians()
         "PYTHONUNBUFFERED": "1",
     }
@@ -153,7 +155,9 @@ async def start_service(stack: EmbeddedStack, work: Path) -> Service:
             break
         except Exception:
             await asyncio.sleep(0.2)
-    channel = aio_channel(f"127.0.0.1:{port}", 600)
+    channel = aio_channel(
+        f"127.0.0.1:{port}", 600, caller_signer(stack.env()["STORYPOST_SERVICE_KEY"])
+    )
     return Service(render_pb2_grpc.RenderServiceStub(channel), process)
 
 

@@ -28,9 +28,9 @@ from storypost.account.v1 import account_pb2_grpc
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost.render.v1 import render_pb2 as rpb
+from storypost.testing.stack import stack_channel
 from storypost_cli.sandbox import connect_account
 from storypost_cli.stack import EmbeddedStack, StackPorts
-from storypost_runtime.grpc_client import aio_channel
 
 DESIGN = (
     "<photoapp-story></photoapp-story><div style='width:1080px;height:1920px;background:#357'>"
@@ -90,15 +90,13 @@ async def run(stack: EmbeddedStack, env: dict[str, str], args: argparse.Namespac
         (
             await http.put(f"{sandbox}/_sandbox/config", json={"photoappPublishLimit": 10**6})
         ).raise_for_status()
-        account_channel = aio_channel(env["STORYPOST_ACCOUNT_ADDR"], 30)
+        account_channel = stack_channel(env, "account", 30)
         accounts = account_pb2_grpc.AccountServiceStub(account_channel)
         org = await accounts.CreateOrganization(apb.CreateOrganizationRequest(name="bench"))
         names = [f"bench{n:03d}{uuid.uuid4().hex[:6]}" for n in range(args.accounts)]
         for name in names:
             await connect_account(accounts, http, org.organization_id, "photoapp", name)
-        publish = publish_pb2_grpc.PublishServiceStub(
-            aio_channel(env["STORYPOST_PUBLISH_ADDR"], 120)
-        )
+        publish = publish_pb2_grpc.PublishServiceStub(stack_channel(env, "publish", 120))
         later = datetime.now(UTC) + timedelta(hours=1)
         gate = asyncio.Semaphore(args.concurrency)
         started = time.perf_counter()

@@ -30,10 +30,10 @@ import nats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the test receiver lives in tests/
 
+from storypost.testing.stack import stack_channel  # noqa: E402
 from storypost.webhook.v1 import webhook_pb2 as pb  # noqa: E402
 from storypost.webhook.v1 import webhook_pb2_grpc  # noqa: E402
 from storypost_cli.stack import EmbeddedStack, StackPorts  # noqa: E402
-from storypost_runtime.grpc_client import aio_channel  # noqa: E402
 from tests.integration.webhooks.receiver import Received, Receiver, make_certificates  # noqa: E402
 from tests.support.events import publish, story_event  # noqa: E402
 
@@ -67,7 +67,7 @@ async def run(rate: float, seconds: float, mongo_url: str | None) -> None:
                 stack_env = stack.env()
                 connection = await nats.connect(stack_env["STORYPOST_NATS_URL"])
                 js = connection.jetstream()
-                async with aio_channel(stack_env["STORYPOST_WEBHOOK_ADDR"], 15) as channel:
+                async with stack_channel(stack_env, "webhook", 15) as channel:
                     stub = webhook_pb2_grpc.WebhookServiceStub(channel)
                     org = f"bench-{uuid.uuid4().hex[:8]}"
                     await stub.AddWebhook(

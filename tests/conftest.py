@@ -29,7 +29,7 @@ def storypost_stack_env() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 async def api(storypost_stack: StackHandle) -> AsyncIterator[Api]:
-    channel = admin_channel(storypost_stack.account_addr)
+    channel = admin_channel(storypost_stack)
     client = Api(storypost_stack.edge_url, Admin(channel, storypost_stack.edge_url))
     yield client
     await client.close()

@@ -11,6 +11,7 @@ from argon2 import PasswordHasher
 from prometheus_client import CollectorRegistry
 
 from account_svc.access_tokens import AccessTokens
+from account_svc.callers import RESTRICTIONS, SERVICE_NAME
 from account_svc.config import AccountSettings
 from account_svc.connect_flow import ConnectFlow
 from account_svc.connect_links import ConnectLinks
@@ -29,13 +30,11 @@ from account_svc.sessions import AppSessions
 from account_svc.signin_limits import Bucket, SignInLimits
 from account_svc.token_crypto import TokenCipher
 from account_svc.users import Users
-from storypost.account.v1 import account_pb2, account_pb2_grpc
+from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.mongo import mongo_client
 from storypost_runtime.service import ServiceParts
 from storypost_runtime.tasks import background
-
-SERVICE_NAME = account_pb2.DESCRIPTOR.services_by_name["AccountService"].full_name
 
 
 async def build(
@@ -70,7 +69,7 @@ async def build(
     def register(server: grpc.aio.Server) -> None:
         account_pb2_grpc.add_AccountServiceServicer_to_server(servicer, server)
 
-    return ServiceParts([SERVICE_NAME], register)
+    return ServiceParts([SERVICE_NAME], register, RESTRICTIONS)
 
 
 async def rate_buckets(

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from cryptography.fernet import Fernet
 from pydantic import Field, SecretStr, model_validator
 
-from storypost_runtime.settings import GrpcServerSettings, MongoSettings, NatsSettings
+from storypost_runtime.secret_box import setting_keys, split_keys
+from storypost_runtime.settings import (
+    GrpcServerSettings,
+    MongoSettings,
+    NatsSettings,
+    refuse_published_secret,
+)
 
 # The development key of the embedded stack: published in the repository, so it protects
-# nothing. It is refused when STORYPOST_ENVIRONMENT is "production".
+# nothing. Outside STORYPOST_ENVIRONMENT=development it is refused, and so is no key.
 DEV_TOKEN_KEY = "c3Rvcnlwb3N0LWRldmVsb3BtZW50LWtleS0wMDAwMDA="  # noqa: S105 - public dev key
+# The client secret the sandbox network is given by default: refused likewise.
+DEV_PLATFORM_CLIENT_SECRET = "storypost-sandbox-client-secret"  # noqa: S105 - public
 
 
 class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
@@ -27,11 +34,9 @@ class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     )
     # How long one bucket write may wait for NATS before MongoDB's bucket is used instead.
     rate_limit_nats_timeout_seconds: float = Field(default=0.5, gt=0, le=10)
-    # "production" refuses development defaults (the token key) at start-up.
-    environment: Literal["development", "production"] = "development"
     # Fernet keys (url-safe base64 of 32 bytes) that encrypt platform tokens at rest, comma
     # separated: the first encrypts, every one decrypts (rotation: put the new key first,
-    # re-connect or refresh, then drop the old one).
+    # re-connect or refresh, then drop the old one). Required outside development.
     account_token_key: SecretStr = SecretStr(DEV_TOKEN_KEY)
     # The sandbox network (the platforms' API base: <sandbox_url>/<platform>).
     sandbox_url: str = "http://127.0.0.1:8090"
@@ -39,9 +44,10 @@ class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     sandbox_public_url: str = ""
     # The edge as browsers reach it: the connect callback is <public_url>/connect/callback.
     public_url: str = "http://127.0.0.1:8080"
-    # OAuth client credentials storypost presents to the platforms.
+    # OAuth client credentials storypost presents to the platforms (the secret is required
+    # outside development).
     platform_client_id: str = "storypost"
-    platform_client_secret: SecretStr = SecretStr("storypost-sandbox-client-secret")
+    platform_client_secret: SecretStr = SecretStr(DEV_PLATFORM_CLIENT_SECRET)
     # Deadline of one call to a platform.
     platform_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     # Credits a new organization starts with (due social posts wait while not positive).
@@ -61,28 +67,34 @@ class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     signin_window_minutes: float = Field(default=15.0, gt=0, le=60 * 24)
 
     @model_validator(mode="after")
-    def _check_token_key(self) -> Self:
-        keys = self.token_keys()
-        if not keys:
-            raise ValueError("STORYPOST_ACCOUNT_TOKEN_KEY must name at least one Fernet key")
-        for key in keys:
+    def _check_secrets(self) -> Self:
+        # Both are checked, so one start-up names every secret that is missing.
+        problems: list[str] = []
+        for check in (self._check_token_key, self._check_client_secret):
             try:
-                Fernet(key)
-            except ValueError:
-                raise ValueError(
-                    "STORYPOST_ACCOUNT_TOKEN_KEY: each key must be url-safe base64 of 32 bytes "
-                    "(python -c 'from cryptography.fernet import Fernet; "
-                    "print(Fernet.generate_key().decode())')"
-                ) from None
-        if self.environment == "production" and DEV_TOKEN_KEY in keys:
-            raise ValueError(
-                "STORYPOST_ACCOUNT_TOKEN_KEY is the published development key; set a secret "
-                "key in production"
-            )
+                check()
+            except ValueError as error:
+                problems.append(str(error))
+        if problems:
+            raise ValueError("\n  ".join(problems))
         return self
 
+    def _check_token_key(self) -> None:
+        setting_keys(self, "account_token_key", DEV_TOKEN_KEY)
+
+    def _check_client_secret(self) -> None:
+        refuse_published_secret(
+            self,
+            "platform_client_secret",
+            [self.platform_client_secret.get_secret_value()],
+            published=[DEV_PLATFORM_CLIENT_SECRET],
+            noun="secret",
+            how="the OAuth client secret each platform issued to storypost; against the sandbox "
+            "network any value: python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        )
+
     def token_keys(self) -> list[str]:
-        return [k.strip() for k in self.account_token_key.get_secret_value().split(",") if k]
+        return split_keys(self.account_token_key.get_secret_value())
 
     def browser_sandbox_url(self) -> str:
         return (self.sandbox_public_url or self.sandbox_url).rstrip("/")

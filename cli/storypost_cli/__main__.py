@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from storypost_cli import admin, admin_accounts, callers, dev, sandbox, webhooks
+from storypost_cli import admin, admin_accounts, callers, dev, keys, sandbox, webhooks
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin_accounts.register(admin_commands)
     sandbox.register(commands)
     callers.register(commands)
+    keys.register(commands)
     del admin_commands  # used as areas add admin subcommands
     return parser
 

@@ -135,7 +135,7 @@ def register(subparsers: AdminCommands) -> AdminCommands:
 
 def run_admin(args: argparse.Namespace) -> None:
     settings = load_settings(CliSettings)
-    channel = sync_channel(settings.account_addr, settings.grpc_deadline_seconds)
+    channel = sync_channel(settings.account_addr, settings.grpc_deadline_seconds, settings.signer())
     accounts = account_pb2_grpc.AccountServiceStub(channel)
     command: Command = args.run
     try:

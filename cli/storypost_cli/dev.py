@@ -16,8 +16,10 @@ import grpc
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost_cli.config import default_data_dir
 from storypost_cli.stack import EmbeddedStack, StackError, StackPorts
 from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.service_auth import caller_signer
 
 # Development conveniences of `make run` only (tests choose their own settings).
 DEV_SETTINGS = {
@@ -29,14 +31,6 @@ DEV_ORGANIZATION_FILE = "dev-organization.json"
 DEV_ORGANIZATION_NAME = "storypost dev"
 # Account calls right after start-up: the first one may wait for MongoDB indexes.
 _ACCOUNT_DEADLINE_SECONDS = 15.0
-
-
-def default_data_dir() -> Path:
-    """`.data/` in the repository root (an editable install), else in the working directory."""
-    root = Path(__file__).resolve().parents[2]
-    if (root / "pyproject.toml").is_file():
-        return root / ".data"
-    return Path.cwd() / ".data"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -128,8 +122,11 @@ async def _until_stopped(work: Awaitable[object], stopping: asyncio.Event) -> bo
 async def _ready(stack: EmbeddedStack, out: TextIO) -> None:
     """Starts the stack, ensures the dev organization, prints the one ready line."""
     await stack.start()
-    address = stack.env()["STORYPOST_ACCOUNT_ADDR"]
-    async with aio_channel(address, _ACCOUNT_DEADLINE_SECONDS) as channel:
+    env = stack.env()
+    signer = caller_signer(env["STORYPOST_SERVICE_KEY"])
+    async with aio_channel(
+        env["STORYPOST_ACCOUNT_ADDR"], _ACCOUNT_DEADLINE_SECONDS, signer
+    ) as channel:
         accounts = account_pb2_grpc.AccountServiceStub(channel)
         try:
             organization_id = await ensure_dev_organization(

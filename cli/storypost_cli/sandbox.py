@@ -100,7 +100,9 @@ def account_json(account: pb.ConnectedAccount) -> dict[str, Any]:
 
 def run_connect(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
     async def go() -> pb.ConnectedAccount:
-        channel = aio_channel(settings.account_addr, max(settings.grpc_deadline_seconds, 15.0))
+        channel = aio_channel(
+            settings.account_addr, max(settings.grpc_deadline_seconds, 15.0), settings.signer()
+        )
         try:
             async with httpx.AsyncClient(timeout=30.0) as http:
                 return await connect_account(

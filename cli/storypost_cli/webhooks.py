@@ -31,7 +31,7 @@ Command = Callable[[argparse.Namespace, CliSettings, account_pb2_grpc.AccountSer
 
 @contextmanager
 def webhook_service(settings: CliSettings) -> Iterator[webhook_pb2_grpc.WebhookServiceStub]:
-    channel = sync_channel(settings.webhook_addr, settings.grpc_deadline_seconds)
+    channel = sync_channel(settings.webhook_addr, settings.grpc_deadline_seconds, settings.signer())
     try:
         yield webhook_pb2_grpc.WebhookServiceStub(channel)
     finally:

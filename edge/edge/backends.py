@@ -8,6 +8,7 @@ import grpc
 
 from edge.config import EdgeSettings
 from storypost_runtime.grpc_client import sync_channel
+from storypost_runtime.service_auth import caller_signer
 
 
 @dataclass(frozen=True)
@@ -20,11 +21,12 @@ class Backends:
     @classmethod
     def connect(cls, settings: EdgeSettings) -> Backends:
         deadline = settings.grpc_deadline_seconds
+        signer = caller_signer(settings.service_key)
         return cls(
-            account=sync_channel(settings.account_addr, deadline),
-            render=sync_channel(settings.render_addr, deadline),
-            publish=sync_channel(settings.publish_addr, deadline),
-            webhook=sync_channel(settings.webhook_addr, deadline),
+            account=sync_channel(settings.account_addr, deadline, signer),
+            render=sync_channel(settings.render_addr, deadline, signer),
+            publish=sync_channel(settings.publish_addr, deadline, signer),
+            webhook=sync_channel(settings.webhook_addr, deadline, signer),
         )
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.mongo import mongo_client
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
 from storypost_runtime.service import ServiceParts
+from storypost_runtime.service_auth import caller_signer
 from storypost_runtime.tasks import background
 
 SERVICE_NAME = publish_pb2.DESCRIPTOR.services_by_name["PublishService"].full_name
@@ -57,11 +58,12 @@ async def build(
     store = PostStore(db["posts"], relay.wake)
     await store.ensure_indexes()
 
+    signer = caller_signer(settings.service_key)
     account_channel = await stack.enter_async_context(
-        aio_channel(settings.account_addr, settings.grpc_deadline_seconds)
+        aio_channel(settings.account_addr, settings.grpc_deadline_seconds, signer)
     )
     render_channel = await stack.enter_async_context(
-        aio_channel(settings.render_addr, settings.grpc_deadline_seconds)
+        aio_channel(settings.render_addr, settings.grpc_deadline_seconds, signer)
     )
     accounts = Accounts(account_pb2_grpc.AccountServiceStub(account_channel), clock)
     renderer = Renderer(render_pb2_grpc.RenderServiceStub(render_channel))

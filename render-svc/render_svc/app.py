@@ -44,6 +44,7 @@ from storypost_runtime.mongo import mongo_client
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
 from storypost_runtime.s3 import s3_client_kwargs, s3_session
 from storypost_runtime.service import ServiceParts
+from storypost_runtime.service_auth import caller_signer
 from storypost_runtime.tasks import background
 
 SERVICE_NAME = render_pb2.DESCRIPTOR.services_by_name["RenderService"].full_name
@@ -108,7 +109,9 @@ async def build(
     )
     await stack.enter_async_context(background(relay.run(), "outbox relay"))
 
-    accounts = aio_channel(settings.account_addr, settings.grpc_deadline_seconds)
+    accounts = aio_channel(
+        settings.account_addr, settings.grpc_deadline_seconds, caller_signer(settings.service_key)
+    )
     stack.push_async_callback(accounts.close)
     fetcher = GuardedFetcher(NetRules(settings.allowed_hosts()))
     stack.push_async_callback(fetcher.close)

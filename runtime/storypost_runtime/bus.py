@@ -79,13 +79,15 @@ async def nats_connection(
 
 
 async def ensure_events_stream(js: JetStreamContext, settings: NatsSettings) -> None:
-    """Creates or updates the status-events stream (file storage, 7 days, dedup window)."""
+    """Creates or updates the status-events stream (file storage, 7 days, dedup window,
+    `nats_stream_replicas` copies)."""
     config = StreamConfig(
         name=settings.nats_stream,
         subjects=[EVENTS_SUBJECT_PREFIX + ">"],
         storage=StorageType.FILE,
         max_age=SEVEN_DAYS_SECONDS,
         duplicate_window=settings.nats_duplicate_window_seconds,
+        num_replicas=settings.nats_stream_replicas,
     )
     try:
         await js.stream_info(settings.nats_stream)

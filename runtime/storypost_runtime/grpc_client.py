@@ -1,4 +1,9 @@
-"""gRPC channels for callers: request id in metadata and a deadline on every call."""
+"""gRPC channels for callers: request id, caller token and a deadline on every call.
+
+Calls are balanced round robin over every address the target resolves to: with a headless
+Kubernetes Service (`dns:///account-svc:50051`) that is every ready replica. The servers'
+max connection age makes clients re-resolve, so replicas added later get calls too.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 import grpc
 
 from storypost_runtime.context import REQUEST_ID_METADATA_KEY, current_request_id
+from storypost_runtime.service_auth import AUTHORIZATION_METADATA_KEY, TokenSigner
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
@@ -17,46 +23,62 @@ CHANNEL_OPTIONS = [
     # Reconnect quickly after a service restarts.
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2_000),
+    ("grpc.lb_policy_name", "round_robin"),
 ]
 
 
-def _with_defaults(details: Any, default_timeout: float) -> Any:
+def _with_defaults(details: Any, default_timeout: float, signer: TokenSigner | None) -> Any:
     metadata = list(details.metadata or ())
     request_id = current_request_id()
     if request_id and not any(k == REQUEST_ID_METADATA_KEY for k, _ in metadata):
         metadata.append((REQUEST_ID_METADATA_KEY, request_id))
+    if signer is not None and not any(k == AUTHORIZATION_METADATA_KEY for k, _ in metadata):
+        method = details.method
+        metadata.append(
+            signer.metadata_for(method.decode() if isinstance(method, bytes) else method)
+        )
     timeout = details.timeout if details.timeout is not None else default_timeout
     return details._replace(metadata=metadata, timeout=timeout)
 
 
 class _AioDefaults(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(self, default_timeout: float) -> None:
+    def __init__(self, default_timeout: float, signer: TokenSigner | None) -> None:
         self._timeout = default_timeout
+        self._signer = signer
 
     async def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        return await continuation(_with_defaults(client_call_details, self._timeout), request)
+        return await continuation(
+            _with_defaults(client_call_details, self._timeout, self._signer), request
+        )
 
 
 class _SyncDefaults(grpc.UnaryUnaryClientInterceptor):
-    def __init__(self, default_timeout: float) -> None:
+    def __init__(self, default_timeout: float, signer: TokenSigner | None) -> None:
         self._timeout = default_timeout
+        self._signer = signer
 
     def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        return continuation(_with_defaults(client_call_details, self._timeout), request)
+        return continuation(
+            _with_defaults(client_call_details, self._timeout, self._signer), request
+        )
 
 
-def aio_channel(address: str, default_timeout: float) -> grpc.aio.Channel:
-    """An asyncio channel whose calls carry the request id and a deadline."""
+def aio_channel(
+    address: str, default_timeout: float, signer: TokenSigner | None = None
+) -> grpc.aio.Channel:
+    """An asyncio channel whose calls carry the request id, `signer`'s token and a deadline."""
     return grpc.aio.insecure_channel(
-        address, options=CHANNEL_OPTIONS, interceptors=[_AioDefaults(default_timeout)]
+        address, options=CHANNEL_OPTIONS, interceptors=[_AioDefaults(default_timeout, signer)]
     )
 
 
-def sync_channel(address: str, default_timeout: float) -> grpc.Channel:
+def sync_channel(
+    address: str, default_timeout: float, signer: TokenSigner | None = None
+) -> grpc.Channel:
     """A blocking channel (the WSGI edge, the CLI) with the same defaults."""
     channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-    return grpc.intercept_channel(channel, _SyncDefaults(default_timeout))
+    return grpc.intercept_channel(channel, _SyncDefaults(default_timeout, signer))

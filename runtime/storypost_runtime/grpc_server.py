@@ -17,6 +17,7 @@ from storypost_runtime.context import request_id_from_metadata, request_scope
 from storypost_runtime.errors import DomainError
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import RpcMetrics
+from storypost_runtime.service_auth import CallerCheck, Restrictions, caller_verifier
 from storypost_runtime.settings import GrpcServerSettings
 from storypost_runtime.status import status_for
 
@@ -131,6 +132,26 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         )
 
 
+def _server_options(settings: GrpcServerSettings) -> list[tuple[str, int]]:
+    options = [
+        ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+        ("grpc.max_send_message_length", 64 * 1024 * 1024),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ]
+    if settings.grpc_max_connection_age_seconds:
+        # GOAWAY after this age: clients reconnect and re-resolve the headless Service's
+        # addresses, so new replicas get calls; calls in flight get the grace to finish.
+        options += [
+            ("grpc.max_connection_age_ms", int(settings.grpc_max_connection_age_seconds * 1000)),
+            (
+                "grpc.max_connection_age_grace_ms",
+                int(settings.grpc_max_connection_age_grace_seconds * 1000),
+            ),
+        ]
+    return options
+
+
 def _details_only(trailing: Any) -> tuple[tuple[str, str | bytes], ...]:
     """The rich-status entry of a downstream call's trailers, to pass on unchanged."""
     return tuple(
@@ -142,7 +163,11 @@ Registrar = Callable[[grpc.aio.Server], None]
 
 
 class GrpcServer:
-    """A started aio server with health and reflection for the given service names."""
+    """A started aio server with health and reflection for the given service names.
+
+    Calls pass the caller check (storypost_runtime.service_auth) inside the service
+    interceptor, so refused calls are counted and logged like any other.
+    """
 
     def __init__(
         self,
@@ -150,17 +175,17 @@ class GrpcServer:
         service_names: Iterable[str],
         register: Registrar,
         metrics: RpcMetrics,
+        restrictions: Restrictions | None = None,
     ) -> None:
         self._settings = settings
         self._names = list(service_names)
+        self.verifier = caller_verifier(settings.service_public_keys)
         self._server = grpc.aio.server(
-            interceptors=[ServiceInterceptor(metrics)],
-            options=[
-                ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                ("grpc.max_send_message_length", 64 * 1024 * 1024),
-                ("grpc.keepalive_permit_without_calls", 1),
-                ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            interceptors=[
+                ServiceInterceptor(metrics),
+                CallerCheck(self.verifier, restrictions or {}),
             ],
+            options=_server_options(settings),
         )
         self._health = health.aio.HealthServicer()
         register(self._server)

@@ -9,6 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from pydantic import SecretStr
+
+from storypost_runtime.settings import BaseServiceSettings, refuse_published_secret
+
+# How to make a key: every refusal of a key setting says it.
+GENERATE_KEY = (
+    "python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
+)
 
 
 def split_keys(value: str) -> list[str]:
@@ -25,10 +33,22 @@ def check_keys(keys: Sequence[str], setting: str) -> None:
             Fernet(key)
         except ValueError:
             raise ValueError(
-                f"{setting}: each key must be url-safe base64 of 32 bytes "
-                "(python -c 'from cryptography.fernet import Fernet; "
-                "print(Fernet.generate_key().decode())')"
+                f"{setting}: each key must be url-safe base64 of 32 bytes ({GENERATE_KEY})"
             ) from None
+
+
+def setting_keys(settings: BaseServiceSettings, field: str, development_key: str) -> list[str]:
+    """The Fernet keys of a key-list setting, checked: each one a Fernet key, and outside
+    development set and none of them the published `development_key` (settings'
+    refuse_published_secret). Raises ValueError naming the variable."""
+    value = getattr(settings, field)
+    keys = split_keys(value.get_secret_value() if isinstance(value, SecretStr) else str(value))
+    refuse_published_secret(
+        settings, field, keys, published=[development_key], how=f"generate: {GENERATE_KEY}"
+    )
+    variable = f"{settings.model_config.get('env_prefix', '')}{field.upper()}"
+    check_keys(keys, variable)
+    return keys
 
 
 class SecretBox:

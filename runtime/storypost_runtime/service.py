@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
 from storypost_runtime.grpc_server import GrpcServer, Registrar, stop_signal
 from storypost_runtime.logs import configure_logging, get_logger
 from storypost_runtime.metrics import RpcMetrics, serve_metrics
+from storypost_runtime.service_auth import Restrictions
 from storypost_runtime.settings import GrpcServerSettings, load_settings
 
 
@@ -21,6 +22,8 @@ class ServiceParts:
 
     service_names: Sequence[str]
     register: Registrar
+    # Procedures that answer only some callers (the rest answer every signed caller).
+    restrictions: Restrictions = field(default_factory=dict)
 
 
 Builder = Callable[[AsyncExitStack, CollectorRegistry], Awaitable[ServiceParts]]
@@ -38,10 +41,19 @@ async def serve(name: str, settings: GrpcServerSettings, build: Builder) -> None
     metrics = RpcMetrics.create(registry)
     async with AsyncExitStack() as stack:
         parts = await build(stack, registry)
-        server = GrpcServer(settings, parts.service_names, parts.register, metrics)
+        server = GrpcServer(
+            settings, parts.service_names, parts.register, metrics, parts.restrictions
+        )
         port = await server.start()
         metrics_port = serve_metrics(registry, settings.metrics_host, settings.metrics_port)
-        log.info("serving", grpc_port=port, metrics_port=metrics_port)
+        if server.verifier is None:
+            log.warning("STORYPOST_SERVICE_PUBLIC_KEYS is empty: every caller is answered")
+        log.info(
+            "serving",
+            grpc_port=port,
+            metrics_port=metrics_port,
+            callers=sorted(server.verifier.callers) if server.verifier else None,
+        )
         await stopping.wait()
         log.info("stopping", grace_seconds=settings.shutdown_grace_seconds)
         await server.stop()

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import Literal
+from collections.abc import Collection, Sequence
+from typing import Final, Literal, Self
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["debug", "info", "warning", "error"]
+# "development": unset secrets fall back to their published development values.
+# Anything else (production) refuses those (`refuse_published_secret`).
+Environment = Literal["development", "production"]
+DEVELOPMENT: Final = "development"
+# The embedded stack's S3 identity secret (cli/storypost_cli/stack): published, so it
+# protects nothing.
+DEV_S3_SECRET_KEY = "storypost-dev-secret"  # noqa: S105 - public development value
 
 
 class BaseServiceSettings(BaseSettings):
@@ -16,6 +24,8 @@ class BaseServiceSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="STORYPOST_", frozen=True, extra="ignore")
 
+    # Outside "development" no secret may be unset or a published development value.
+    environment: Environment = DEVELOPMENT
     log_level: LogLevel = "info"
     # Prometheus endpoint port on 127.0.0.1/metrics_host; 0 picks a free port, -1 turns it off.
     metrics_port: int = Field(default=-1, ge=-1, le=65535)
@@ -31,6 +41,26 @@ class GrpcServerSettings(BaseServiceSettings):
     shutdown_grace_seconds: float = Field(default=10.0, ge=0, le=600)
     # Pause between NOT_SERVING and stopping, so load balancers notice (0 in development).
     shutdown_drain_seconds: float = Field(default=0.0, ge=0, le=120)
+    # Callers this server answers, `name:key,...` (their Ed25519 public keys; not secret).
+    # Empty: every call passes (development only). See storypost_runtime.service_auth.
+    service_public_keys: str = ""
+    # Clients re-resolve and reconnect after a connection has lived this long (plus the grace
+    # for calls in flight), so replicas added by an autoscaler get calls. 0 keeps them forever.
+    grpc_max_connection_age_seconds: float = Field(default=0.0, ge=0, le=86400)
+    grpc_max_connection_age_grace_seconds: float = Field(default=30.0, ge=0, le=3600)
+
+    @model_validator(mode="after")
+    def _callers_known(self) -> Self:
+        from storypost_runtime.service_auth import parse_public_keys, require_outside_development
+
+        parse_public_keys(self.service_public_keys)
+        require_outside_development(
+            self.environment,
+            "STORYPOST_SERVICE_PUBLIC_KEYS",
+            self.service_public_keys,
+            "a service outside development answers signed callers only",
+        )
+        return self
 
 
 class MongoSettings(BaseSettings):
@@ -54,18 +84,47 @@ class NatsSettings(BaseSettings):
     nats_stream: str = Field(default="STORYPOST_EVENTS", pattern=r"^[A-Za-z0-9_-]+$")
     # JetStream deduplicates re-published events (same Nats-Msg-Id) inside this window.
     nats_duplicate_window_seconds: float = Field(default=600.0, ge=1, le=86400)
+    # Copies of the stream in a JetStream cluster (1 on a single server; 3 in production, so
+    # one NATS node lost loses no event). Raised on an existing stream at the next start.
+    nats_stream_replicas: int = Field(default=1, ge=1, le=5)
 
 
-class S3Settings(BaseSettings):
-    """S3-compatible media store (SeaweedFS by default)."""
+class S3Settings(BaseServiceSettings):
+    """The media store: AWS S3 by default, or any S3-compatible store at an endpoint URL.
 
-    model_config = SettingsConfigDict(env_prefix="STORYPOST_", frozen=True, extra="ignore")
+    No endpoint URL: AWS's regional endpoint with virtual-host addressing. An endpoint URL (the
+    embedded stack's SeaweedFS, MinIO): path-style addressing, which such stores need. No keys:
+    boto's default credential chain (workload identity such as EKS IRSA, instance roles,
+    AWS_* variables); keys: that static identity.
+    """
 
-    s3_endpoint_url: str = "http://127.0.0.1:8333"
+    s3_endpoint_url: str = ""
     s3_region: str = "us-east-1"
-    s3_access_key: str = "storypost"
-    s3_secret_key: str = Field(default="storypost-dev-secret", repr=False)
+    s3_access_key: str = ""
+    # The embedded stack's development secret (DEV_S3_SECRET_KEY) is refused outside
+    # development; unset means the default credential chain.
+    s3_secret_key: str = Field(default="", repr=False)
     s3_bucket: str = Field(default="storypost-media", min_length=3, max_length=63)
+
+    @model_validator(mode="after")
+    def _s3_identity(self) -> Self:
+        if bool(self.s3_access_key.strip()) != bool(self.s3_secret_key.strip()):
+            raise ValueError(
+                "STORYPOST_S3_ACCESS_KEY and STORYPOST_S3_SECRET_KEY go together: set both (a "
+                "static identity) or neither (the default credential chain, e.g. workload "
+                "identity)"
+            )
+        if self.s3_secret_key.strip():
+            refuse_published_secret(
+                self,
+                "s3_secret_key",
+                [self.s3_secret_key],
+                published=[DEV_S3_SECRET_KEY],
+                noun="secret",
+                how="the S3 store's secret access key of STORYPOST_S3_ACCESS_KEY, or neither "
+                "key for the default credential chain",
+            )
+        return self
 
 
 class ServiceAddresses(BaseSettings):
@@ -79,6 +138,61 @@ class ServiceAddresses(BaseSettings):
     webhook_addr: str = "127.0.0.1:50054"
     # Deadline of every internal call unless the caller sets a longer one.
     grpc_deadline_seconds: float = Field(default=5.0, gt=0, le=600)
+    # This process's own caller credential, `name:key` (storypost_runtime.service_auth);
+    # every call it makes is signed with it. Empty: calls carry no token (development only).
+    service_key: str = Field(default="", repr=False)
+
+    @model_validator(mode="after")
+    def _signed_calls(self) -> Self:
+        from storypost_runtime.service_auth import (
+            ServiceCredential,
+            require_outside_development,
+        )
+
+        if self.service_key.strip():
+            ServiceCredential.parse(self.service_key)
+        # Combined with BaseServiceSettings in each component's settings; the CLI alone has
+        # no environment (an operator's tool: signs when given a key).
+        environment = getattr(self, "environment", DEVELOPMENT)
+        require_outside_development(
+            environment,
+            "STORYPOST_SERVICE_KEY",
+            self.service_key,
+            "every call a component makes outside development is signed",
+        )
+        return self
+
+
+def refuse_published_secret(
+    settings: BaseServiceSettings,
+    field: str,
+    values: Sequence[str],
+    *,
+    published: Collection[str],
+    noun: str = "key",
+    how: str,
+) -> None:
+    """Production never runs on a published key: the one rule every secret setting follows.
+
+    Outside development, raises ValueError naming the variable when `field` was not set (its
+    default is a development value, published in this repository), when it holds no value, or
+    when any of `values` (a key list gives each key) is in `published`. In development nothing
+    is refused: an unset secret is its development value. `how` says how to get a real one.
+    """
+    if settings.environment == DEVELOPMENT:
+        return
+    variable = f"{settings.model_config.get('env_prefix', '')}{field.upper()}"
+    where = f"STORYPOST_ENVIRONMENT={settings.environment}"
+    if field not in settings.model_fields_set or not any(v.strip() for v in values):
+        raise ValueError(
+            f"{variable} is not set, and {where} refuses its published development {noun}; "
+            f"set a secret one ({how})"
+        )
+    if any(value.strip() in published for value in values):
+        raise ValueError(
+            f"{variable} is the published development {noun}, refused with {where}; "
+            f"set a secret one ({how})"
+        )
 
 
 def load_settings[T: BaseSettings](cls: type[T]) -> T:
@@ -87,8 +201,11 @@ def load_settings[T: BaseSettings](cls: type[T]) -> T:
         return cls()
     except ValidationError as error:
         prefix = str(cls.model_config.get("env_prefix", ""))
+        # A check across settings (a model validator) has no location: its message names them.
         lines = [
             f"  {prefix}{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            if e["loc"]
+            else f"  {e['msg'].removeprefix('Value error, ')}"
             for e in error.errors()
         ]
         print(f"invalid settings for {cls.__name__}:", *lines, sep="\n", file=sys.stderr)

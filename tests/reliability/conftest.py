@@ -127,7 +127,7 @@ async def rel_stack(
 
 @pytest.fixture(scope="session")
 async def rel_api(rel_stack: StackHandle) -> AsyncIterator[Api]:
-    channel = admin_channel(rel_stack.account_addr)
+    channel = admin_channel(rel_stack)
     client = Api(rel_stack.edge_url, Admin(channel, rel_stack.edge_url))
     yield client
     await client.close()

@@ -25,7 +25,6 @@ from pymongo.asynchronous.database import AsyncDatabase
 from storypost.testing.stack import StackHandle
 from storypost.webhook.v1 import webhook_pb2 as wpb
 from storypost.webhook.v1 import webhook_pb2_grpc
-from storypost_runtime.grpc_client import aio_channel
 from tests.reliability.support import (
     FIGURES,
     IMAGE_STORY,
@@ -177,7 +176,7 @@ async def test_kill_9_of_every_service_loses_nothing_and_doubles_nothing(
         for _ in range(2)
     ]
     path = f"/crash/{uuid.uuid4().hex}"
-    async with aio_channel(rel_stack.env["STORYPOST_WEBHOOK_ADDR"], 10) as channel:
+    async with rel_stack.channel("webhook", 10) as channel:
         hook = await webhook_pb2_grpc.WebhookServiceStub(channel).AddWebhook(
             wpb.AddWebhookRequest(organization_id=org.organization_id, url=receiver.url(path))
         )

@@ -26,7 +26,6 @@ import pytest
 from storypost.testing.stack import StackHandle
 from storypost.webhook.v1 import webhook_pb2 as wpb
 from storypost.webhook.v1 import webhook_pb2_grpc
-from storypost_runtime.grpc_client import aio_channel
 from tests.reliability.support import (
     FIGURES,
     IMAGE_STORY,
@@ -168,7 +167,7 @@ async def test_dependency_restarts_under_load_are_503s_then_recovery(
         await connect_account(rel_stack, org, "photoapp", accounts[org.organization_id])
     path = f"/restarts/{uuid.uuid4().hex}"
     hooks = {}
-    async with aio_channel(rel_stack.env["STORYPOST_WEBHOOK_ADDR"], 10) as channel:
+    async with rel_stack.channel("webhook", 10) as channel:
         stub = webhook_pb2_grpc.WebhookServiceStub(channel)
         for org in orgs:
             added = await stub.AddWebhook(

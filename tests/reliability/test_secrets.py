@@ -27,7 +27,7 @@ from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import StackHandle
 from storypost.webhook.v1 import webhook_pb2 as wpb
 from storypost.webhook.v1 import webhook_pb2_grpc
-from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.service_auth import EDGE
 from tests.reliability.support import (
     IMAGE_STORY,
     LoopbackReceiver,
@@ -51,6 +51,8 @@ async def walk_every_secret_path(
 ) -> dict[str, str]:
     """Exercises the code paths that handle secrets; returns the plain secrets it met."""
     secrets: dict[str, str] = {"s3 secret key": stack.env["STORYPOST_S3_SECRET_KEY"]}
+    # The operator's signing key (name:key): the key part must never be seen.
+    secrets["service signing key"] = stack.env["STORYPOST_SERVICE_KEY"].partition(":")[2]
     org = await api.admin.create_org("secrets org")
     other = await api.admin.create_org("secrets other org")
     secrets |= {"api token": org.token, "other api token": other.token}
@@ -78,7 +80,7 @@ async def walk_every_secret_path(
                      "html": IMAGE_STORY}  # fmt: skip
             # The webhook URL is signed; its delivery carries the signature, not the secret.
             path = f"/secrets/{uuid.uuid4().hex}"
-            async with aio_channel(stack.env["STORYPOST_WEBHOOK_ADDR"], 10) as channel:
+            async with stack.channel("webhook", 10) as channel:
                 await webhook_pb2_grpc.WebhookServiceStub(channel).AddWebhook(
                     wpb.AddWebhookRequest(
                         organization_id=org.organization_id,
@@ -106,15 +108,16 @@ async def walk_every_secret_path(
         secrets["blob key"] = blob_url.rsplit("/", 1)[1]
         assert (await http.get(blob_url)).status_code == 302
 
-    # An app user: password and session token.
-    async with aio_channel(stack.account_addr, 10) as channel:
-        accounts = account_pb2_grpc.AccountServiceStub(channel)
+    # An app user (made by the operator): password and session token (as the edge signs in).
+    async with stack.channel("account", 10) as operator:
         email = f"{uuid.uuid4().hex[:8]}@example.com"
-        await accounts.CreateUser(
+        await account_pb2_grpc.AccountServiceStub(operator).CreateUser(
             apb.CreateUserRequest(
                 organization_id=org.organization_id, email=email, password=PASSWORD
             )
         )
+    async with stack.channel("account", 10, caller=EDGE) as channel:
+        accounts = account_pb2_grpc.AccountServiceStub(channel)
         secrets["user password"] = PASSWORD
         signed = await accounts.SignIn(
             apb.SignInRequest(

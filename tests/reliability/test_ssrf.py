@@ -24,7 +24,6 @@ import pytest
 from storypost.testing.stack import StackHandle
 from storypost.webhook.v1 import webhook_pb2 as wpb
 from storypost.webhook.v1 import webhook_pb2_grpc
-from storypost_runtime.grpc_client import aio_channel
 from tests.integration.render.support import PageServer
 from tests.reliability.support import IMAGE_STORY, LoopbackReceiver, video_story
 from tests.support.api import Api, Org
@@ -274,7 +273,7 @@ async def test_webhook_urls_pointing_inward_are_refused(
         "https://user:pw@127.0.0.2/hook",
         *(f"https://{name}/hook" for name in resolving_inward()),
     ]  # fmt: skip
-    async with aio_channel(rel_stack.env["STORYPOST_WEBHOOK_ADDR"], 10) as channel:
+    async with rel_stack.channel("webhook", 10) as channel:
         stub = webhook_pb2_grpc.WebhookServiceStub(channel)
         for url in urls:
             with pytest.raises(grpc.aio.AioRpcError) as raised:
@@ -301,7 +300,7 @@ async def test_webhook_deliveries_never_follow_redirects(
 ) -> None:
     path = f"/ssrf/redirect/{uuid.uuid4().hex}"
     receiver.redirects[path] = f"http://127.0.0.1:{fresh_canary.port}/stolen"
-    async with aio_channel(rel_stack.env["STORYPOST_WEBHOOK_ADDR"], 10) as channel:
+    async with rel_stack.channel("webhook", 10) as channel:
         stub = webhook_pb2_grpc.WebhookServiceStub(channel)
         added = await stub.AddWebhook(
             wpb.AddWebhookRequest(organization_id=rel_org.organization_id, url=receiver.url(path))

@@ -33,7 +33,6 @@ from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import StackHandle
 from storypost_cli.sandbox import connect_account as run_connect_flow
 from storypost_runtime.clock import FrozenClock
-from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.mongo import Document
 from tests.support.api import Org
 
@@ -57,7 +56,7 @@ async def connect_account(
     direct for photoapp and clipapp, social for the others). `linknet_destinations`:
     `id:name:type` strings (photoapp). Returns the stored account (no tokens)."""
     organization_id = org if isinstance(org, str) else org.organization_id
-    channel = aio_channel(stack.account_addr, 15.0)
+    channel = stack.channel("account", 15.0)
     try:
         async with httpx.AsyncClient(timeout=30.0) as http:
             return await run_connect_flow(

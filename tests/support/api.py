@@ -10,7 +10,7 @@ import httpx
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
-from storypost_runtime.grpc_client import aio_channel
+from storypost.testing.stack import StackHandle
 
 
 @dataclass(frozen=True)
@@ -96,5 +96,5 @@ class Api:
         await self.http.aclose()
 
 
-def admin_channel(account_addr: str) -> grpc.aio.Channel:
-    return aio_channel(account_addr, 10.0)
+def admin_channel(stack: StackHandle) -> grpc.aio.Channel:
+    return stack.channel("account", 10.0)

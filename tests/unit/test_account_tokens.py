@@ -17,6 +17,7 @@ from account_svc.token_crypto import TokenCipher
 from sandbox_net.switches import Switch
 from storypost_runtime.errors import FailedPrecondition
 from storypost_runtime.mongo import Document
+from storypost_runtime.service_auth import ServiceCredential
 from tests.support.accounts import TEST_TOKEN_KEY, AccountWorld, account_world
 
 
@@ -83,9 +84,16 @@ def test_token_key_settings() -> None:
     old = TokenCipher([DEV_TOKEN_KEY]).encrypt("old secret")
     assert cipher.decrypt(old) == "old secret"  # an old key still decrypts
     assert TokenCipher([TEST_TOKEN_KEY]).decrypt(cipher.encrypt("new")) == "new"  # first encrypts
+    # Production (with the callers' keys it also needs): the development key is refused.
+    callers = ServiceCredential.generate("publish-svc").public_entry()
     with pytest.raises(ValidationError, match="development key"):
-        AccountSettings(environment="production")
-    AccountSettings(environment="production", account_token_key=SecretStr(TEST_TOKEN_KEY))
+        AccountSettings(environment="production", service_public_keys=callers)
+    AccountSettings(
+        environment="production",
+        service_public_keys=callers,
+        account_token_key=SecretStr(TEST_TOKEN_KEY),
+        platform_client_secret=SecretStr("a-client-secret-of-our-own"),
+    )
     with pytest.raises(ValidationError, match="32 bytes"):
         AccountSettings(account_token_key=SecretStr("not-a-key"))
     # The key never shows in the settings' repr.

@@ -8,7 +8,7 @@ from typing import Annotated, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
-from storypost_runtime.secret_box import check_keys, split_keys
+from storypost_runtime.secret_box import setting_keys, split_keys
 from storypost_runtime.settings import GrpcServerSettings, MongoSettings, NatsSettings
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -16,7 +16,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 # 1 + 8 attempts over about 23 hours (the sum of the waits is 22 h 42 min 30 s).
 DEFAULT_RETRY_SCHEDULE = (30.0, 120.0, 600.0, 1800.0, 3600.0, 10800.0, 21600.0, 43200.0)
 # The development key of the embedded stack: published in the repository, so it protects
-# nothing; production sets STORYPOST_WEBHOOK_SECRET_KEY from a secret.
+# nothing. Outside STORYPOST_ENVIRONMENT=development it is refused, and so is no key.
 DEV_WEBHOOK_SECRET_KEY = "c3Rvcnlwb3N0LXdlYmhvb2stc2VjcmV0cy1rZXktMDA="  # noqa: S105 - public
 
 
@@ -44,6 +44,7 @@ class WebhookSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     # Fernet keys (url-safe base64 of 32 bytes), comma separated, that encrypt the URLs'
     # signing secrets at rest: the first encrypts, every one decrypts (rotation: put the new
     # key first; secrets encrypted with a dropped key stop signing until the URL is re-added).
+    # Required outside development.
     webhook_secret_key: SecretStr = SecretStr(DEV_WEBHOOK_SECRET_KEY)
 
     # --- attempts and retries ---
@@ -103,7 +104,7 @@ class WebhookSettings(GrpcServerSettings, MongoSettings, NatsSettings):
 
     @model_validator(mode="after")
     def _check_secret_key(self) -> Self:
-        check_keys(self.secret_keys(), "STORYPOST_WEBHOOK_SECRET_KEY")
+        setting_keys(self, "webhook_secret_key", DEV_WEBHOOK_SECRET_KEY)
         return self
 
     def secret_keys(self) -> list[str]:

@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from storypost_cli.stack import health, seaweed
+from storypost_cli.stack.credentials import CALLER_OF_COMPONENT
 from storypost_cli.stack.errors import StackError
 from storypost_cli.stack.ports import StackPorts
+from storypost_runtime.service_auth import ADMIN, ServiceCredential, public_keys_setting
+from storypost_runtime.settings import DEV_S3_SECRET_KEY
 
 # Start order: every stage is healthy before the next one starts; a stage starts in parallel.
 DEPENDENCIES = ("mongo", "nats", "s3")
@@ -43,8 +46,17 @@ class ComponentSpec:
     cleanup: Callable[[], None] = field(default=lambda: None)
 
 
-def stack_env(ports: StackPorts, log_level: str, extra_env: Mapping[str, str]) -> dict[str, str]:
-    """The STORYPOST_* settings every child and every client of this stack uses."""
+Credentials = Mapping[str, ServiceCredential]
+
+
+def stack_env(
+    ports: StackPorts, log_level: str, extra_env: Mapping[str, str], credentials: Credentials
+) -> dict[str, str]:
+    """The STORYPOST_* settings every child and every client of this stack uses.
+
+    Every server answers the stack's callers (their public keys); each caller's own signing
+    key is added by `caller_env` (a component) or `client_env` (the operator's clients).
+    """
     host = "127.0.0.1"
     env = {
         "STORYPOST_LOG_LEVEL": log_level,
@@ -52,9 +64,9 @@ def stack_env(ports: StackPorts, log_level: str, extra_env: Mapping[str, str]) -
         "STORYPOST_MONGO_DATABASE": "storypost",
         "STORYPOST_NATS_URL": f"nats://{host}:{ports.nats}",
         "STORYPOST_S3_ENDPOINT_URL": f"http://{host}:{ports.s3}",
-        # The development identity; the same defaults as storypost_runtime.settings.S3Settings.
+        # The development identity of the embedded SeaweedFS (published; refused in production).
         "STORYPOST_S3_ACCESS_KEY": "storypost",
-        "STORYPOST_S3_SECRET_KEY": "storypost-dev-secret",
+        "STORYPOST_S3_SECRET_KEY": DEV_S3_SECRET_KEY,
         "STORYPOST_S3_BUCKET": "storypost-media",
         "STORYPOST_S3_REGION": "us-east-1",
         "STORYPOST_ACCOUNT_ADDR": f"{host}:{ports.account}",
@@ -63,9 +75,21 @@ def stack_env(ports: StackPorts, log_level: str, extra_env: Mapping[str, str]) -
         "STORYPOST_WEBHOOK_ADDR": f"{host}:{ports.webhook}",
         "STORYPOST_SANDBOX_URL": f"http://{host}:{ports.sandbox}",
         "STORYPOST_PUBLIC_URL": f"http://{host}:{ports.edge}",
+        "STORYPOST_SERVICE_PUBLIC_KEYS": public_keys_setting(credentials),
     }
     env.update(extra_env)
     return env
+
+
+def caller_env(component: str, credentials: Credentials) -> dict[str, str]:
+    """The signing key of a component that calls other services (none for the others)."""
+    caller = CALLER_OF_COMPONENT.get(component)
+    return {"STORYPOST_SERVICE_KEY": credentials[caller].secret()} if caller else {}
+
+
+def client_env(env: Mapping[str, str], credentials: Credentials) -> dict[str, str]:
+    """The stack environment of a client outside it (tests, the CLI): signs as the operator."""
+    return {**env, "STORYPOST_SERVICE_KEY": credentials[ADMIN].secret()}
 
 
 def _python_module(module: str, *args: str) -> list[str]:
@@ -82,7 +106,7 @@ def _find_nats_server() -> str:
 
 
 def build_specs(
-    data_dir: Path, ports: StackPorts, env: Mapping[str, str]
+    data_dir: Path, ports: StackPorts, env: Mapping[str, str], credentials: Credentials
 ) -> dict[str, ComponentSpec]:
     """Every component's spec; `env` is the stack environment (see `stack_env`)."""
     host = "127.0.0.1"
@@ -90,10 +114,10 @@ def build_specs(
         _mongo(data_dir, ports, env),
         _nats(data_dir, ports),
         _s3(data_dir, ports, env),
-        _grpc_service("account", "account_svc", ports.account, ports.account_metrics),
-        _grpc_service("render", "render_svc", ports.render, ports.render_metrics),
-        _grpc_service("publish", "publish_svc", ports.publish, ports.publish_metrics),
-        _grpc_service("webhook", "webhook_svc", ports.webhook, ports.webhook_metrics),
+        _grpc_service("account", "account_svc", ports.account, ports.account_metrics, credentials),
+        _grpc_service("render", "render_svc", ports.render, ports.render_metrics, credentials),
+        _grpc_service("publish", "publish_svc", ports.publish, ports.publish_metrics, credentials),
+        _grpc_service("webhook", "webhook_svc", ports.webhook, ports.webhook_metrics, credentials),
         ComponentSpec(
             name="sandbox",
             command=lambda: _python_module("sandbox_net"),
@@ -117,6 +141,7 @@ def build_specs(
                 "STORYPOST_EDGE_HOST": host,
                 "STORYPOST_EDGE_PORT": str(ports.edge),
                 "STORYPOST_METRICS_PORT": str(ports.edge_metrics),
+                **caller_env("edge", credentials),
             },
             probe=health.http_ok(f"http://{host}:{ports.edge}/readyz"),
             start_timeout=60.0,
@@ -209,7 +234,9 @@ def _s3(data_dir: Path, ports: StackPorts, env: Mapping[str, str]) -> ComponentS
     )
 
 
-def _grpc_service(name: str, module: str, port: int, metrics_port: int) -> ComponentSpec:
+def _grpc_service(
+    name: str, module: str, port: int, metrics_port: int, credentials: Credentials
+) -> ComponentSpec:
     return ComponentSpec(
         name=name,
         command=lambda: _python_module(module),
@@ -218,6 +245,7 @@ def _grpc_service(name: str, module: str, port: int, metrics_port: int) -> Compo
             "STORYPOST_GRPC_HOST": "127.0.0.1",
             "STORYPOST_GRPC_PORT": str(port),
             "STORYPOST_METRICS_PORT": str(metrics_port),
+            **caller_env(name, credentials),
         },
         probe=health.grpc_serving(f"127.0.0.1:{port}"),
         # render-svc starts a browser pool before it says SERVING.

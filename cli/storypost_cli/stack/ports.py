@@ -59,11 +59,16 @@ class StackPorts:
     def free(cls, host: str = "127.0.0.1") -> Self:
         """Ports the kernel says are free now, all distinct (for tests running side by side)."""
         names = [field.name for field in fields(cls)]
-        with ExitStack() as sockets:
-            # Keep every socket bound until all are chosen, so no port is handed out twice.
-            ports = []
-            for _ in names:
-                sock = sockets.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-                sock.bind((host, 0))
-                ports.append(int(sock.getsockname()[1]))
-        return cls(**dict(zip(names, ports, strict=True)))
+        return cls(**dict(zip(names, free_ports(len(names), host), strict=True)))
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct ports the kernel says are free now."""
+    with ExitStack() as sockets:
+        # Keep every socket bound until all are chosen, so no port is handed out twice.
+        ports = []
+        for _ in range(count):
+            sock = sockets.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+    return ports

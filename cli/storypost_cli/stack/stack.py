@@ -13,7 +13,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from storypost_cli.stack.components import COMPONENTS, STAGES, ComponentSpec, build_specs, stack_env
+from storypost_cli.stack.components import (
+    COMPONENTS,
+    STAGES,
+    ComponentSpec,
+    build_specs,
+    client_env,
+    stack_env,
+)
+from storypost_cli.stack.credentials import stack_credentials
 from storypost_cli.stack.errors import StackError
 from storypost_cli.stack.ports import StackPorts
 from storypost_cli.stack.process import ManagedProcess
@@ -49,8 +57,9 @@ class EmbeddedStack:
         self._data_dir = data_dir.absolute()
         self._ports = ports
         self._selected = tuple(name for name in COMPONENTS if name in chosen)
-        self._env = stack_env(ports, log_level, extra_env or {})
-        self._specs = build_specs(self._data_dir, ports, self._env)
+        self._credentials = stack_credentials(self._data_dir)
+        self._env = stack_env(ports, log_level, extra_env or {}, self._credentials)
+        self._specs = build_specs(self._data_dir, ports, self._env, self._credentials)
         if start_timeout is not None:
             self._specs = {
                 name: replace(spec, start_timeout=start_timeout)
@@ -87,9 +96,13 @@ class EmbeddedStack:
         """Seconds from spawn to healthy, per component, for the latest start of each."""
         return dict(self._startup_seconds)
 
+    def credentials(self) -> dict[str, str]:
+        """Every caller's signing credential (`name:key`) by name, for tests acting as one."""
+        return {name: credential.secret() for name, credential in self._credentials.items()}
+
     def env(self) -> dict[str, str]:
-        """The STORYPOST_* environment a client (or a child) of this stack uses."""
-        return dict(self._env)
+        """The STORYPOST_* environment a client of this stack uses (it signs as the operator)."""
+        return client_env(self._env, self._credentials)
 
     def log_path(self, component: str) -> Path:
         self._spec(component)

@@ -40,7 +40,14 @@ from storypost.testing.dependencies import (
     docker_client,
 )
 from storypost_cli.stack import COMPONENTS, StackError, StackPorts
-from storypost_cli.stack.components import STAGES, ComponentSpec, build_specs, stack_env
+from storypost_cli.stack.components import (
+    STAGES,
+    ComponentSpec,
+    build_specs,
+    client_env,
+    stack_env,
+)
+from storypost_runtime.service_auth import CALLERS, ServiceCredential
 
 RUN_LABEL = "storypost.test-run"
 OWNER_LABEL = "storypost.owner-pid"
@@ -218,10 +225,14 @@ class ContainerStack:
             raise ValueError(f"unknown components {sorted(unknown)}; known: {list(COMPONENTS)}")
         self._ports = ports
         self._selected = tuple(name for name in COMPONENTS if name in chosen)
-        self._env = stack_env(ports, log_level, extra_env or {})
+        # Every caller signs with a key of this run (storypost_runtime.service_auth).
+        self._credentials = {name: ServiceCredential.generate(name) for name in CALLERS}
+        self._env = stack_env(ports, log_level, extra_env or {}, self._credentials)
         # Only the probes, limits and stop signals are used; the directory is never written.
         self._scratch = Path(tempfile.gettempdir()) / "storypost-containers-unused"
-        self._specs: dict[str, ComponentSpec] = build_specs(self._scratch, ports, self._env)
+        self._specs: dict[str, ComponentSpec] = build_specs(
+            self._scratch, ports, self._env, self._credentials
+        )
         self._start_timeout = start_timeout
         self.network: NetworkMode = network or network_mode()
         # Host network: loopback only, as the process stack; bridge: every address of the pod.
@@ -259,8 +270,12 @@ class ContainerStack:
             raise RuntimeError("the stack has not started")
         return self._images
 
+    def credentials(self) -> dict[str, str]:
+        """Every caller's signing credential (`name:key`) by name, for tests acting as one."""
+        return {name: credential.secret() for name, credential in self._credentials.items()}
+
     def env(self) -> dict[str, str]:
-        return dict(self._env)
+        return client_env(self._env, self._credentials)
 
     async def __aenter__(self) -> Self:
         await self.start()

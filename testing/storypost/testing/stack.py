@@ -13,8 +13,10 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import grpc
 
 from storypost.testing.containers import ContainerStack
 from storypost.testing.dependencies import DEPENDENCIES, DepsMode, StackMode, docker_answers
@@ -110,6 +112,17 @@ def last_exit_code(log_path: Path, component: str) -> int | None:
     return codes[-1] if codes else None
 
 
+def stack_channel(env: Mapping[str, str], service: str, timeout: float = 10.0) -> grpc.aio.Channel:
+    """A channel to `account`, `render`, `publish` or `webhook` of the stack whose client
+    environment is `env`: its calls are signed as the stack's operator, whom every service
+    answers (see docs/testing.md)."""
+    from storypost_runtime.grpc_client import aio_channel
+    from storypost_runtime.service_auth import caller_signer
+
+    address = env[f"STORYPOST_{service.upper()}_ADDR"]
+    return aio_channel(address, timeout, caller_signer(env.get("STORYPOST_SERVICE_KEY", "")))
+
+
 @dataclass(frozen=True)
 class Organization:
     """An organization with an API token, made through account-svc for a test."""
@@ -134,10 +147,22 @@ class StackHandle:
     ports: StackPorts
     # "processes" or "containers".
     mode: StackMode = "processes"
+    # Every caller's signing credential (`name:key`) by name: a test may call as any of them.
+    credentials: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def account_addr(self) -> str:
         return self.env["STORYPOST_ACCOUNT_ADDR"]
+
+    def channel(
+        self, service: str, timeout: float = 10.0, caller: str | None = None
+    ) -> grpc.aio.Channel:
+        """A channel to `account`, `render`, `publish` or `webhook` of this stack, signed as
+        the operator or as `caller` (e.g. "publish-svc" for what only publish-svc may call)."""
+        env = self.env
+        if caller is not None:
+            env = {**env, "STORYPOST_SERVICE_KEY": self.credentials[caller]}
+        return stack_channel(env, service, timeout)
 
     def base_url(self, organization_id: str) -> str:
         return f"{self.edge_url}/o/{organization_id}/api/v1"
@@ -152,9 +177,8 @@ class StackHandle:
     async def new_organization(self, name: str = "test org") -> Organization:
         """A fresh organization and an API token for it (what `storypost admin` does)."""
         from storypost.account.v1 import account_pb2, account_pb2_grpc
-        from storypost_runtime.grpc_client import aio_channel
 
-        async with aio_channel(self.account_addr, 10.0) as channel:
+        async with self.channel("account") as channel:
             accounts = account_pb2_grpc.AccountServiceStub(channel)
             org = await accounts.CreateOrganization(
                 account_pb2.CreateOrganizationRequest(name=name)
@@ -190,6 +214,7 @@ async def running_stack(
                 everything.images.describe(),
                 ports,
                 "containers",
+                everything.credentials(),
             )
         return
     async with contextlib.AsyncExitStack() as exits:
@@ -225,4 +250,5 @@ async def running_stack(
             description,
             ports,
             "processes",
+            processes.credentials(),
         )

@@ -9,7 +9,6 @@ from playwright.async_api import Browser, Page, expect
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import StackHandle
-from storypost_runtime.grpc_client import aio_channel
 from tests.e2e.app.conftest import DESKTOP, Workspace, shoot
 from tests.support.api import Api
 
@@ -82,7 +81,7 @@ async def test_a_disconnected_account_is_reconnected_from_the_app(
     await expect(account).to_contain_text("connected")
 
     # The platform refused its token: account-svc marks it disconnected.
-    channel = aio_channel(storypost_stack.account_addr, 10.0)
+    channel = storypost_stack.channel("account", 10.0)
     try:
         await account_pb2_grpc.AccountServiceStub(channel).MarkAccountDisconnected(
             pb.MarkAccountDisconnectedRequest(

@@ -13,7 +13,7 @@ import pytest
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import StackHandle
-from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.service_auth import EDGE
 from tests.support.api import Api, Org
 
 pytestmark = pytest.mark.integration
@@ -45,8 +45,9 @@ async def test_the_same_uuid_returns_the_same_url_and_bad_input_is_refused(
 async def test_the_101st_connect_link_is_refused(
     api: Api, fresh_org: Org, storypost_stack: StackHandle
 ) -> None:
-    # The first 100 straight over gRPC (100 HTTP calls would wait for the rate limit).
-    channel = aio_channel(storypost_stack.account_addr, 30.0)
+    # The first 100 straight over gRPC as the edge makes them (100 HTTP calls would wait for
+    # the rate limit).
+    channel = storypost_stack.channel("account", 30.0, caller=EDGE)
     try:
         accounts = account_pb2_grpc.AccountServiceStub(channel)
         uuids = [str(uuid.uuid4()) for _ in range(100)]

@@ -17,7 +17,7 @@ import pytest
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import StackHandle
-from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.service_auth import PUBLISH_SVC
 from tests.support.accounts import connect_account, published, sandbox_switch
 from tests.support.api import Api, Org
 
@@ -28,7 +28,8 @@ pytestmark = pytest.mark.integration
 async def accounts(
     storypost_stack: StackHandle,
 ) -> AsyncIterator[account_pb2_grpc.AccountServiceAsyncStub]:
-    channel = aio_channel(storypost_stack.account_addr, 15.0)
+    # Acts as publish-svc: tokens, reservations and credits answer only publish-svc.
+    channel = storypost_stack.channel("account", 15.0, caller=PUBLISH_SVC)
     yield account_pb2_grpc.AccountServiceStub(channel)
     await channel.close()
 

@@ -31,6 +31,7 @@ from storypost_cli.stack import health
 from storypost_cli.stack.process import ManagedProcess
 from storypost_runtime.errors import DomainError, FailedPrecondition, NotFound, ResourceExhausted
 from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.service_auth import caller_signer
 from storypost_runtime.status import status_for
 from tests.integration.render.support import PageServer, make_video, start_page_server
 
@@ -148,7 +149,8 @@ async def render_instance(
                 await asyncio.sleep(0.2)
         else:
             raise RuntimeError(f"render-svc did not start:\n{process.log_tail(30)}")
-        channel = aio_channel(f"127.0.0.1:{port}", 60.0)
+        signer = caller_signer(env["STORYPOST_SERVICE_KEY"])
+        channel = aio_channel(f"127.0.0.1:{port}", 60.0, signer)
         yield RenderInstance(
             f"127.0.0.1:{port}", env, log_path, render_pb2_grpc.RenderServiceStub(channel)
         )
@@ -167,7 +169,7 @@ async def stack_render(
     storypost_stack: StackHandle,
 ) -> AsyncIterator[render_pb2_grpc.RenderServiceAsyncStub]:
     """The shared stack's own render-svc (production settings)."""
-    channel = aio_channel(storypost_stack.env["STORYPOST_RENDER_ADDR"], 60.0)
+    channel = storypost_stack.channel("render", 60.0)
     yield render_pb2_grpc.RenderServiceStub(channel)
     await channel.close()
 

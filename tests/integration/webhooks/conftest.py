@@ -10,9 +10,9 @@ from pathlib import Path
 import nats
 import pytest
 
+from storypost.testing.stack import stack_channel
 from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_cli.stack import EmbeddedStack, StackPorts
-from storypost_runtime.grpc_client import aio_channel
 from tests.integration.webhooks.harness import Harness
 from tests.integration.webhooks.receiver import Certificates, Receiver, make_certificates
 
@@ -65,7 +65,7 @@ async def receiver(webhook_certs: Certificates) -> AsyncIterator[Receiver]:
 @pytest.fixture(scope="session")
 async def harness(webhook_stack: EmbeddedStack, receiver: Receiver) -> AsyncIterator[Harness]:
     env = webhook_stack.env()
-    channel = aio_channel(env["STORYPOST_WEBHOOK_ADDR"], 10.0)
+    channel = stack_channel(env, "webhook", 10.0)
     connection = await nats.connect(
         env["STORYPOST_NATS_URL"], max_reconnect_attempts=-1, reconnect_time_wait=0.3
     )

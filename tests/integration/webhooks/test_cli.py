@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from storypost.account.v1 import account_pb2, account_pb2_grpc
+from storypost.testing.stack import stack_channel
 from storypost_cli.stack import EmbeddedStack
-from storypost_runtime.grpc_client import aio_channel
 from tests.integration.webhooks.receiver import Receiver
 from webhook_svc.signing import verify
 
@@ -40,7 +40,7 @@ async def storypost(stack: EmbeddedStack, *args: str, stdin: str = "") -> tuple[
 async def test_admin_commands_add_test_list_redeliver_and_remove(
     webhook_stack: EmbeddedStack, receiver: Receiver, path: str
 ) -> None:
-    async with aio_channel(webhook_stack.env()["STORYPOST_ACCOUNT_ADDR"], 10) as channel:
+    async with stack_channel(webhook_stack.env(), "account", 10) as channel:
         accounts = account_pb2_grpc.AccountServiceStub(channel)
         org = await accounts.CreateOrganization(account_pb2.CreateOrganizationRequest(name="cli"))
     org_id = org.organization_id
@@ -97,7 +97,7 @@ async def test_admin_commands_fail_with_clear_messages(
     )
     assert code == 3 and "organization no-such-org not found" in err
 
-    async with aio_channel(webhook_stack.env()["STORYPOST_ACCOUNT_ADDR"], 10) as channel:
+    async with stack_channel(webhook_stack.env(), "account", 10) as channel:
         accounts = account_pb2_grpc.AccountServiceStub(channel)
         org = await accounts.CreateOrganization(account_pb2.CreateOrganizationRequest(name="cli"))
     code, _, err = await storypost(
