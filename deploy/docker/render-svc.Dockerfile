@@ -31,7 +31,7 @@ RUN python3 "$(echo /dist/pip-*.whl)/pip" install --no-cache-dir --no-index --no
 
 FROM python
 # Debian's Chromium headless shell (what Playwright itself runs for headless pages; 100 MB
-# smaller than the full browser), ffmpeg/ffprobe, fonts.
+# smaller than the full browser), ffmpeg/ffprobe, fonts, and tini (the container's init, below).
 # No GPU drivers: Mesa's (LLVM, gallium: about 190 MB) are only dlopened when a GPU device
 # exists; headless Chromium renders with SwiftShader. The Vulkan validation layer is a debug aid.
 RUN printf 'path-exclude %s\n' \
@@ -40,7 +40,7 @@ RUN printf 'path-exclude %s\n' \
       '/usr/lib/chromium/libVkLayer_khronos_validation.so' \
       >/etc/dpkg/dpkg.cfg.d/storypost-headless \
  && apt-get update \
- && apt-get install -y --no-install-recommends chromium-headless-shell ffmpeg fonts-dejavu-core fonts-noto-color-emoji nodejs \
+ && apt-get install -y --no-install-recommends chromium-headless-shell ffmpeg fonts-dejavu-core fonts-noto-color-emoji nodejs tini \
  && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --uid 10001 --user-group --home-dir /nonexistent --shell /usr/sbin/nologin storypost
 COPY --from=venv /opt/storypost /opt/storypost
@@ -63,4 +63,9 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python", "/usr/local/lib/storypost/healthcheck.py", "grpc"]
 # SIGTERM: not serving first, in-flight calls finish, exit 0 (see docs/deploy.md).
 STOPSIGNAL SIGTERM
+# tini is PID 1: it reaps the processes Chromium and ffmpeg leave orphaned (a crashed
+# renderer's children are re-parented to PID 1, and python would leave them zombies), and
+# passes SIGTERM on to render-svc, whose exit status it returns. -s: also a subreaper when an
+# engine's own init (docker run --init) is PID 1 instead.
+ENTRYPOINT ["/usr/bin/tini", "-s", "--"]
 CMD ["python", "-m", "render_svc"]

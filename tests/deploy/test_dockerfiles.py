@@ -139,3 +139,13 @@ def test_the_build_context_holds_only_what_the_images_copy() -> None:
             if word == "COPY" and not rest.startswith("--from"):
                 for source in rest.split()[:-1]:
                     assert any(Path(source).is_relative_to(a) for a in allowed), (path, source)
+
+
+def test_render_svc_runs_under_an_init_that_reaps_orphans() -> None:
+    # Chromium and ffmpeg leave orphans (a crashed renderer's children) that PID 1 must reap;
+    # python as PID 1 would not. tini from Debian is PID 1 and hands SIGTERM on.
+    final = final_stage(dockerfile("render-svc"))
+    installs = " ".join(rest for word, rest in final if word == "RUN")
+    assert re.search(r"apt-get install [^&]*\btini\b", installs)
+    assert ("ENTRYPOINT", '["/usr/bin/tini", "-s", "--"]') in final
+    assert ("CMD", '["python", "-m", "render_svc"]') in final

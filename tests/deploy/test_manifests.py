@@ -7,7 +7,9 @@ from typing import Any
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
+from pydantic import SecretStr
 
+from tests.deploy.rendered import containers, effective_env, settings_classes
 from tests.deploy.support import (
     DOCKERFILES,
     OTHER_ENV,
@@ -21,28 +23,27 @@ from tests.deploy.support import (
 K8S_VERSION = "1.32.0"
 TARGETS = ("base", "overlays/dev", "overlays/prod")
 SERVICES = {"account-svc": 50051, "render-svc": 50052, "publish-svc": 50053, "webhook-svc": 50054}
-SECRET_KEYS = {"mongo-url", "s3-access-key", "s3-secret-key"}
+SECRET_KEYS = {
+    "mongo-url",
+    "s3-access-key",
+    "s3-secret-key",
+    "account-token-key",
+    "webhook-secret-key",
+    "platform-client-secret",
+    # Caller credentials and the servers' list of their public keys (docs/service-auth.md).
+    "edge-service-key",
+    "publish-svc-service-key",
+    "render-svc-service-key",
+    "service-public-keys",
+}
+# Custom resources of the optional monitoring component: no schema ships for them here
+# (test_monitoring.py checks their shape).
+CRD_GROUPS = ("monitoring.coreos.com/",)
 
 
 @pytest.fixture(scope="module", params=TARGETS)
 def rendered(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
     return request.param, render(request.param)
-
-
-def containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
-    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
-    return containers
-
-
-def effective_env(docs: list[dict[str, Any]], container: dict[str, Any]) -> dict[str, str]:
-    """What the process sees: the ConfigMaps it loads, then its own env (which wins)."""
-    maps = of_kind(docs, "ConfigMap")
-    env: dict[str, str] = {}
-    for source in container.get("envFrom", []):
-        env.update(maps[source["configMapRef"]["name"]]["data"])
-    for item in container.get("env", []):
-        env[item["name"]] = item.get("value", "<secret>")
-    return env
 
 
 def test_every_resource_validates_against_the_kubernetes_schemas(
@@ -51,6 +52,8 @@ def test_every_resource_validates_against_the_kubernetes_schemas(
     target, docs = rendered
     assert len(docs) >= 20, f"{target} rendered only {len(docs)} resources"
     for doc in docs:
+        if doc["apiVersion"].startswith(CRD_GROUPS):
+            continue
         try:
             kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
         except kubernetes_validate.ValidationError as error:
@@ -209,7 +212,7 @@ def test_every_deployment_has_a_pdb_and_the_loaded_ones_an_hpa(
             assert scaler["spec"]["minReplicas"] >= 3, name
 
 
-def test_only_the_edge_takes_traffic_from_anywhere(
+def test_no_policy_admits_everyone_and_the_namespace_denies_by_default(
     rendered: tuple[str, list[dict[str, Any]]],
 ) -> None:
     _, docs = rendered
@@ -220,27 +223,124 @@ def test_only_the_edge_takes_traffic_from_anywhere(
     open_to_all = [
         name
         for name, policy in policies.items()
-        for rule in policy["spec"].get("ingress", [])
-        if "from" not in rule
+        for rule in [*policy["spec"].get("ingress", []), *policy["spec"].get("egress", [])]
+        if not rule.get("from") and not rule.get("to")
     ]
-    assert open_to_all == ["edge-from-anywhere"]
-    assert policies["edge-from-anywhere"]["spec"]["podSelector"]["matchLabels"] == {
-        "app.kubernetes.io/name": "edge"
-    }
+    assert open_to_all == [], "a rule without peers admits every address"
+    # The edge is reached through the Ingress controller only (examples/ingress.yaml).
+    (rule,) = policies["edge-from-ingress"]["spec"]["ingress"]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
+    ]
 
 
-def test_overlays_set_their_namespace_and_replicas() -> None:
+def test_secret_settings_are_wired_from_the_secret(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    # Every setting a component marks secret (SecretStr, or repr=False) comes from
+    # storypost-secrets, so production never starts on its published development default.
+    target, docs = rendered
+    classes = settings_classes()
+    for name, deployment in of_kind(docs, "Deployment").items():
+        if name == "sandbox-net":
+            continue  # development only: its secret signs the sandbox's own tokens
+        cls = classes[name]
+        prefix = str(cls.model_config.get("env_prefix", ""))
+        secret = {
+            f"{prefix}{field}".upper()
+            for field, info in cls.model_fields.items()
+            if info.annotation is SecretStr or info.repr is False
+        }
+        (container,) = containers(deployment)
+        wired = {
+            item["name"]
+            for item in container.get("env", [])
+            if item.get("valueFrom", {}).get("secretKeyRef")
+        }
+        assert secret <= wired, f"{target}: {name} leaves {secret - wired} to its default"
+
+
+def test_grpc_services_are_headless_and_addressed_through_dns(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    target, docs = rendered
+    services = of_kind(docs, "Service")
+    deployments = of_kind(docs, "Deployment")
+    config = of_kind(docs, "ConfigMap")["storypost-config"]["data"]
+    for name, port in SERVICES.items():
+        spec = services[name]["spec"]
+        # Headless: clients resolve every ready pod and balance round robin over them.
+        assert spec["clusterIP"] == "None", f"{target}: {name}"
+        assert spec.get("publishNotReadyAddresses", False) is False, f"{target}: {name}"
+        (service_port,) = spec["ports"]
+        # No proxy rewrites the port: the address's port is the pod's.
+        assert service_port["port"] == port
+        container_ports = {
+            p["name"]: p["containerPort"] for p in containers(deployments[name])[0]["ports"]
+        }
+        assert container_ports[service_port["targetPort"]] == port
+        variable = f"STORYPOST_{name.removesuffix('-svc').upper()}_ADDR"
+        assert config[variable] == f"dns:///{name}:{port}", f"{target}: {variable}"
+    # The edge's Service stays a normal ClusterIP (HTTP behind the Ingress).
+    assert "clusterIP" not in services["edge"]["spec"]
+
+
+def test_connections_age_out_after_the_longest_call(
+    rendered: tuple[str, list[dict[str, Any]]],
+) -> None:
+    # Servers send GOAWAY after max age so clients re-resolve (new replicas get calls); the
+    # grace lets a render (the edge's render deadline, also through publish-svc) finish, and
+    # a draining publish-svc or render-svc waits for one too.
+    from edge.config import EdgeSettings
+
+    target, docs = rendered
+    deployments = of_kind(docs, "Deployment")
+    edge_env = effective_env(docs, containers(deployments["edge"])[0])
+    longest = float(
+        edge_env.get(
+            "STORYPOST_RENDER_DEADLINE_SECONDS",
+            EdgeSettings.model_fields["render_deadline_seconds"].default,
+        )
+    )
+    for name in SERVICES:
+        env = effective_env(docs, containers(deployments[name])[0])
+        assert float(env["STORYPOST_GRPC_MAX_CONNECTION_AGE_SECONDS"]) > 0, f"{target}: {name}"
+        grace = float(env["STORYPOST_GRPC_MAX_CONNECTION_AGE_GRACE_SECONDS"])
+        assert grace >= longest, f"{target}: {name}: connection age grace {grace} < {longest}"
+        if name in ("render-svc", "publish-svc"):
+            assert float(env["STORYPOST_SHUTDOWN_GRACE_SECONDS"]) >= longest - 10, name
+
+
+def test_render_svc_keeps_its_images_init() -> None:
+    # tini is the image's ENTRYPOINT (test_dockerfiles.py): a `command:` would replace it.
+    for target in TARGETS:
+        (container,) = containers(of_kind(render(target), "Deployment")["render-svc"])
+        assert "command" not in container, target
+
+
+def test_overlays_set_their_namespace_replicas_and_environment() -> None:
     dev, prod = render("overlays/dev"), render("overlays/prod")
     for docs, namespace, replicas in ((dev, "storypost-dev", 1), (prod, "storypost", 3)):
         for doc in docs:
             assert doc["metadata"].get("namespace") == namespace, doc["metadata"]["name"]
-        for deployment in of_kind(docs, "Deployment").values():
-            assert deployment["spec"]["replicas"] == replicas
+        scaled = {
+            s["spec"]["scaleTargetRef"]["name"]: s
+            for s in of_kind(docs, "HorizontalPodAutoscaler").values()
+        }
+        for name, deployment in of_kind(docs, "Deployment").items():
+            if name in scaled:
+                assert scaled[name]["spec"]["minReplicas"] == replicas, name
+            else:
+                assert deployment["spec"]["replicas"] == replicas, name
     assert "sandbox-net" in of_kind(dev, "Deployment")
     assert "sandbox-net" not in of_kind(prod, "Deployment")
     dev_config = of_kind(dev, "ConfigMap")["storypost-config"]["data"]
     assert dev_config["STORYPOST_SANDBOX_URL"] == "http://sandbox-net:8090"
     # The merge keeps the base's keys.
-    assert dev_config["STORYPOST_ACCOUNT_ADDR"] == "account-svc:50051"
+    assert dev_config["STORYPOST_ACCOUNT_ADDR"] == "dns:///account-svc:50051"
+    # Production refuses published development keys; development keeps them working.
+    prod_config = of_kind(prod, "ConfigMap")["storypost-config"]["data"]
+    assert prod_config["STORYPOST_ENVIRONMENT"] == "production"
+    assert dev_config.get("STORYPOST_ENVIRONMENT", "development") == "development"
     (render_svc,) = containers(of_kind(prod, "Deployment")["render-svc"])
     assert render_svc["resources"]["limits"]["memory"] == "4Gi"
