@@ -6,7 +6,9 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 from mongoeco.engines.memory import MemoryEngine
+from mongoeco.engines.sqlite import SQLiteEngine
 from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
@@ -36,3 +38,18 @@ async def fresh_database(url: str) -> AsyncIterator[AsyncDatabase[Document]]:
         await client.drop_database(settings.mongo_database)
     finally:
         await client.close()
+
+
+def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every whole-collection read of mongoeco's SQLite engine (the embedded stand-in)
+    in the list it returns (the collection read, where known): a check that an index lookup
+    did not fall back to a scan."""
+    scans: list[str] = []
+    load = SQLiteEngine._load_documents
+
+    def counting(self: SQLiteEngine, *args: object, **kwargs: object) -> object:
+        scans.append(str(args[1]) if len(args) > 1 else "?")
+        return load(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SQLiteEngine, "_load_documents", counting)
+    return scans

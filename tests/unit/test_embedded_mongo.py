@@ -25,6 +25,7 @@ from storypost_cli.embedded_mongo import (
     use_id_lookup_for_guarded_writes,
     use_sql_prefilter_for_compound_unique_indexes,
 )
+from tests.support.mongo import count_scans
 
 
 @pytest.fixture
@@ -57,14 +58,7 @@ async def test_plain_ids_skip_the_collection_scan_numeric_ids_keep_it(
 ) -> None:
     coll = client["t"]["grow"]
     await coll.insert_many([{"_id": f"seed-{n}"} for n in range(50)])
-    scans: list[str] = []
-    load = SQLiteEngine._load_documents
-
-    def counting(self: SQLiteEngine, *args: object, **kwargs: object) -> object:
-        scans.append(str(args[1]) if len(args) > 1 else "?")
-        return load(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(SQLiteEngine, "_load_documents", counting)
+    scans = count_scans(monkeypatch)
     await coll.insert_one({"_id": "plain"})
     assert scans == []
     await coll.insert_one({"_id": 7})
@@ -104,14 +98,7 @@ async def test_compound_unique_keys_are_checked_in_sql_and_still_refuse_every_du
     await coll.insert_many(
         [{"org": f"o{n % 3}", "key": {"uuid": f"u{n}"}, "n": n} for n in range(60)]
     )
-    scans: list[str] = []
-    load = SQLiteEngine._load_documents
-
-    def counting(self: SQLiteEngine, *args: object, **kwargs: object) -> object:
-        scans.append("scan")
-        return load(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(SQLiteEngine, "_load_documents", counting)
+    scans = count_scans(monkeypatch)
     # A twin of a stored key, whatever the other fields, in insert and update alike.
     with pytest.raises(DuplicateKeyError):
         await coll.insert_one({"org": "o1", "key": {"uuid": "u1"}, "n": -1})

@@ -23,6 +23,7 @@ from storypost_cli.embedded_mongo import (
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.errors import AlreadyExists, FailedPrecondition
 from storypost_runtime.mongo import Document
+from tests.support.mongo import count_scans
 from webhook_svc.event_types import subscription
 from webhook_svc.records import RETIRED_WEBHOOK_INDEXES, WebhookCollections
 from webhook_svc.targets import AddressPolicy
@@ -140,14 +141,7 @@ async def test_the_embedded_stand_in_enforces_them_without_scanning(
             for n in range(200)
         ]
     )
-    scans: list[str] = []
-    load = SQLiteEngine._load_documents
-
-    def counting(self: SQLiteEngine, *args: object, **kwargs: object) -> object:
-        scans.append("scan")
-        return load(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(SQLiteEngine, "_load_documents", counting)
+    scans = count_scans(monkeypatch)
     webhooks = webhooks_of(records)
     results = await asyncio.gather(
         *(webhooks.add("org", hook(n), [], "") for n in range(8)), return_exceptions=True
