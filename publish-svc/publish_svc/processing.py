@@ -1,4 +1,11 @@
-"""Publishing one claimed post: window, rendering, credits and limits, the driver, the outcome."""
+"""Publishing one claimed post: window, rendering, credits and limits, the driver, the outcome.
+
+A published social post owes one credit. The debt is stored with the `executed` transition
+(`creditDueAt`, the same single-document write as the status and its event), then paid with
+account-svc's ConsumeCredit keyed by the post (a repeat takes nothing), then cleared. A crash
+or an unreachable account-svc in between leaves the debt on the record, and `settle_credits`
+(run by every replica's scheduler) pays it later: never lost, never taken twice.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +31,7 @@ from publish_svc.drivers.base import (
 from publish_svc.events import status_event
 from publish_svc.metrics import PublishMetrics
 from publish_svc.model import OPEN, Kind, Post, Status
-from publish_svc.progress import StoredProgress, TooLate
+from publish_svc.progress import ANSWER_GRACE, StoredProgress, TooLate, Unsettled
 from publish_svc.renderer import Renderer
 from publish_svc.store import PostStore
 from storypost.render.v1 import render_pb2 as rpb
@@ -40,6 +47,9 @@ class DriverLookup(Protocol):
 
 RENDER_RECHECK = timedelta(seconds=1)
 MAX_BACKOFF = timedelta(minutes=5)
+# A credit debt the publishing replica did not pay at once is looked at again after this.
+CREDIT_RETRY = timedelta(seconds=10)
+CREDIT_BATCH = 20
 
 
 def late_message(post: Post, window: timedelta, last_error: str | None = None) -> str:
@@ -47,6 +57,17 @@ def late_message(post: Post, window: timedelta, last_error: str | None = None) -
     message = (
         f"not posted within {minutes} minutes after its scheduled time "
         f"({iso_utc(post.deadline_base)}); it was not posted late"
+    )
+    return f"{message}; last error: {last_error}" if last_error else message
+
+
+def unknown_message(post: Post, window: timedelta, last_error: str | None = None) -> str:
+    """The post was sent, and the platform could not be asked what became of it in time."""
+    minutes = int(window.total_seconds() // 60)
+    message = (
+        f"the outcome is unknown: {post.account.platform.lower()} did not tell within "
+        f"{minutes} minutes after the post's deadline whether the post was published; check "
+        f"the account before posting it again"
     )
     return f"{message}; last error: {last_error}" if last_error else message
 
@@ -65,6 +86,7 @@ class PostProcessor:
         lease: timedelta,
         hold_recheck: timedelta,
         metrics: PublishMetrics | None = None,
+        answer_grace: timedelta = ANSWER_GRACE,
     ) -> None:
         self._store = store
         self._accounts = accounts
@@ -76,6 +98,7 @@ class PostProcessor:
         self._lease = lease
         self._hold = hold_recheck
         self._metrics = metrics or PublishMetrics.create(None)
+        self._answer_grace = answer_grace
 
     def deadline(self, post: Post) -> datetime:
         return post.deadline_base + self._window
@@ -91,6 +114,14 @@ class PostProcessor:
             log.info("attempt stopped", post=post.id)
         except TooLate:
             await self._fail(post, late_message(post, self._window, post.progress.get("lastError")))
+        except Unsettled:
+            # Past the deadline, an earlier call may still be performed: ask again later.
+            await self._retry(
+                post,
+                Outcome.retry(
+                    post.progress.get("lastError") or "the earlier platform call is not settled"
+                ),
+            )
         except grpc.aio.AioRpcError as error:
             # account-svc or render-svc did not answer: a transient failure like any other.
             await self._retry(post, Outcome.retry(f"internal dependency: {error.code().name}"))
@@ -107,7 +138,10 @@ class PostProcessor:
             self._window if post.progress.get("irreversible") else timedelta(0)
         )
         if now > limit:
-            await self._fail(post, late_message(post, self._window, post.progress.get("lastError")))
+            last = post.progress.get("lastError")
+            sent = post.progress.get("irreversible")
+            message = (unknown_message if sent else late_message)(post, self._window, last)
+            await self._fail(post, message)
             return
         media = await self._rendered_media(post)
         if media is None:
@@ -157,7 +191,10 @@ class PostProcessor:
 
     async def _social_gates(self, post: Post) -> bool:
         """Credits (wait, in progress) and the platform's daily limit (fail)."""
-        if await self._accounts.credits(post.organization_id) <= 0:
+        # A post already sent is concluded whatever the balance (its credit may be the one
+        # that made it zero): only a post that has not gone out waits.
+        sent = bool(post.progress.get("irreversible"))
+        if not sent and await self._accounts.credits(post.organization_id) <= 0:
             if post.status is Status.SCHEDULED:
                 # The date came: in progress from now on, without an event (spec).
                 await self._store.transition(
@@ -226,7 +263,13 @@ class PostProcessor:
 
     async def _publish(self, post: Post, media: Media, credentials: Credentials) -> Outcome:
         progress = StoredProgress(
-            self._store, post.id, self._owner, post.progress, self._clock, self.deadline(post)
+            self._store,
+            post.id,
+            self._owner,
+            post.progress,
+            self._clock,
+            self.deadline(post),
+            self._answer_grace,
         )
         async with self._renewing_lease(post):
             return await self.driver_for(post).publish(post, media, credentials, progress)
@@ -253,6 +296,8 @@ class PostProcessor:
         raw: dict[str, Any] = {"clipappStatus": outcome.raw_status} if outcome.raw_status else {}
         if outcome.kind is OutcomeKind.EXECUTED:
             now = self._clock.now()
+            # The credit it owes, in the same write as the status (paid just below).
+            debt = {"creditDueAt": now + CREDIT_RETRY} if post.kind is Kind.SOCIAL else {}
             done = await self._store.transition(
                 post.id,
                 OPEN_STATUSES,
@@ -270,18 +315,46 @@ class PostProcessor:
                     "permalink": outcome.permalink,
                     "platformPostId": outcome.platform_post_id,
                     **raw,
+                    **debt,
                 },
             )
             if done is not None:
                 due = post.date if post.date and post.future_date else post.created_at
                 self._metrics.lag.labels(post.kind.value).observe((now - due).total_seconds())
             if done is not None and post.kind is Kind.SOCIAL:
-                await self._accounts.consume_credit(post.organization_id, post.id)
+                await self._pay_credit(post.id, post.organization_id)
             log.info("published", post=post.id, platform=post.account.platform)
         elif outcome.kind is OutcomeKind.FAILED:
             await self._fail(post, outcome.message, extra=raw)
         else:
             await self._retry(post, outcome)
+
+    async def _pay_credit(self, record_id: str, organization_id: str) -> bool:
+        """Takes the post's credit (idempotent in account-svc) and clears the debt; on any
+        failure the debt stays for `settle_credits`."""
+        try:
+            consumed = await self._accounts.consume_credit(organization_id, record_id)
+        except Exception as error:  # account-svc away: the debt is on the record
+            log.warning("credit not taken yet", post=record_id, error=str(error))
+            consumed = False
+        now = self._clock.now()
+        if consumed:
+            await self._store.credit_paid(record_id, now)
+        else:
+            # Not reachable, or no credit left (taken when the balance is positive again).
+            await self._store.credit_later(record_id, now + CREDIT_RETRY)
+        return consumed
+
+    async def settle_credits(self) -> int:
+        """Pays credits of published posts still owed (a crash or an outage between the
+        transition and ConsumeCredit); every replica may run it, a repeat takes nothing."""
+        paid = 0
+        for record_id, organization_id in await self._store.credits_due(
+            self._clock.now(), CREDIT_BATCH
+        ):
+            if await self._pay_credit(record_id, organization_id):
+                paid += 1
+        return paid
 
     async def _retry(self, post: Post, outcome: Outcome) -> None:
         now = self._clock.now()

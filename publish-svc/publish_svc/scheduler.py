@@ -1,4 +1,5 @@
-"""Claims due posts with a lease and hands each to a worker; sleeps until the next due time."""
+"""Claims due posts with a lease and hands each to a worker; sleeps until the next due time.
+Beside it, every replica pays the credits published posts still owe (see processing.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ log = get_logger(__name__)
 DRAIN_SECONDS = 10.0
 # When every candidate was taken by other replicas, look again after this pause.
 CONTENDED_PAUSE_SECONDS = 0.05
+# How often owed credits are looked for.
+SETTLE_EVERY = timedelta(seconds=10)
 
 
 class DueScheduler:
@@ -34,6 +37,7 @@ class DueScheduler:
         workers: int,
         lease: timedelta,
         max_idle: timedelta,
+        settle_every: timedelta = SETTLE_EVERY,
     ) -> None:
         self._store = store
         self._processor = processor
@@ -42,6 +46,7 @@ class DueScheduler:
         self._workers = workers
         self._lease = lease
         self._max_idle = max_idle
+        self._settle_every = settle_every
         self._wake = asyncio.Event()
         self._slot_freed = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
@@ -51,6 +56,7 @@ class DueScheduler:
         self._wake.set()
 
     async def run(self) -> None:
+        settler = asyncio.create_task(self._settle_loop(), name="credit settler")
         try:
             while True:
                 free = self._workers - len(self._running)
@@ -71,7 +77,21 @@ class DueScheduler:
                     continue
                 await self._sleep(await self._idle_seconds())
         finally:
+            settler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await settler
             await self.drain()
+
+    async def _settle_loop(self) -> None:
+        """Owed credits, at start (a crashed replica's) and then every `settle_every`."""
+        while True:
+            try:
+                paid = await self._processor.settle_credits()
+                if paid:
+                    log.info("owed credits taken", count=paid)
+            except Exception as error:
+                log.warning("settling credits failed", error=str(error))
+            await asyncio.sleep(self._settle_every.total_seconds())
 
     async def _claim_batch(self, free: int) -> tuple[int, int]:
         """(candidates found, posts claimed and started)."""

@@ -32,6 +32,8 @@ class PostStore:
                 IndexModel([("status", ASCENDING), ("dueAt", ASCENDING)], name="status_due"),
                 IndexModel([("organizationId", ASCENDING), ("dueAt", DESCENDING)], name="org_due"),
                 IndexModel([("outboxPending", ASCENDING)], sparse=True, name="outbox_pending"),
+                # Published social posts whose credit is not taken yet (few, if any).
+                IndexModel([("creditDueAt", ASCENDING)], sparse=True, name="credit_due"),
             ],
         )
 
@@ -195,6 +197,26 @@ class PostStore:
             {"_id": record_id, "leaseOwner": owner}, {"$set": {"leaseUntil": lease_until}}
         )
         return result.matched_count == 1
+
+    async def credits_due(self, now: datetime, limit: int) -> list[tuple[str, str]]:
+        """(record id, organization id) of posts whose credit is owed and due to be taken."""
+        cursor = (
+            self._posts.find({"creditDueAt": {"$lte": now}}, {"_id": 1, "organizationId": 1})
+            .sort("creditDueAt", ASCENDING)
+            .limit(limit)
+        )
+        return [(doc["_id"], doc["organizationId"]) async for doc in cursor]
+
+    async def credit_paid(self, record_id: str, now: datetime) -> None:
+        await self._posts.update_one(
+            {"_id": record_id, "creditDueAt": {"$exists": True}},
+            {"$unset": {"creditDueAt": ""}, "$set": {"creditTakenAt": now}},
+        )
+
+    async def credit_later(self, record_id: str, when: datetime) -> None:
+        await self._posts.update_one(
+            {"_id": record_id, "creditDueAt": {"$exists": True}}, {"$set": {"creditDueAt": when}}
+        )
 
     async def list(
         self,

@@ -15,7 +15,7 @@ from sandbox_net.gate import json_body
 from sandbox_net.identity import PLATFORMS
 from sandbox_net.oauth import parse_destinations
 from sandbox_net.state import Record, Store
-from sandbox_net.switches import MODES, Switch
+from sandbox_net.switches import MODES, Switch, normalize_endpoint
 
 # A 1x1 PNG: a valid image any platform accepts (GET /_sandbox/media/sample.png).
 SAMPLE_PNG = base64.b64decode(
@@ -44,8 +44,8 @@ class Health:
 
 
 class Switches:
-    """GET lists, PUT sets one, DELETE removes (all; ?platform=: a platform's and its
-    accounts'; ?platform=&account=: one account's)."""
+    """GET lists, PUT sets one (optionally for one `endpoint` only), DELETE removes (all;
+    ?platform=: a platform's and its accounts'; ?platform=&account=: one account's)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -63,6 +63,10 @@ class Switches:
         account = body.get("account")
         account_id = self._store.resolve_account_id(platform, str(account)) if account else None
         try:
+            endpoint = normalize_endpoint(body.get("endpoint"))
+        except ValueError as error:
+            raise bad_request(str(error)) from None
+        try:
             switch = Switch(
                 platform=platform,
                 account_id=account_id,
@@ -71,6 +75,7 @@ class Switches:
                 status=int(body.get("status") or 400),
                 seconds=float(body.get("seconds") or 0.0),
                 retry_after_seconds=int(body.get("retryAfterSeconds") or 60),
+                endpoint=endpoint,
             )
         except (TypeError, ValueError):
             raise bad_request("status, seconds and retryAfterSeconds must be numbers") from None

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter
 from sandbox_net import admin, clipapp, oauth, photoapp, social
 from sandbox_net.config import SandboxSettings
 from sandbox_net.errors import PlatformHttpError, handle_platform_error
-from sandbox_net.gate import Gate
+from sandbox_net.gate import Gate, LateAnswers
 from sandbox_net.identity import PLATFORMS
 from sandbox_net.processing import Processor
 from sandbox_net.state import RuntimeConfig, Store
@@ -73,7 +73,9 @@ def create_sandbox(settings: SandboxSettings, registry: CollectorRegistry | None
     store.load()
     gate = Gate(store, TokenSigner(settings.secret.get_secret_value()))
     processor = Processor(store)
-    middleware = [RequestMetrics(registry)] if registry is not None else []
+    middleware: list[Any] = [LateAnswers()]
+    if registry is not None:
+        middleware.append(RequestMetrics(registry))
     app = falcon.App(middleware=middleware, cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, _unexpected)

@@ -1,5 +1,6 @@
 """clipapp, shaped like a short-video platform's content posting API: user info, creator info,
-init (pull from URL, video or photo) → publish status fetch."""
+init (pull from URL, video or photo) → publish status fetch; and its display API's list of the
+creator's recent public posts (the only way to find a post whose init answer was lost)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ PLATFORM = "clipapp"
 TITLE_MAX = 2200
 PHOTO_TITLE_MAX = 90
 DESCRIPTION_MAX = 4000
+PUBLIC = "PUBLIC_TO_EVERYONE"
+LIST_MAX = 20
+LIST_FIELDS = ("id", "create_time", "title", "video_description", "share_url", "duration")
 
 
 def _ok(data: dict[str, Any]) -> dict[str, Any]:
@@ -184,6 +188,65 @@ class StatusFetch:
         resp.media = _ok(data)
 
 
+class VideoList:
+    """POST /video/list/?fields=…  {"cursor": ms, "max_count": n}: the creator's published
+    public posts, newest first, created before `cursor` (a Unix time in milliseconds), like
+    the display API's list. Posts of any other privacy level are never listed, nor posts
+    still processing; there is no reference to the init that made a post."""
+
+    def __init__(self, gate: Gate) -> None:
+        self._gate = gate
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self._gate.enter(req, PLATFORM)
+        body = json_body(req)
+        fields = [f for f in (req.get_param("fields") or "").split(",") if f] or list(LIST_FIELDS)
+        unknown = sorted(set(fields) - set(LIST_FIELDS))
+        if unknown:
+            raise bad_request("unknown fields: " + ", ".join(unknown))
+        try:
+            count = int(body.get("max_count") or LIST_MAX)
+            cursor = float(body["cursor"]) if body.get("cursor") is not None else None
+        except (TypeError, ValueError):
+            raise bad_request("max_count and cursor must be numbers") from None
+        if not 1 <= count <= LIST_MAX:
+            raise bad_request(f"max_count must be 1 to {LIST_MAX}")
+        with self._gate.store.lock:
+            mine = [
+                item
+                for item in self._gate.store.published
+                if item["platform"] == PLATFORM
+                and item["accountId"] == account["id"]
+                and _privacy(item) == PUBLIC
+                and (cursor is None or item["publishedAtEpoch"] * 1000 < cursor)
+            ]
+        mine.sort(key=lambda item: item["publishedAtEpoch"], reverse=True)
+        page = mine[:count]
+        videos = [{k: v for k, v in _video(item).items() if k in fields} for item in page]
+        next_cursor = int(page[-1]["publishedAtEpoch"] * 1000) if page else int(cursor or 0)
+        resp.media = _ok(
+            {"videos": videos, "cursor": next_cursor, "has_more": len(mine) > len(page)}
+        )
+
+
+def _privacy(item: Record) -> str:
+    post_info = (item.get("request") or {}).get("post_info") or {}
+    return str(post_info.get("privacy_level") or "")
+
+
+def _video(item: Record) -> dict[str, Any]:
+    post_info = (item.get("request") or {}).get("post_info") or {}
+    title = str(post_info.get("title") or "")
+    return {
+        "id": item["postId"],
+        "create_time": int(item["publishedAtEpoch"]),
+        "title": title,
+        "video_description": str(post_info.get("description") or title),
+        "share_url": item["permalink"],
+        "duration": round(float((item.get("media") or {}).get("durationSeconds") or 0)),
+    }
+
+
 def add_routes(app: falcon.App, gate: Gate, processor: Processor) -> None:
     base = f"/{PLATFORM}/v2"
     app.add_route(f"{base}/user/info", UserInfo(gate))
@@ -191,3 +254,4 @@ def add_routes(app: falcon.App, gate: Gate, processor: Processor) -> None:
     app.add_route(f"{base}/post/publish/video/init", Init(gate, processor, photo=False))
     app.add_route(f"{base}/post/publish/content/init", Init(gate, processor, photo=True))
     app.add_route(f"{base}/post/publish/status/fetch", StatusFetch(gate))
+    app.add_route(f"{base}/video/list", VideoList(gate))

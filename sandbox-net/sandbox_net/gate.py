@@ -23,23 +23,33 @@ class Gate:
         self.signer = signer
         self._sleep = sleep
 
-    def apply_switch(self, platform: str, account_id: str | None, *, token_call: bool) -> None:
-        """Delays or fails the call as the platform's (or the account's) switch says."""
-        switch = self.store.switch_for(platform, account_id)
+    def apply_switch(
+        self, platform: str, account_id: str | None, *, token_call: bool, path: str | None = None
+    ) -> float:
+        """Delays or fails the call as the platform's (or the account's, or the endpoint's)
+        switch says; returns how long to hold the answer after performing it (late-answer)."""
+        switch = self.store.switch_for(platform, account_id, path)
         if switch is None:
-            return
+            return 0.0
         if switch.mode == "slow" and switch.seconds > 0:
             self._sleep(switch.seconds)
+        if switch.mode == "late-answer":
+            return switch.seconds
         failure = failure_for(switch, token_call=token_call)
         if failure is not None:
             raise failure
+        return 0.0
 
     def enter(self, req: falcon.Request, platform: str) -> Record:
         """The account whose valid access token the call carries (after its switch)."""
         token = bearer_token(req)
         claims = self.signer.read(token) if token else None
         own = claims if claims is not None and claims.platform == platform else None
-        self.apply_switch(platform, own.account_id if own else None, token_call=True)
+        late = self.apply_switch(
+            platform, own.account_id if own else None, token_call=True, path=req.path
+        )
+        if late > 0:
+            req.context.late_answer_seconds = late
         if own is None or own.kind != "at":
             raise PlatformHttpError(401, "invalid_token", "missing or invalid access token")
         if own.expires_at < time.time():
@@ -51,6 +61,22 @@ class Gate:
             found = self.store.account(claims.platform, claims.account_id)
             # Tokens outlive a restart without a data dir: rebuild the account from them.
             return found or self.store.ensure_account(claims.platform, claims.username)
+
+
+class LateAnswers:
+    """Falcon middleware: holds the answer of a call a `late-answer` switch matched, after the
+    platform performed it (what a caller with a shorter timeout, or one that died meanwhile,
+    never sees)."""
+
+    def __init__(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._sleep = sleep
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, succeeded: bool
+    ) -> None:
+        seconds = float(getattr(req.context, "late_answer_seconds", 0.0) or 0.0)
+        if seconds > 0:
+            self._sleep(seconds)
 
 
 def bearer_token(req: falcon.Request) -> str | None:

@@ -36,11 +36,23 @@ class Me:
 
 class Posts:
     """POST: publishes at once and answers {id, permalink}; an Idempotency-Key makes a
-    repeat answer the same post."""
+    repeat answer the same post. GET ?idempotency_key=: the post made with that key, if any
+    (how a caller whose answer was lost finds out, without posting again)."""
 
     def __init__(self, gate: Gate, platform: str) -> None:
         self._gate = gate
         self._platform = platform
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self._gate.enter(req, self._platform)
+        key = req.get_param("idempotency_key")
+        if not key:
+            raise bad_request("idempotency_key is required")
+        store = self._gate.store
+        with store.lock:
+            known = store.idempotency.get(f"{self._platform}:{account['id']}:{key}")
+            found = [self._answer(store.posts[known])] if known is not None else []
+        resp.media = {"data": found}
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account = self._gate.enter(req, self._platform)

@@ -149,13 +149,26 @@ class Store:
         return name if name.isdigit() else derive_account_id(platform, name.lower())
 
     # -- switches --------------------------------------------------------------------------
-    def switch_for(self, platform: str, account_id: str | None) -> Switch | None:
+    def switch_for(
+        self, platform: str, account_id: str | None, path: str | None = None
+    ) -> Switch | None:
+        """The most specific switch for a call: the account's for this endpoint, the account's,
+        the platform's for this endpoint, the platform's."""
         with self.lock:
-            if account_id:
-                found = self.switches.get(switch_key(platform, account_id))
+            owners = [account_id, None] if account_id else [None]
+            for owner in owners:
+                for switch in self.switches.values():
+                    if (
+                        switch.platform == platform
+                        and switch.account_id == owner
+                        and switch.endpoint is not None
+                        and switch.applies_to(path)
+                    ):
+                        return switch
+                found = self.switches.get(switch_key(platform, owner))
                 if found is not None:
                     return found
-            return self.switches.get(platform)
+            return None
 
     def set_switch(self, switch: Switch) -> None:
         with self.lock:
@@ -167,16 +180,15 @@ class Store:
             self.touch()
 
     def reset_switches(self, platform: str | None, account_id: str | None = None) -> int:
-        """Removes every switch, a platform's (and its accounts'), or one account's."""
+        """Removes every switch, a platform's (and its accounts'), or one account's (each with
+        its endpoint switches)."""
         with self.lock:
-            if account_id and platform:
-                doomed = (
-                    [switch_key(platform, account_id)]
-                    if switch_key(platform, account_id) in self.switches
-                    else []
-                )
-            else:
-                doomed = [k for k, s in self.switches.items() if platform in (None, s.platform)]
+            doomed = [
+                key
+                for key, s in self.switches.items()
+                if platform in (None, s.platform)
+                and (not (account_id and platform) or s.account_id == account_id)
+            ]
             for key in doomed:
                 del self.switches[key]
             self.touch()

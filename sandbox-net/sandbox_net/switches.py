@@ -1,15 +1,25 @@
-"""Run-time switches per platform and per account: ok, fail, slow, offline, rate-limited,
-token-expired."""
+"""Run-time switches per platform, per account and per endpoint: ok, fail, slow, late-answer,
+offline, rate-limited, token-expired."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast
 
 from sandbox_net.errors import PlatformHttpError
 
-Mode = Literal["ok", "fail", "slow", "offline", "rate-limited", "token-expired"]
-MODES: tuple[Mode, ...] = ("ok", "fail", "slow", "offline", "rate-limited", "token-expired")
+Mode = Literal["ok", "fail", "slow", "late-answer", "offline", "rate-limited", "token-expired"]
+MODES: tuple[Mode, ...] = (
+    "ok",
+    "fail",
+    "slow",
+    "late-answer",
+    "offline",
+    "rate-limited",
+    "token-expired",
+)
+ENDPOINT = re.compile(r"^[A-Za-z0-9_.~-]+(/[A-Za-z0-9_.~-]+)*$")
 
 
 @dataclass(frozen=True)
@@ -21,13 +31,21 @@ class Switch:
     # fail: the error message and HTTP status.
     message: str = "the platform rejected the request"
     status: int = 400
-    # slow: seconds added to every answer.
+    # slow: seconds before the call is performed; late-answer: seconds between performing it
+    # and answering (a caller that gives up earlier never learns what happened).
     seconds: float = 0.0
     # rate-limited: the Retry-After the platform answers.
     retry_after_seconds: int = 60
+    # Only calls whose path ends with this ("post/publish/video/init"); None: every call.
+    endpoint: str | None = None
 
     def key(self) -> str:
-        return switch_key(self.platform, self.account_id)
+        return switch_key(self.platform, self.account_id, self.endpoint)
+
+    def applies_to(self, path: str | None) -> bool:
+        if self.endpoint is None:
+            return True
+        return path is not None and path.rstrip("/").endswith(f"/{self.endpoint}")
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -39,6 +57,7 @@ class Switch:
             "status": data["status"],
             "seconds": data["seconds"],
             "retryAfterSeconds": data["retry_after_seconds"],
+            "endpoint": data["endpoint"],
         }
 
     @classmethod
@@ -51,15 +70,30 @@ class Switch:
             status=int(data.get("status") or 400),
             seconds=float(data.get("seconds") or 0.0),
             retry_after_seconds=int(data.get("retryAfterSeconds") or 60),
+            endpoint=normalize_endpoint(data.get("endpoint")),
         )
 
 
-def switch_key(platform: str, account_id: str | None) -> str:
-    return f"{platform}:{account_id}" if account_id else platform
+def normalize_endpoint(value: Any) -> str | None:
+    """`/post/publish/video/init/` → `post/publish/video/init`; empty → None (every call)."""
+    if value is None:
+        return None
+    text = str(value).strip().strip("/")
+    if not text:
+        return None
+    if len(text) > 200 or not ENDPOINT.match(text):
+        raise ValueError("endpoint must be a URL path such as post/publish/video/init")
+    return text
+
+
+def switch_key(platform: str, account_id: str | None, endpoint: str | None = None) -> str:
+    base = f"{platform}:{account_id}" if account_id else platform
+    return f"{base} {endpoint}" if endpoint else base
 
 
 def failure_for(switch: Switch, *, token_call: bool) -> PlatformHttpError | None:
-    """The error a switch answers with (after any delay); None lets the call through.
+    """The error a switch answers with (after any delay); None lets the call through
+    (`late-answer` performs the call and delays its answer: see `Gate.enter`).
 
     `token_call`: the call carries an access or refresh token (token-expired applies only
     there; authorizing and exchanging a fresh code still work).

@@ -2,14 +2,16 @@
 
 A driver makes a post idempotent towards its platform: it records what the platform gave it
 (a container or publish id) through `progress.record(...)` before the irreversible step, and
-on a retry after a crash it first asks the platform whether that attempt already published.
-It never decides about time windows, credits or limits: the processor does.
+on a retry after a crash or a lost answer it first asks the platform whether that attempt
+already published; where the platform cannot tell, it fails the post saying so and never
+sends again. It never decides about time windows, credits or limits: the processor does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -94,8 +96,18 @@ class Progress(Protocol):
         """Stores fields (container id, publish id, raw status); raises LeaseLost."""
 
     async def irreversible(self, **fields: Any) -> None:
-        """Marks the step that cannot be taken back as started, storing `fields` with it (one
-        write); raises Canceled (the post was canceled) or LeaseLost."""
+        """Marks the step that cannot be taken back as started, storing `fields` and the time
+        with it (one write, before the call); raises Canceled (the post was canceled),
+        LeaseLost, or, past the post's deadline, TooLate (or Unsettled while an earlier call
+        may still be performed by the platform: the processor looks again later)."""
+
+    @property
+    def sent_at(self) -> datetime | None:
+        """When the latest irreversible call was started (None: never)."""
+
+    def unsettled(self) -> bool:
+        """Whether the latest irreversible call started so recently that the platform may
+        still perform it (a look-up that finds nothing proves nothing yet)."""
 
 
 class Driver(Protocol):

@@ -2,12 +2,20 @@
 
 What the account may not do (a privacy level, turning duets/stitches/comments off, a video
 longer than its maximum) fails the post at publish time with that reason, as the spec says.
-The publish id is recorded right after init; a retry asks its status instead of posting again.
+
+init has no idempotency key: a second init is a second post. So the intent is stored before
+init (`awaiting: "init"` with the irreversible mark and its time), the publish id right after
+it; a retry with a publish id asks its status. A retry with only the intent (init's answer
+was lost: a timeout, a crash) never calls init again: it looks for the post among the
+creator's recent public posts (the only look-up clipapp offers without a publish id), and
+fails the post with "outcome unknown" where it cannot be found (any other privacy level is
+never listed).
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
@@ -18,6 +26,21 @@ POLL_START_SECONDS = 0.3
 POLL_MAX_SECONDS = 3.0
 POLL_LIMIT_SECONDS = 300.0
 FINAL_OK = "PUBLISH_COMPLETE"
+PUBLIC = "PUBLIC_TO_EVERYONE"
+# What the progress says while an init's answer is not recorded.
+AWAITING_INIT = "init"
+# A listed post counts as ours only if created at most this long before our init was sent
+# (clock differences between us and the platform).
+CLOCK_SLACK = timedelta(seconds=60)
+LIST_PAGES = 5
+LIST_FIELDS = "id,create_time,title,video_description,share_url,duration"
+
+
+def unknown_outcome(reason: str) -> str:
+    return (
+        f"clipapp: the outcome is unknown: the answer to the publish request was lost and "
+        f"{reason}; check the clipapp account before posting this again"
+    )
 
 
 def _settings(post: Post) -> dict[str, Any]:
@@ -87,6 +110,20 @@ def init_request(wanted: dict[str, Any], media: Media) -> dict[str, Any]:
     }
 
 
+def _same_post(video: dict[str, Any], post_info: dict[str, Any], media: Media) -> bool:
+    """A listed post carries what our init sent (title, description, a video's length)."""
+    title = str(post_info.get("title") or "")
+    if str(video.get("title") or "") != title:
+        return False
+    description = str(post_info.get("description") or "") or title
+    if str(video.get("video_description") or "") != description:
+        return False
+    duration = video.get("duration")
+    if media.kind == "video" and media.duration_seconds and duration:
+        return abs(float(duration) - media.duration_seconds) <= 1.5
+    return True
+
+
 class ClipappDriver:
     def __init__(self, client: PlatformClient) -> None:
         self._client = client
@@ -104,25 +141,94 @@ class ClipappDriver:
     ) -> Outcome:
         token = credentials.access_token
         publish_id = progress.recorded.get("publishId")
-        if not publish_id:
-            reply = await self._client.call(
-                "POST", "/post/publish/creator_info/query", token, json={}
-            )
-            refusal = _refusal(reply.get("data") or {}, _settings(post), media)
-            if refusal:
-                return Outcome.failed(f"clipapp: {refusal}")
-            await progress.irreversible()
-            path = (
-                "/post/publish/video/init"
-                if media.kind == "video"
-                else "/post/publish/content/init"
-            )
-            init = await self._client.call(
-                "POST", path, token, json=init_request(_settings(post), media)
-            )
-            publish_id = str(init["data"]["publish_id"])
-            await progress.record(publishId=publish_id)
+        if publish_id:
+            return await self._until_final(str(publish_id), token, progress)
+        if self._init_answer_lost(progress):
+            return await self._find_lost_post(post, media, token, progress)
+        reply = await self._client.call("POST", "/post/publish/creator_info/query", token, json={})
+        refusal = _refusal(reply.get("data") or {}, _settings(post), media)
+        if refusal:
+            return Outcome.failed(f"clipapp: {refusal}")
+        path = "/post/publish/video/init" if media.kind == "video" else "/post/publish/content/init"
+        body = init_request(_settings(post), media)
+        # The intent, durably, before the call: from here on a retry must not init again.
+        await progress.irreversible(awaiting=AWAITING_INIT)
+        try:
+            init = await self._client.call("POST", path, token, json=body)
+        except PlatformError as error:
+            if not error.answer_lost:
+                # The platform said no (or never got it): nothing was posted.
+                await progress.record(awaiting=None)
+            return error.outcome
+        publish_id = str(init["data"]["publish_id"])
+        await progress.record(publishId=publish_id, awaiting=None)
         return await self._until_final(publish_id, token, progress)
+
+    @staticmethod
+    def _init_answer_lost(progress: Progress) -> bool:
+        recorded = progress.recorded
+        if recorded.get("awaiting") == AWAITING_INIT:
+            return True
+        # Recorded before the intent existed: the mark alone, and no publish id.
+        return bool(recorded.get("irreversible")) and "awaiting" not in recorded
+
+    async def _find_lost_post(
+        self, post: Post, media: Media, token: str, progress: Progress
+    ) -> Outcome:
+        """init may or may not have posted: look, never init again."""
+        post_info = init_request(_settings(post), media)["post_info"]
+        if post_info["privacy_level"] != PUBLIC:
+            return Outcome.failed(
+                unknown_outcome(
+                    f"clipapp lists only public posts (this one is {post_info['privacy_level']})"
+                )
+            )
+        sent = progress.sent_at
+        since = (sent - CLOCK_SLACK) if sent else None
+        found = [
+            video
+            for video in await self._recent_public_posts(token, since)
+            if _same_post(video, post_info, media)
+        ]
+        if len(found) == 1:
+            video = found[0]
+            await progress.record(awaiting=None, foundPostId=str(video["id"]))
+            return Outcome.executed(str(video["id"]), video.get("share_url") or None)
+        if len(found) > 1:
+            ids = ", ".join(str(video["id"]) for video in found)
+            return Outcome.failed(
+                unknown_outcome(f"{len(found)} recent posts of the account match it ({ids})")
+            )
+        if progress.unsettled():
+            # init may still be under way, or the post still processing: look again later.
+            return Outcome.retry(
+                "clipapp: the answer to the publish request was lost; the post is not among "
+                "the account's public posts yet"
+            )
+        return Outcome.failed(unknown_outcome("the account's recent public posts do not show it"))
+
+    async def _recent_public_posts(
+        self, token: str, since: datetime | None
+    ) -> list[dict[str, Any]]:
+        """The creator's public posts created at or after `since`, newest first."""
+        videos: list[dict[str, Any]] = []
+        cursor: int | None = None
+        for _ in range(LIST_PAGES):
+            body: dict[str, Any] = {"max_count": 20}
+            if cursor is not None:
+                body["cursor"] = cursor
+            reply = await self._client.call(
+                "POST", "/video/list/", token, json=body, params={"fields": LIST_FIELDS}
+            )
+            data = reply.get("data") or {}
+            for video in data.get("videos") or []:
+                if since is not None and int(video.get("create_time") or 0) < since.timestamp():
+                    return videos
+                videos.append(video)
+            if not data.get("has_more"):
+                break
+            cursor = int(data.get("cursor") or 0)
+        return videos
 
     async def _until_final(self, publish_id: str, token: str, progress: Progress) -> Outcome:
         delay, waited, status = POLL_START_SECONDS, 0.0, ""

@@ -12,9 +12,29 @@ from publish_svc.drivers.base import Outcome
 
 @dataclass(frozen=True)
 class PlatformError(Exception):
-    """A platform call that did not succeed, already classified as an outcome."""
+    """A platform call that did not succeed, already classified as an outcome.
+
+    `answer_lost`: the request may have reached the platform, which may have performed it, but
+    no answer of the platform's came back (a timeout after sending, a dropped connection, a
+    gateway's 502/504, an unreadable success). A driver must then find out what happened
+    before sending anything new. Otherwise the platform said no, or the request never left.
+    """
 
     outcome: Outcome
+    answer_lost: bool = False
+
+
+# The request never reached the platform: nothing can have been performed.
+NOT_SENT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.LocalProtocolError,
+    httpx.UnsupportedProtocol,
+    httpx.ProxyError,
+)
+# A gateway answered for the platform, which may have gone on with the request.
+GATEWAY_GAVE_UP = (502, 504)
 
 
 def _message(response: httpx.Response) -> str:
@@ -78,22 +98,33 @@ class PlatformClient:
                 params=params,
                 headers={"Authorization": f"Bearer {token}", **(headers or {})},
             )
-        except httpx.TimeoutException:
-            raise PlatformError(Outcome.retry(f"{self.platform}: the platform timed out")) from None
-        except httpx.TransportError as error:
+        except NOT_SENT as error:
             raise PlatformError(
                 Outcome.retry(
                     f"{self.platform}: the platform is unreachable ({type(error).__name__})"
                 )
             ) from None
+        except httpx.TimeoutException:
+            raise PlatformError(
+                Outcome.retry(f"{self.platform}: the platform timed out"), answer_lost=True
+            ) from None
+        except httpx.TransportError as error:
+            raise PlatformError(
+                Outcome.retry(
+                    f"{self.platform}: the connection broke before the platform answered "
+                    f"({type(error).__name__})"
+                ),
+                answer_lost=True,
+            ) from None
         problem = classify(response, self.platform)
         if problem is not None:
-            raise PlatformError(problem)
+            raise PlatformError(problem, answer_lost=response.status_code in GATEWAY_GAVE_UP)
         try:
             return response.json()
         except ValueError:
             raise PlatformError(
-                Outcome.retry(f"{self.platform}: the platform answered something that is not JSON")
+                Outcome.retry(f"{self.platform}: the platform answered something that is not JSON"),
+                answer_lost=True,
             ) from None
 
     async def reachable(self, path: str, token: str) -> bool:

@@ -1,8 +1,10 @@
 """The photoapp driver: media container → status polling → publish → media id.
 
 Idempotent towards the platform: the container id is recorded (with the irreversible mark)
-before publishing, a retry first asks that container whether it was published, and
-publishing a container twice returns the same media id on the platform.
+before publishing, a retry (after a crash or a lost answer alike) first asks that container
+whether it was published, and publishing a container twice returns the same media id on the
+platform. A lost answer to the container creation leaves at most an unpublished container,
+which expires.
 """
 
 from __future__ import annotations

@@ -63,6 +63,9 @@ class FakeAccounts:
     consumed: list[str] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
     disconnected: list[str] = field(default_factory=list)
+    # ConsumeCredit raises (account-svc unreachable), as many times as this says.
+    consume_failures: int = 0
+    consume_calls: int = 0
 
     async def connected(
         self, organization_id: str, ref: apb.AccountRef, what: str
@@ -108,7 +111,13 @@ class FakeAccounts:
         return self.balance
 
     async def consume_credit(self, organization_id: str, key: str) -> bool:
+        self.consume_calls += 1
+        if self.consume_failures > 0:
+            self.consume_failures -= 1
+            raise ConnectionError("account-svc is unreachable")
         if key not in self.consumed:
+            if self.balance <= 0:
+                return False  # as account-svc: nothing taken, a later take may succeed
             self.consumed.append(key)
             self.balance -= 1
         return True

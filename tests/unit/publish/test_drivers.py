@@ -33,6 +33,8 @@ class MemoryProgress:
     recorded: dict[str, Any]
     fail_irreversible: type[Exception] | None = None
     irreversible_calls: int = 0
+    # What `unsettled()` answers (an earlier call may still be performed).
+    settling: bool = False
 
     async def record(self, **fields: Any) -> None:
         self.recorded.update(fields)
@@ -42,9 +44,17 @@ class MemoryProgress:
         if self.fail_irreversible is Canceled:
             raise Canceled("stop")
         # The mark and its fields are stored in one write, then (here) the replica dies.
-        self.recorded.update(fields, irreversible=True)
+        self.recorded.update(fields, irreversible=True, sentAt=datetime.now(UTC))
         if self.fail_irreversible:
             raise self.fail_irreversible("stop")
+
+    @property
+    def sent_at(self) -> datetime | None:
+        value = self.recorded.get("sentAt")
+        return value if isinstance(value, datetime) else None
+
+    def unsettled(self) -> bool:
+        return self.settling
 
 
 @pytest.fixture

@@ -1,0 +1,258 @@
+"""A platform's answer lost, through the whole stack (issue #23): clipapp's init answering
+after publish-svc's platform timeout, publish-svc killed between the platform performing a
+call and the record of it, and publish-svc killed between `executed` and taking the credit.
+
+Every case: the sandbox network holds at most one post for the UUID, the final status tells
+the truth, every status change has its one event, and a credit is taken exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from nats.aio.client import Client as NatsClient
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.collection import AsyncCollection
+
+from storypost.testing.stack import StackHandle
+from tests.integration.publish.conftest import IMAGE_STORY, events_of, username
+from tests.support.accounts import connect_account, published, reset_switches, set_switch
+from tests.support.api import Api, Org
+
+CLIPAPP_EVENT = "clipapp_post.status_changed"
+SOCIAL_EVENT = "social_post.status_changed"
+PHOTO_INIT = "post/publish/content/init"
+
+Document = dict[str, Any]
+
+
+@pytest.fixture
+async def database(storypost_stack: StackHandle) -> AsyncIterator[Any]:
+    client: AsyncMongoClient[Document] = AsyncMongoClient(
+        storypost_stack.env["STORYPOST_MONGO_URL"], tz_aware=True
+    )
+    yield client[storypost_stack.env.get("STORYPOST_MONGO_DATABASE", "storypost")]
+    await client.close()
+
+
+async def until[T](
+    what: str, probe: Callable[[], Awaitable[T | None]], within: float = 60, every: float = 0.2
+) -> T:
+    deadline = time.monotonic() + within
+    while True:
+        found = await probe()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"timed out after {within} s waiting for {what}"
+        await asyncio.sleep(every)
+
+
+async def call(api: Api, org: Org, procedure: str, body: dict[str, Any]) -> dict[str, Any]:
+    """One call as the spec tells callers to make it: 429 and 503 (a service restarting) are
+    retried."""
+    deadline = time.monotonic() + 60
+    while True:
+        answer = await api.call(org, procedure, body)
+        if answer.status_code not in (429, 503) or time.monotonic() > deadline:
+            assert answer.status_code == 200, answer.text
+            result: dict[str, Any] = answer.json()
+            return result
+        await asyncio.sleep(float(answer.headers.get("Retry-After") or 1))
+
+
+async def final_status(
+    api: Api, org: Org, procedure: str, ref: dict[str, str], within: float = 120
+) -> dict[str, Any]:
+    async def final() -> dict[str, Any] | None:
+        result = await call(api, org, procedure, ref)
+        return result if result["status"] in ("executed", "failed") else None
+
+    # Once a second: the organization's rate limit is 60 calls a minute.
+    return await until(f"{ref} to end", final, within, every=1.0)
+
+
+def platform_timeout(stack: StackHandle) -> float:
+    return float(stack.env.get("STORYPOST_PLATFORM_TIMEOUT_SECONDS", "20"))
+
+
+async def schedule_clipapp(
+    api: Api, org: Org, stack: StackHandle, name: str, privacy: str
+) -> tuple[dict[str, str], str]:
+    account = await connect_account(stack, org, "clipapp", name)
+    body = {
+        "clipappPostUuid": str(uuid.uuid4()),
+        "clipappAccountId": account.platform_account_id,
+        "html": IMAGE_STORY,
+        "title": f"lost answer {uuid.uuid4().hex[:8]}",
+        "privacyLevel": privacy,
+    }
+    await call(api, org, "schedule-clipapp-post", body)
+    record_id = f"clipapp:{org.organization_id}:{body['clipappPostUuid']}"
+    return {"clipappPostUuid": body["clipappPostUuid"]}, record_id
+
+
+async def clipapp_statuses(bus: NatsClient, ref: dict[str, str], expected: int) -> list[str]:
+    """The post's events on the bus (asks for one more than expected: none may follow)."""
+    events = await events_of(
+        bus, CLIPAPP_EVENT, "clipappPostUuid", ref["clipappPostUuid"], expected + 1, within=8
+    )
+    assert len({e["_id"] for e in events}) == len(events)
+    return [e["status"] for e in events]
+
+
+async def test_clipapp_init_answering_after_the_timeout_is_found_not_posted_again(
+    api: Api,
+    fresh_org: Org,
+    storypost_stack: StackHandle,
+    bus: NatsClient,
+    database: Any,
+) -> None:
+    name = username()
+    await connect_account(storypost_stack, fresh_org, "clipapp", name)
+    # init performs the post only after publish-svc has given up waiting for its answer.
+    await set_switch(
+        storypost_stack,
+        "clipapp",
+        "slow",
+        account=name,
+        endpoint=PHOTO_INIT,
+        seconds=platform_timeout(storypost_stack) + 3,
+    )
+    try:
+        ref, record_id = await schedule_clipapp(
+            api, fresh_org, storypost_stack, name, "PUBLIC_TO_EVERYONE"
+        )
+        done = await final_status(api, fresh_org, "status-clipapp-post", ref)
+    finally:
+        await reset_switches(storypost_stack, "clipapp", name)
+    assert done["status"] == "executed", done
+    items = await published(storypost_stack, "clipapp", name)
+    assert len(items) == 1, items
+    record = await database["posts"].find_one({"_id": record_id})
+    # The answer was lost (a timeout, then looked for), and the post found is the one stored.
+    last_error = record["progress"]["lastError"]
+    assert "timed out" in last_error or "answer to the publish request was lost" in last_error
+    assert record["platformPostId"] == items[0]["postId"]
+    assert await clipapp_statuses(bus, ref, 3) == ["scheduled", "in-progress", "executed"]
+
+
+async def kill_publish_after_init(
+    stack: StackHandle, name: str, posts: AsyncCollection[Document], record_id: str
+) -> None:
+    """Waits until clipapp performed init (its answer held back), then kills publish-svc
+    before the answer (and so the publish id) reaches the record, and starts it again."""
+    await until("clipapp to publish", lambda: published(stack, "clipapp", name))
+    record = await posts.find_one({"_id": record_id})
+    assert record is not None and record["status"] == "in-progress"
+    assert not record["progress"].get("publishId")
+    await stack.processes.kill("publish")
+    await reset_switches(stack, "clipapp", name)
+    await stack.processes.start_component("publish")
+
+
+@pytest.mark.parametrize(
+    ("privacy", "status"), [("PUBLIC_TO_EVERYONE", "executed"), ("SELF_ONLY", "failed")]
+)
+async def test_kill_9_between_clipapp_init_and_its_record_never_posts_twice(
+    api: Api,
+    fresh_org: Org,
+    storypost_stack: StackHandle,
+    bus: NatsClient,
+    database: Any,
+    privacy: str,
+    status: str,
+) -> None:
+    name = username()
+    await connect_account(storypost_stack, fresh_org, "clipapp", name)
+    await set_switch(
+        storypost_stack, "clipapp", "late-answer", account=name, endpoint=PHOTO_INIT, seconds=60
+    )
+    try:
+        ref, record_id = await schedule_clipapp(api, fresh_org, storypost_stack, name, privacy)
+        await kill_publish_after_init(storypost_stack, name, database["posts"], record_id)
+        done = await final_status(api, fresh_org, "status-clipapp-post", ref)
+    finally:
+        await reset_switches(storypost_stack, "clipapp", name)
+    items = await published(storypost_stack, "clipapp", name)
+    assert len(items) == 1, items
+    assert done["status"] == status, done
+    record = await database["posts"].find_one({"_id": record_id})
+    if status == "executed":
+        # Found among the account's public posts: the one init made.
+        assert record["platformPostId"] == items[0]["postId"]
+    else:
+        # A private post cannot be looked up: the truth is that nobody knows.
+        assert "the outcome is unknown" in done["errorMessage"], done
+        assert "check the clipapp account" in done["errorMessage"]
+    assert await clipapp_statuses(bus, ref, 3) == ["scheduled", "in-progress", status]
+
+
+async def test_kill_9_between_executed_and_the_credit_takes_it_once_after_restart(
+    api: Api,
+    fresh_org: Org,
+    storypost_stack: StackHandle,
+    bus: NatsClient,
+    database: Any,
+) -> None:
+    name = username()
+    account = await connect_account(storypost_stack, fresh_org, "pronet", name)
+    org_id = fresh_org.organization_id
+    await api.admin.set_credits(org_id, 5)
+    body = {
+        "socialPostUuid": str(uuid.uuid4()),
+        "socialAccountId": account.social_account_id,
+        "postType": "IMAGE_POST",
+        "html": IMAGE_STORY,
+        "text": "credit once",
+    }
+    record_id = f"social:{org_id}:{body['socialPostUuid']}"
+    posts = database["posts"]
+    # pronet publishes at once but answers 6 s later: account-svc is killed meanwhile, so
+    # publish-svc records `executed` and cannot take the credit; then publish-svc dies too.
+    await set_switch(
+        storypost_stack, "pronet", "late-answer", account=name, endpoint="posts", seconds=6
+    )
+    killed: list[str] = []
+
+    async def executed() -> Document | None:
+        doc: Document | None = await posts.find_one({"_id": record_id, "status": "executed"})
+        return doc
+
+    try:
+        await call(api, fresh_org, "schedule-social-post", body)
+        await until("pronet to publish", lambda: published(storypost_stack, "pronet", name))
+        killed.append("account")
+        await storypost_stack.processes.kill("account")
+        await until("the executed transition", executed, within=30)
+        killed.append("publish")
+        await storypost_stack.processes.kill("publish")
+    finally:
+        await reset_switches(storypost_stack, "pronet", name)
+        for component in killed:
+            await storypost_stack.processes.start_component(component)
+    balances = database["credit_balances"]
+
+    async def settled() -> Document | None:
+        doc: Document | None = await posts.find_one({"_id": record_id})
+        owed = doc is None or "creditDueAt" in doc
+        balance = await balances.find_one({"_id": org_id})
+        return None if owed or balance is None or balance["balance"] == 5 else doc
+
+    await until("the credit to be taken", settled, within=60)
+    await asyncio.sleep(12)  # one more settling round: nothing more is taken
+    balance = await balances.find_one({"_id": org_id})
+    assert balance is not None and balance["balance"] == 4
+    taken = await database["credit_consumptions"].count_documents(
+        {"organizationId": org_id, "state": "applied"}
+    )
+    assert taken == 1
+    assert len(await published(storypost_stack, "pronet", name)) == 1
+    events = await events_of(
+        bus, SOCIAL_EVENT, "socialPostUuid", body["socialPostUuid"], 3, within=8
+    )
+    assert [e["status"] for e in events] == ["in-progress", "executed"]

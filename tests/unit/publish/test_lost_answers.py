@@ -1,0 +1,208 @@
+"""Each driver after a lost answer, against the in-process sandbox network: the platform did
+(or did not) perform the call, the answer never came back, and the next attempt must find out
+what happened before sending anything new."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from publish_svc.drivers.base import OutcomeKind
+from publish_svc.drivers.clipapp import ClipappDriver
+from publish_svc.drivers.http import PlatformClient
+from publish_svc.drivers.photoapp import PhotoappDriver
+from publish_svc.drivers.social import SocialDriver
+from publish_svc.model import Kind
+from publish_svc.progress import TooLate
+from sandbox_net.app import Sandbox
+from sandbox_net.switches import Switch
+from tests.support.accounts import in_process_sandbox, sandbox_transport
+from tests.unit.publish.test_drivers import (
+    BASE,
+    IMAGE,
+    SECRET,
+    MemoryProgress,
+    credentials,
+    post,
+    published,
+)
+
+CONTENT_INIT = "/clipapp/v2/post/publish/content/init"
+
+
+@dataclass
+class LosingTransport(httpx.AsyncBaseTransport):
+    """The sandbox, except that the answer of the next call to a path in `lose` is lost:
+    "after" performs the call first (the answer is what gets lost), "before" never delivers
+    the request (the platform times out on us without having seen it)."""
+
+    inner: httpx.AsyncBaseTransport
+    lose: dict[str, str] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.calls.append(f"{request.method} {path}")
+        how = self.lose.pop(path, None)
+        if how == "before":
+            raise httpx.ReadTimeout("the platform did not answer", request=request)
+        response = await self.inner.handle_async_request(request)
+        if how == "after":
+            raise httpx.ReadTimeout("the platform did not answer", request=request)
+        return response
+
+
+@dataclass
+class World:
+    sandbox: Sandbox
+    transport: LosingTransport
+    http: httpx.AsyncClient
+
+    def clipapp(self) -> ClipappDriver:
+        return ClipappDriver(PlatformClient(self.http, f"{BASE}/clipapp/v2", "clipapp"))
+
+    def calls(self, path: str) -> int:
+        return sum(1 for call in self.transport.calls if path in call)
+
+    async def processed(self, platform: str, count: int) -> None:
+        """Waits for the sandbox's media workers (processing takes no time here)."""
+        for _ in range(100):
+            if len(published(self.sandbox, platform)) >= count:
+                return
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    sandbox = in_process_sandbox(
+        secret=SECRET, image_processing_seconds=0.0, video_processing_seconds=0.0
+    )
+    transport = LosingTransport(sandbox_transport(sandbox))
+    async with httpx.AsyncClient(transport=transport) as http:
+        yield World(sandbox, transport, http)
+    sandbox.processor.close()
+
+
+async def test_clipapp_init_answer_lost_after_posting_is_found_never_posted_again(
+    world: World,
+) -> None:
+    creds = credentials(world.sandbox, "clipapp", "clipper")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="PUBLIC_TO_EVERYONE", title="launch day")
+    progress = MemoryProgress({})
+    world.transport.lose[CONTENT_INIT] = "after"
+    first = await world.clipapp().publish(item, IMAGE, creds, progress)
+    # Lost: a retry, with the intent stored before the call and no publish id.
+    assert first.kind is OutcomeKind.RETRY and "timed out" in first.message
+    assert progress.recorded["awaiting"] == "init" and "publishId" not in progress.recorded
+    await world.processed("clipapp", 1)
+    again = await world.clipapp().publish(item, IMAGE, creds, progress)
+    items = published(world.sandbox, "clipapp")
+    assert len(items) == 1
+    assert again.kind is OutcomeKind.EXECUTED and again.platform_post_id == items[0]["postId"]
+    assert again.permalink == items[0]["permalink"]
+    assert world.calls("/init") == 1 and world.calls("/video/list") == 1
+    assert progress.recorded["awaiting"] is None
+
+
+async def test_clipapp_private_post_with_a_lost_answer_fails_as_unknown(world: World) -> None:
+    creds = credentials(world.sandbox, "clipapp", "clipper")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="SELF_ONLY", title="just me")
+    progress = MemoryProgress({})
+    world.transport.lose[CONTENT_INIT] = "after"
+    await world.clipapp().publish(item, IMAGE, creds, progress)
+    await world.processed("clipapp", 1)
+    again = await world.clipapp().publish(item, IMAGE, creds, progress)
+    # clipapp cannot be asked about a private post: say so, never post blindly again.
+    assert again.kind is OutcomeKind.FAILED
+    assert again.message.startswith("clipapp: the outcome is unknown")
+    assert "check the clipapp account before posting this again" in again.message
+    assert world.calls("/init") == 1 and len(published(world.sandbox, "clipapp")) == 1
+
+
+async def test_clipapp_lost_request_is_looked_for_until_settled_then_unknown(
+    world: World,
+) -> None:
+    creds = credentials(world.sandbox, "clipapp", "clipper")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="PUBLIC_TO_EVERYONE", title="gone")
+    # Another public post of the account with another title is not taken for ours.
+    other = MemoryProgress({})
+    await world.clipapp().publish(
+        post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="PUBLIC_TO_EVERYONE", title="x", uuid="u9"),
+        IMAGE,
+        creds,
+        other,
+    )
+    progress = MemoryProgress({}, settling=True)
+    world.transport.lose[CONTENT_INIT] = "before"  # the platform never saw it
+    await world.clipapp().publish(item, IMAGE, creds, progress)
+    waiting = await world.clipapp().publish(item, IMAGE, creds, progress)
+    assert waiting.kind is OutcomeKind.RETRY and "not among" in waiting.message
+    progress.settling = False
+    final = await world.clipapp().publish(item, IMAGE, creds, progress)
+    assert final.kind is OutcomeKind.FAILED and "outcome is unknown" in final.message
+    assert world.calls("/init") == 2 and len(published(world.sandbox, "clipapp")) == 1
+
+
+async def test_clipapp_init_refused_by_the_platform_may_be_sent_again(world: World) -> None:
+    creds = credentials(world.sandbox, "clipapp", "clipper")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="SELF_ONLY", title="t")
+    progress = MemoryProgress({})
+    world.sandbox.store.set_switch(
+        Switch("clipapp", None, "offline", endpoint="post/publish/content/init")
+    )
+    refused = await world.clipapp().publish(item, IMAGE, creds, progress)
+    # The platform answered 503: nothing was posted, so the intent is cleared.
+    assert refused.kind is OutcomeKind.RETRY and progress.recorded["awaiting"] is None
+    world.sandbox.store.reset_switches("clipapp")
+    done = await world.clipapp().publish(item, IMAGE, creds, progress)
+    assert done.kind is OutcomeKind.EXECUTED
+    assert world.calls("/init") == 2 and len(published(world.sandbox, "clipapp")) == 1
+
+
+async def test_social_post_found_by_its_key_past_the_deadline(world: World) -> None:
+    creds = credentials(world.sandbox, "pinboard", "brand")
+    driver = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
+    pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={})
+    progress = MemoryProgress({})
+    world.transport.lose["/pinboard/v1/posts"] = "after"
+    lost = await driver.publish(pin, IMAGE, creds, progress)
+    assert lost.kind is OutcomeKind.RETRY
+    # Past the deadline nothing new may be sent; the look-up by key still finds the post.
+    progress.fail_irreversible = TooLate
+    found = await driver.publish(pin, IMAGE, creds, progress)
+    items = published(world.sandbox, "pinboard")
+    assert found.kind is OutcomeKind.EXECUTED and found.platform_post_id == items[0]["postId"]
+    assert len(items) == 1 and progress.irreversible_calls == 1
+
+
+async def test_social_post_never_sent_is_not_sent_late(world: World) -> None:
+    creds = credentials(world.sandbox, "pinboard", "brand")
+    driver = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
+    pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={})
+    progress = MemoryProgress({})
+    world.transport.lose["/pinboard/v1/posts"] = "before"
+    await driver.publish(pin, IMAGE, creds, progress)
+    progress.fail_irreversible = TooLate
+    with pytest.raises(TooLate):
+        await driver.publish(pin, IMAGE, creds, progress)
+    assert published(world.sandbox, "pinboard") == []
+
+
+async def test_photoapp_publish_answer_lost_is_found_on_its_container_past_the_deadline(
+    world: World,
+) -> None:
+    creds = credentials(world.sandbox, "photoapp", "alice")
+    driver = PhotoappDriver(PlatformClient(world.http, f"{BASE}/photoapp/v1", "photoapp"))
+    progress = MemoryProgress({})
+    world.transport.lose[f"/photoapp/v1/users/{creds.platform_account_id}/media_publish"] = "after"
+    lost = await driver.publish(post(Kind.STORY), IMAGE, creds, progress)
+    assert lost.kind is OutcomeKind.RETRY and progress.recorded["containerId"]
+    progress.fail_irreversible = TooLate
+    found = await driver.publish(post(Kind.STORY), IMAGE, creds, progress)
+    items = published(world.sandbox, "photoapp")
+    assert found.kind is OutcomeKind.EXECUTED and found.platform_post_id == items[0]["postId"]
+    assert len(items) == 1

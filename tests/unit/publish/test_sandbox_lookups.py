@@ -1,0 +1,168 @@
+"""The sandbox network's parts the lost-answer handling relies on: per-endpoint switches, the
+late-answer mode, clipapp's list of recent public posts and the look-up by Idempotency-Key."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import falcon.testing
+import pytest
+from pydantic import SecretStr
+
+from sandbox_net.app import Sandbox, create_sandbox
+from sandbox_net.config import SandboxSettings
+from sandbox_net.tokens import TokenClaims, TokenSigner
+
+SECRET = "lookup-tests-secret"
+
+
+@pytest.fixture
+def sandbox() -> Iterator[Sandbox]:
+    built = create_sandbox(
+        SandboxSettings(fetch_media=False, image_processing_seconds=0, secret=SecretStr(SECRET))
+    )
+    yield built
+    built.processor.close()
+
+
+@pytest.fixture
+def client(sandbox: Sandbox) -> falcon.testing.TestClient:
+    return falcon.testing.TestClient(sandbox.app)
+
+
+def bearer(sandbox: Sandbox, platform: str, username: str) -> dict[str, str]:
+    account = sandbox.store.ensure_account(platform, username)
+    token = TokenSigner(SECRET).issue(
+        TokenClaims("at", platform, account["id"], username, time.time() + 3600)
+    )
+    return {"Authorization": f"Bearer {token}"}
+
+
+def photo_init(title: str, privacy: str) -> dict[str, Any]:
+    return {
+        "post_info": {"title": title, "description": "", "privacy_level": privacy},
+        "source_info": {"source": "PULL_FROM_URL", "photo_images": ["http://m.test/a.jpg"]},
+        "post_mode": "DIRECT_POST",
+        "media_type": "PHOTO",
+    }
+
+
+def wait_published(sandbox: Sandbox, count: int) -> None:
+    for _ in range(200):
+        if len(sandbox.store.published) >= count:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{len(sandbox.store.published)} published, expected {count}")
+
+
+def test_an_endpoint_switch_touches_only_its_endpoint(
+    sandbox: Sandbox, client: falcon.testing.TestClient
+) -> None:
+    headers = bearer(sandbox, "clipapp", "cleo")
+    body = {"platform": "clipapp", "mode": "offline", "endpoint": "/post/publish/content/init/"}
+    answer = client.simulate_put("/_sandbox/switches", json=body)
+    assert answer.json["endpoint"] == "post/publish/content/init"
+    init = client.simulate_post(
+        "/clipapp/v2/post/publish/content/init",
+        json=photo_init("t", "SELF_ONLY"),
+        headers=headers,
+    )
+    assert init.status_code == 503
+    info = client.simulate_post("/clipapp/v2/post/publish/creator_info/query", headers=headers)
+    assert info.status_code == 200
+    bad = client.simulate_put(
+        "/_sandbox/switches", json={"platform": "clipapp", "mode": "ok", "endpoint": "a b"}
+    )
+    assert bad.status_code == 400 and "endpoint" in bad.json["error"]["message"]
+    # An account's switch for the endpoint wins over the platform's; reset removes both.
+    client.simulate_put(
+        "/_sandbox/switches",
+        json={**body, "mode": "ok", "account": "cleo"},
+    )
+    assert (
+        client.simulate_post(
+            "/clipapp/v2/post/publish/content/init",
+            json=photo_init("t", "SELF_ONLY"),
+            headers=headers,
+        ).status_code
+        == 200
+    )
+    assert client.simulate_delete("/_sandbox/switches").json == {"removed": 2}
+
+
+def test_late_answer_performs_first_then_answers(
+    sandbox: Sandbox, client: falcon.testing.TestClient
+) -> None:
+    headers = bearer(sandbox, "pinboard", "pia")
+    client.simulate_put(
+        "/_sandbox/switches",
+        json={"platform": "pinboard", "mode": "late-answer", "seconds": 0.3, "endpoint": "posts"},
+    )
+    started = time.monotonic()
+    answer = client.simulate_post(
+        "/pinboard/v1/posts",
+        json={"media_type": "image", "media_url": "http://m.test/a.jpg", "post_type": "PIN"},
+        headers=headers,
+    )
+    assert answer.status_code == 201 and time.monotonic() - started >= 0.3
+    assert len(sandbox.store.published) == 1
+
+
+def test_clipapp_lists_recent_public_posts_newest_first(
+    sandbox: Sandbox, client: falcon.testing.TestClient
+) -> None:
+    headers = bearer(sandbox, "clipapp", "cleo")
+    for n, privacy in enumerate(["PUBLIC_TO_EVERYONE", "SELF_ONLY", "PUBLIC_TO_EVERYONE"]):
+        client.simulate_post(
+            "/clipapp/v2/post/publish/content/init",
+            json=photo_init(f"post {n}", privacy),
+            headers=headers,
+        )
+        wait_published(sandbox, n + 1)
+        time.sleep(0.01)
+    other = bearer(sandbox, "clipapp", "otto")
+    assert client.simulate_post("/clipapp/v2/video/list/", json={}, headers=other).json["data"] == {
+        "videos": [],
+        "cursor": 0,
+        "has_more": False,
+    }
+    page = client.simulate_post(
+        "/clipapp/v2/video/list/",
+        params={"fields": "id,title,create_time,share_url"},
+        json={"max_count": 1},
+        headers=headers,
+    ).json["data"]
+    assert [v["title"] for v in page["videos"]] == ["post 2"] and page["has_more"] is True
+    assert set(page["videos"][0]) == {"id", "title", "create_time", "share_url"}
+    rest = client.simulate_post(
+        "/clipapp/v2/video/list/", json={"cursor": page["cursor"]}, headers=headers
+    ).json["data"]
+    # The private post is never listed.
+    assert [v["title"] for v in rest["videos"]] == ["post 0"] and rest["has_more"] is False
+    assert rest["videos"][0]["share_url"] == sandbox.store.published[0]["permalink"]
+
+
+def test_social_post_is_found_by_its_idempotency_key(
+    sandbox: Sandbox, client: falcon.testing.TestClient
+) -> None:
+    headers = bearer(sandbox, "linknet", "lin")
+    made = client.simulate_post(
+        "/linknet/v1/posts",
+        json={"media_type": "image", "media_url": "http://m.test/a.jpg"},
+        headers={**headers, "Idempotency-Key": "k1"},
+    )
+    found = client.simulate_get(
+        "/linknet/v1/posts", params={"idempotency_key": "k1"}, headers=headers
+    )
+    assert found.json == {"data": [made.json]}
+    none = client.simulate_get(
+        "/linknet/v1/posts", params={"idempotency_key": "k2"}, headers=headers
+    )
+    assert none.json == {"data": []}
+    # Another account does not see it.
+    stranger = bearer(sandbox, "linknet", "sam")
+    assert client.simulate_get(
+        "/linknet/v1/posts", params={"idempotency_key": "k1"}, headers=stranger
+    ).json == {"data": []}
