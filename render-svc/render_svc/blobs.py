@@ -18,6 +18,7 @@ from pymongo.errors import DuplicateKeyError
 from render_svc.blob_urls import BlobRef, blob_url, new_key
 from render_svc.netguard import TooLarge
 from render_svc.records import RenderCollections
+from render_svc.sniff import HEAD_BYTES, mismatch, served_as
 from render_svc.storage import MediaStore
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import InvalidArgument, NotFound
@@ -67,13 +68,24 @@ def check_presigned(content_type: str, length: int) -> None:
         )
 
 
-def check_inline(content_type: str, length: int) -> None:
+def check_inline(content_type: str, content: bytes) -> None:
     check_content_type(content_type)
-    if not 1 <= length <= MAX_INLINE_BYTES:
+    if not 1 <= len(content) <= MAX_INLINE_BYTES:
         raise InvalidArgument(
             f"the decoded content must be 1 to {MAX_INLINE_BYTES} bytes (30 MB)",
             field_violations={"contentBase64": ["must decode to 1 byte to 30 MB"]},
         )
+    wrong = mismatch(content_type, content[:HEAD_BYTES])
+    if wrong is not None:
+        raise InvalidArgument(
+            f"contentBase64 does not match contentType: {wrong}",
+            field_violations={"contentBase64": [wrong]},
+        )
+
+
+class Refused(TooLarge):
+    """A blob whose bytes are not its declared type. A TooLarge too: a page's network
+    layer then reports it as `<url> was not loaded: <reason>` and loads nothing."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,8 @@ class TempBlob:
     # repeat of the call within that time answers the same URL (see create_upload_url).
     upload_url: str = ""
     upload_until: datetime | None = None
+    # Why the bytes of a presigned upload were refused when first seen ("": they were not).
+    refused: str = ""
 
     @classmethod
     def from_doc(cls, doc: Document) -> TempBlob:
@@ -113,6 +127,7 @@ class TempBlob:
             bool(doc.get("uploaded")),
             str(doc.get("uploadUrl") or ""),
             doc.get("uploadUntil"),
+            str(doc.get("refused") or ""),
         )
 
     def url(self, public_app_url: str) -> str:
@@ -237,7 +252,7 @@ class TempBlobs:
         """Stores the bytes; an existing UUID keeps its content and the upload is ignored."""
         uuid = normalize_uuid(uuid, "tempBlobUuid")
         existing = await self._repeat_if_invalid(
-            org, uuid, lambda: check_inline(content_type, len(content))
+            org, uuid, lambda: check_inline(content_type, content)
         )
         if existing is not None:
             return existing
@@ -267,12 +282,21 @@ class TempBlobs:
             info = await self._store.head(blob.object_key)
             if info is None:
                 return None
-            # The presigned PUT happened: remember it, so later reads skip the check.
+            # The presigned PUT happened: its bytes are checked against the declared type
+            # once, and the verdict kept, so later reads skip both.
+            head = await self._store.get_head(blob.object_key, HEAD_BYTES)
+            refused = mismatch(blob.content_type, head) or ""
             await self._records.temp_blobs.update_one(
-                {"_id": f"{org}:{uuid}"}, {"$set": {"uploaded": True}}
+                {"_id": f"{org}:{uuid}"}, {"$set": {"uploaded": True, "refused": refused}}
             )
-            blob = dataclasses.replace(blob, uploaded=True)
+            if refused:
+                log.info("temp blob refused", blob=f"{org}:{uuid}", reason=refused)
+                # Nothing of it is ever served: the bytes go, the record keeps the reason.
+                await self._store.delete(blob.object_key)
+            blob = dataclasses.replace(blob, uploaded=True, refused=refused)
         self._remember(blob)
+        if blob.refused:
+            raise Refused(f"temp blob {blob.temp_blob_uuid} was refused: {blob.refused}")
         return blob
 
     def _remember(self, blob: TempBlob) -> None:
@@ -282,10 +306,23 @@ class TempBlobs:
         self._uploaded[name] = blob
 
     async def download_url(self, org: str, uuid: str, key: str) -> str:
-        blob = await self._usable(org, uuid.lower(), key)
+        """The redirect target: the store answers a verified type inline and anything else
+        (SVG…) as an attachment of a neutral type, whatever the object was stored as."""
+        try:
+            blob = await self._usable(org, uuid.lower(), key)
+        except Refused as error:
+            raise InvalidArgument(str(error)) from None
         if blob is None:
             raise NotFound(NOT_FOUND)
-        return await self._store.presign_get(blob.object_key, self._s.download_seconds)
+        content_type, disposition = served_as(blob.content_type)
+        if disposition == "attachment":
+            disposition = f'attachment; filename="{blob.temp_blob_uuid}"'
+        return await self._store.presign_get(
+            blob.object_key,
+            self._s.download_seconds,
+            content_type=content_type,
+            disposition=disposition,
+        )
 
     async def read_for_page(self, ref: BlobRef, max_bytes: int) -> tuple[str, bytes] | None:
         """The bytes of one of our blob URLs met in a page (None: not found)."""
@@ -300,11 +337,17 @@ class TempBlobs:
         body = await self._store.get(blob.object_key)
         if len(body) > max_bytes:
             raise TooLarge(f"{len(body)} bytes is over the limit of {max_bytes}")
+        # Checked again on the bytes in hand: within its upload window a presigned blob's
+        # object may have been PUT a second time.
+        wrong = mismatch(blob.content_type, body[:HEAD_BYTES])
+        if wrong is not None:
+            raise Refused(f"temp blob {blob.temp_blob_uuid} was refused: {wrong}")
         self._cache.put(blob.object_key, blob.content_type, body)
         return blob.content_type, body
 
     async def download_to(self, ref: BlobRef, path: Path) -> bool:
-        """Copies a blob (a video source) to a local file; False when it is not usable."""
+        """Copies a blob (a video source) to a local file; False when it is not usable.
+        Refused when its bytes are not its declared type."""
         blob = await self._usable(ref.organization_id, ref.temp_blob_uuid, ref.key)
         if blob is None:
             return False

@@ -9,9 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from render_svc.sniff import NotAVideo, read_head, video_demuxer
 from render_svc.video_rules import VideoFacts
 
 PREVIEW_SIZE = "360:640"
+# Tenants' files may be playlists or lists naming other files and URLs (HLS, concat, …):
+# every input is opened as the local file it is, by the one demuxer its bytes call for.
+LOCAL_ONLY = ("-protocol_whitelist", "file")
 
 
 class MediaToolError(Exception):
@@ -93,11 +97,26 @@ def facts_from_probe(probe: dict[str, Any]) -> VideoFacts:
     )
 
 
+def pinned_input(path: Path, demuxer: str) -> list[str]:
+    """`-i path` read only as a local file, only by `demuxer` (and nothing it could name)."""
+    return [*LOCAL_ONLY, "-format_whitelist", demuxer, "-f", demuxer, "-i", str(path)]
+
+
+async def source_demuxer(path: Path) -> str:
+    """The demuxer for a video source, from its first bytes; refused before any tool runs."""
+    head = await asyncio.to_thread(read_head, path)
+    try:
+        return video_demuxer(head)
+    except NotAVideo as error:
+        raise MediaToolError(str(error)) from None
+
+
 class MediaTools:
     def __init__(self, settings: VideoSettings) -> None:
         self._s = settings
 
     async def probe(self, path: Path, limit_seconds: float = 30.0) -> VideoFacts:
+        demuxer = await source_demuxer(path)
         out = await _run(
             [
                 self._s.ffprobe,
@@ -107,7 +126,7 @@ class MediaTools:
                 "-show_streams",
                 # Reads every packet (no decoding): a file cut short has fewer than announced.
                 "-count_packets",
-                str(path),
+                *pinned_input(path, demuxer),
             ],
             limit_seconds,
         )  # fmt: skip
@@ -118,7 +137,14 @@ class MediaTools:
         return facts_from_probe(parsed)
 
     def composite_argv(
-        self, source: Path, overlay: Path, output: Path, preview: Path | None, *, copy_audio: bool
+        self,
+        source: Path,
+        overlay: Path,
+        output: Path,
+        preview: Path | None,
+        *,
+        copy_audio: bool,
+        demuxer: str = "mov",
     ) -> list[str]:
         """The overlay over every frame; the preview (first frame, 360x640) in the same pass."""
         # overlay's default yuv420 blending is what a plain overlay does; format=auto would
@@ -131,8 +157,9 @@ class MediaTools:
             graph += "[main]"
         argv = [
             self._s.ffmpeg, "-nostdin", "-y", "-v", "error",
-            "-i", str(source),
-            "-i", str(overlay),
+            *pinned_input(source, demuxer),
+            # Our own capture: a PNG, read as one.
+            *pinned_input(overlay, "png_pipe"),
             "-filter_complex", graph,
             "-map", "[main]", "-map", "0:a?",
             "-c:v", "libx264", "-preset", self._s.preset, "-crf", str(self._s.crf),
@@ -146,11 +173,12 @@ class MediaTools:
             argv += ["-map", "[preview]", "-frames:v", "1", "-q:v", "3", str(preview)]
         return argv
 
-    async def has_aac_audio(self, path: Path) -> bool:
+    async def has_aac_audio(self, path: Path, demuxer: str) -> bool:
         out = await _run(
             [
                 self._s.ffprobe, "-v", "error", "-select_streams", "a:0",
-                "-show_entries", "stream=codec_name", "-of", "csv=p=0", str(path),
+                "-show_entries", "stream=codec_name", "-of", "csv=p=0",
+                *pinned_input(path, demuxer),
             ],
             30.0,
         )  # fmt: skip
@@ -160,8 +188,11 @@ class MediaTools:
         self, source: Path, overlay: Path, output: Path, preview: Path, limit_seconds: float
     ) -> None:
         """An h264 MP4 of the source with the transparent overlay on top, plus its preview."""
-        copy_audio = await self.has_aac_audio(source)
-        argv = self.composite_argv(source, overlay, output, preview, copy_audio=copy_audio)
+        demuxer = await source_demuxer(source)
+        copy_audio = await self.has_aac_audio(source, demuxer)
+        argv = self.composite_argv(
+            source, overlay, output, preview, copy_audio=copy_audio, demuxer=demuxer
+        )
         await _run(argv, limit_seconds)
         if not await asyncio.to_thread(preview.exists):
             raise MediaToolError("ffmpeg wrote no preview frame")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import aiohttp
 
 from render_svc.blob_urls import BlobUrlMatcher
-from render_svc.blobs import TempBlobs
+from render_svc.blobs import Refused, TempBlobs
 from render_svc.netguard import Blocked, GuardedFetcher
+from render_svc.sniff import NotAVideo, read_head, video_demuxer
 from storypost_runtime.errors import InvalidArgument
 
 SRC = "the <photoapp-story> src"
@@ -32,11 +34,24 @@ class VideoSources:
         self._max = max_bytes
         self._timeout = timeout_seconds
 
-    async def fetch(self, url: str, path: Path) -> None:
-        """Writes the source to `path`; INVALID_ARGUMENT says why it could not be had."""
+    async def fetch(self, url: str, path: Path) -> str:
+        """Writes the source to `path` and returns the one demuxer ffmpeg may read it with;
+        INVALID_ARGUMENT says why it could not be had, or why it is no video file (a
+        playlist or a list naming other files is refused here, before any tool opens it)."""
+        await self._fetch(url, path)
+        try:
+            return video_demuxer(await asyncio.to_thread(read_head, path))
+        except NotAVideo as error:
+            raise InvalidArgument(f"{SRC} is not a video that can be read ({error})") from None
+
+    async def _fetch(self, url: str, path: Path) -> None:
         ref = self._matcher.match(url)
         if ref is not None:
-            if not await self._blobs.download_to(ref, path):
+            try:
+                found = await self._blobs.download_to(ref, path)
+            except Refused as error:
+                raise InvalidArgument(f"{SRC} cannot be used: {error}") from None
+            if not found:
                 raise InvalidArgument(
                     f"{SRC} is a temp blob that was not found (unknown, expired or never uploaded)"
                 )

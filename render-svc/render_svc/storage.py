@@ -80,6 +80,15 @@ class MediaStore:
             body: bytes = await stream.read()
         return body
 
+    async def get_head(self, key: str, length: int) -> bytes:
+        """The first `length` bytes of an object (fewer when it is shorter)."""
+        response = await self._s3.get_object(
+            Bucket=self.bucket, Key=key, Range=f"bytes=0-{length - 1}"
+        )
+        async with response["Body"] as stream:
+            body: bytes = await stream.read()
+        return body[:length]
+
     async def download(self, key: str, path: Path) -> None:
         await self._s3.download_file(self.bucket, key, str(path))
 
@@ -116,8 +125,22 @@ class MediaStore:
         )
         return url
 
-    async def presign_get(self, key: str, seconds: int) -> str:
+    async def presign_get(
+        self,
+        key: str,
+        seconds: int,
+        *,
+        content_type: str | None = None,
+        disposition: str | None = None,
+    ) -> str:
+        """A GET URL; `content_type`/`disposition` make the store answer those headers
+        (`response-content-type`/`-disposition`), whatever type the object was stored with."""
+        params: dict[str, str] = {"Bucket": self.bucket, "Key": key}
+        if content_type:
+            params["ResponseContentType"] = content_type
+        if disposition:
+            params["ResponseContentDisposition"] = disposition
         url: str = await self._s3.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=seconds
+            "get_object", Params=params, ExpiresIn=seconds
         )
         return url

@@ -9,7 +9,7 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from render_svc.blob_urls import BlobRef
-from render_svc.blobs import BlobCache, BlobSettings, TempBlobs
+from render_svc.blobs import BlobCache, BlobSettings, Refused, TempBlobs
 from render_svc.netguard import TooLarge
 from render_svc.records import RenderCollections
 from render_svc.storage import ObjectInfo
@@ -18,6 +18,11 @@ from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 
 UUID = "6B81ABC4-0825-4B6C-8C9C-A33D9D55D93E"
+# The first bytes of a PNG and of an MP4: enough for the magic-number check.
+PNG = b"\x89PNG\r\n\x1a\n"
+MP4 = b"\x00\x00\x00\x18ftypisom"
+SVG = b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>"
+HLS = b"#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nfile:///etc/passwd\n"
 
 
 class FakeStore:
@@ -48,8 +53,21 @@ class FakeStore:
     async def presign_put(self, key: str, content_type: str, length: int, seconds: int) -> str:
         return f"https://s3.test/{key}?put&type={content_type}&length={length}&expires={seconds}"
 
-    async def presign_get(self, key: str, seconds: int) -> str:
-        return f"https://s3.test/{key}?get&expires={seconds}"
+    async def get_head(self, key: str, length: int) -> bytes:
+        return self.objects[key][1][:length]
+
+    async def presign_get(
+        self,
+        key: str,
+        seconds: int,
+        *,
+        content_type: str | None = None,
+        disposition: str | None = None,
+    ) -> str:
+        return (
+            f"https://s3.test/{key}?get&expires={seconds}"
+            f"&response-content-type={content_type}&response-content-disposition={disposition}"
+        )
 
 
 @pytest.fixture
@@ -83,7 +101,7 @@ async def test_create_upload_url_is_idempotent_and_presigns_exact_headers(setup:
     # Not uploaded yet: the stable URL has nothing to redirect to.
     with pytest.raises(NotFound):
         await blobs.download_url("org", UUID, blob.key)
-    await store.put(blob.object_key, b"x" * 1234, "video/mp4")
+    await store.put(blob.object_key, MP4 + b"x" * (1234 - len(MP4)), "video/mp4")
     assert "?get&expires=300" in await blobs.download_url("org", UUID, blob.key)
     # Once the blob has its bytes a repeat carries no upload URL.
     _, no_upload = await blobs.create_upload_url("org", UUID, "video/mp4", 1234)
@@ -114,10 +132,10 @@ async def test_create_upload_url_refuses_bad_input(
 
 async def test_inline_uploads_keep_the_first_content(setup: Setup) -> None:
     blobs, store, _clock, _records = setup
-    first = await blobs.upload_inline("org", UUID, b"first", "image/png")
-    second = await blobs.upload_inline("org", UUID, b"second", "image/jpeg")
+    first = await blobs.upload_inline("org", UUID, PNG + b"first", "image/png")
+    second = await blobs.upload_inline("org", UUID, b"\xff\xd8\xffsecond", "image/jpeg")
     assert second.key == first.key and second.content_type == "image/png"
-    assert store.objects[first.object_key] == ("image/png", b"first")
+    assert store.objects[first.object_key] == ("image/png", PNG + b"first")
     assert len(store.objects) == 1
     empty_repeat = await blobs.upload_inline("org", UUID, b"", "text/html")
     assert empty_repeat.key == first.key
@@ -127,20 +145,20 @@ async def test_inline_uploads_keep_the_first_content(setup: Setup) -> None:
 
 async def test_only_the_right_key_of_the_right_organization_reads_a_blob(setup: Setup) -> None:
     blobs, store, _clock, _records = setup
-    blob = await blobs.upload_inline("org", UUID, b"bytes", "image/png")
+    blob = await blobs.upload_inline("org", UUID, PNG + b"bytes", "image/png")
     with pytest.raises(NotFound):
         await blobs.download_url("org", UUID, blob.key[:-1] + "x")
     with pytest.raises(NotFound):
         await blobs.download_url("other-org", UUID, blob.key)
     ref = BlobRef("org", UUID.lower(), blob.key)
-    assert await blobs.read_for_page(ref, 100) == ("image/png", b"bytes")
-    assert await blobs.read_for_page(ref, 100) == ("image/png", b"bytes")
+    assert await blobs.read_for_page(ref, 100) == ("image/png", PNG + b"bytes")
+    assert await blobs.read_for_page(ref, 100) == ("image/png", PNG + b"bytes")
     assert store.gets == 1, "blobs are immutable: the second read comes from the cache"
     assert (
         await blobs.read_for_page(BlobRef("org", UUID.lower(), "wrong-key-wrong-key"), 100) is None
     )
     big = await blobs.upload_inline(
-        "org", "00000000-0000-4000-8000-000000000001", b"1" * 50, "image/png"
+        "org", "00000000-0000-4000-8000-000000000001", PNG + b"1" * 50, "image/png"
     )
     with pytest.raises(TooLarge):
         await blobs.read_for_page(BlobRef("org", big.temp_blob_uuid, big.key), 10)
@@ -148,14 +166,14 @@ async def test_only_the_right_key_of_the_right_organization_reads_a_blob(setup: 
 
 async def test_the_sweeper_deletes_expired_blobs_and_their_records(setup: Setup) -> None:
     blobs, store, clock, records = setup
-    old = await blobs.upload_inline("org", UUID, b"old", "image/png")
+    old = await blobs.upload_inline("org", UUID, PNG + b"old", "image/png")
     pending, _url = await blobs.create_upload_url(
-        "org", "00000000-0000-4000-8000-000000000002", "image/png", 3
+        "org", "00000000-0000-4000-8000-000000000002", "image/png", 11
     )
-    await store.put(pending.object_key, b"abc", "image/png")
+    await store.put(pending.object_key, PNG + b"abc", "image/png")
     clock.advance(timedelta(hours=12))
     young = await blobs.upload_inline(
-        "org", "00000000-0000-4000-8000-000000000003", b"young", "image/png"
+        "org", "00000000-0000-4000-8000-000000000003", PNG + b"young", "image/png"
     )
     assert await blobs.sweep() == 0
     clock.advance(timedelta(hours=12))
@@ -185,3 +203,59 @@ def test_the_cache_is_bounded_in_bytes() -> None:
     cache.put("e", "t", b"6" * 100)
     assert cache.get("b") is None, "the least recently used entry went first"
     assert cache.get("a") is not None and cache.get("e") is not None
+
+
+async def test_inline_bytes_must_be_the_declared_type(setup: Setup) -> None:
+    blobs, store, _clock, records = setup
+    for body, declared in ((HLS, "video/mp4"), (SVG, "image/png"), (PNG, "image/jpeg")):
+        with pytest.raises(InvalidArgument) as refused:
+            await blobs.upload_inline("org", UUID, body, declared)
+        assert f"not {declared}: its bytes" in refused.value.field_violations["contentBase64"][0]
+    # Nothing was stored: no object, no record, and the UUID is still free.
+    assert store.objects == {}
+    assert await records.temp_blobs.count_documents({}) == 0
+    assert (await blobs.upload_inline("org", UUID, MP4, "video/mp4")).content_type == "video/mp4"
+
+
+async def test_a_presigned_upload_of_other_bytes_is_refused_when_first_used(
+    setup: Setup, tmp_path: Path
+) -> None:
+    blobs, store, _clock, records = setup
+    blob, _upload = await blobs.create_upload_url("org", UUID, "video/mp4", len(HLS))
+    await store.put(blob.object_key, HLS, "video/mp4")
+    with pytest.raises(InvalidArgument, match="not video/mp4: its bytes are an HLS"):
+        await blobs.download_url("org", UUID, blob.key)
+    # The bytes are gone, the verdict stays: every later use is refused the same way.
+    assert store.objects == {}
+    doc = await records.temp_blobs.find_one({})
+    assert doc is not None and "HLS playlist" in doc["refused"]
+    ref = BlobRef("org", UUID.lower(), blob.key)
+    with pytest.raises(Refused, match="was refused"):
+        await blobs.download_to(ref, tmp_path / "source")
+    with pytest.raises(Refused, match="was refused"):
+        await blobs.read_for_page(ref, 1000)
+
+
+async def test_downloads_serve_only_verified_types_inline(setup: Setup) -> None:
+    blobs, _store, _clock, _records = setup
+    png = await blobs.upload_inline("org", UUID, PNG, "image/png")
+    inline = await blobs.download_url("org", UUID, png.key)
+    assert "response-content-type=image/png&response-content-disposition=inline" in inline
+    # The spec accepts any image/*: SVG is stored, but only ever served as an attachment of
+    # a neutral type, so a script in it never runs from our bucket.
+    svg = await blobs.upload_inline(
+        "org", "00000000-0000-4000-8000-000000000004", SVG, "image/svg+xml"
+    )
+    attachment = await blobs.download_url("org", svg.temp_blob_uuid, svg.key)
+    assert "response-content-type=application/octet-stream" in attachment
+    assert f'response-content-disposition=attachment; filename="{svg.temp_blob_uuid}"' in attachment
+
+
+async def test_a_page_never_gets_bytes_that_are_not_their_type(setup: Setup) -> None:
+    blobs, store, _clock, _records = setup
+    blob = await blobs.upload_inline("org", UUID, PNG, "image/png")
+    # Within the upload window a presigned object could be replaced: the bytes read are
+    # checked again before a page gets them.
+    store.objects[blob.object_key] = ("image/png", SVG)
+    with pytest.raises(Refused, match="text or markup"):
+        await blobs.read_for_page(BlobRef("org", UUID.lower(), blob.key), 1000)
