@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from storypost.testing.stack import Organization, StackHandle
+from storypost_runtime.service_auth import EDGE
 from tests.integration.deploy.balancer import Backend, Balancer
 
 pytestmark = pytest.mark.integration
@@ -43,6 +44,8 @@ class EdgeReplica:
         self._env = {
             **os.environ,
             **stack.env,
+            # Signs its calls as the stack's own edge does (docs/service-auth.md).
+            "STORYPOST_SERVICE_KEY": stack.credentials[EDGE],
             "STORYPOST_EDGE_HOST": "127.0.0.1",
             "STORYPOST_EDGE_PORT": str(self.port),
             "STORYPOST_METRICS_PORT": "-1",
