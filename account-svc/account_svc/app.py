@@ -151,6 +151,7 @@ def app_sessions(
         clock,
         per_email=Bucket(settings.signin_attempts_per_email, window),
         per_address=Bucket(settings.signin_attempts_per_address, window),
+        per_address_everywhere=Bucket(settings.signin_attempts_per_address_everywhere, window),
     )
     return AppSessions(
         records,

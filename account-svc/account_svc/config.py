@@ -60,10 +60,12 @@ class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     # latest this long after sign-in.
     app_session_idle_minutes: float = Field(default=120.0, gt=0, le=60 * 24 * 30)
     app_session_max_hours: float = Field(default=12.0, gt=0, le=24 * 90)
-    # Sign-in attempts (signin_limits.py): this many per email address and per client
-    # address in any window of `signin_window_minutes`; successful sign-ins do not count.
+    # Sign-in attempts (signin_limits.py): this many per email address, per client address in
+    # a workspace, and per client address across all workspaces (higher: one address spraying
+    # every workspace) in any window of `signin_window_minutes`; successes do not count.
     signin_attempts_per_email: int = Field(default=10, ge=1, le=100_000)
     signin_attempts_per_address: int = Field(default=100, ge=1, le=1_000_000)
+    signin_attempts_per_address_everywhere: int = Field(default=1000, ge=1, le=10_000_000)
     signin_window_minutes: float = Field(default=15.0, gt=0, le=60 * 24)
 
     @model_validator(mode="after")

@@ -2,8 +2,9 @@
 
 Both are kept per organization: wrong passwords sprayed at one workspace from an address
 (an office NAT, a mobile carrier's gateway) must not lock every other workspace's users at
-that address out. Behind an ingress the address is the client's own (the edge's trusted
-proxy setting, docs/edge.md), never the proxy's.
+that address out. A third, higher bucket per address across all workspaces stops one
+address spraying every workspace. Behind an ingress the address is the client's own (the
+edge's trusted proxy setting, docs/edge.md), never the proxy's.
 
 Each key is a GCRA token bucket in one MongoDB document (as the request rate limit in
 ratelimit.py): `size` attempts, refilled evenly over `window` seconds. An attempt is taken
@@ -53,17 +54,24 @@ def describe_wait(seconds: int) -> str:
 
 class SignInLimits:
     def __init__(
-        self, records: AccountCollections, clock: Clock, per_email: Bucket, per_address: Bucket
+        self,
+        records: AccountCollections,
+        clock: Clock,
+        per_email: Bucket,
+        per_address: Bucket,
+        per_address_everywhere: Bucket,
     ) -> None:
         self._limits = records.signin_limits
         self._clock = clock
         self._per_email = per_email
         self._per_address = per_address
+        self._per_address_everywhere = per_address_everywhere
 
     def keys(self, organization_id: str, email: str, client_ip: str) -> list[tuple[str, Bucket]]:
         keys = [(limit_key("email", organization_id, email.strip().lower()), self._per_email)]
         if client_ip:
             keys.append((limit_key("ip", organization_id, client_ip), self._per_address))
+            keys.append((limit_key("ip-all", client_ip), self._per_address_everywhere))
         return keys
 
     async def take(self, organization_id: str, email: str, client_ip: str) -> None:

@@ -44,7 +44,13 @@ async def world(db: AsyncDatabase[Document]) -> AsyncIterator[World]:
     clock = FrozenClock(datetime.now(UTC).replace(microsecond=0))
     # A cheap argon2 setting: the tests are about sessions, not hashing cost.
     users = Users(records, clock, PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
-    limits = SignInLimits(records, clock, per_email=Bucket(3, 300), per_address=Bucket(5, 300))
+    limits = SignInLimits(
+        records,
+        clock,
+        per_email=Bucket(3, 300),
+        per_address=Bucket(5, 300),
+        per_address_everywhere=Bucket(12, 300),
+    )
     sessions = AppSessions(
         records, clock, users, limits, idle=timedelta(hours=2), lifetime=timedelta(hours=12)
     )
@@ -171,6 +177,25 @@ async def test_an_address_limited_in_one_workspace_still_signs_in_to_another(
     with pytest.raises(ResourceExhausted):
         await world.sessions.sign_in(sprayed, "ana@example.com", PASSWORD, "10.7.7.7", "")
     await world.sessions.sign_in(other, "ana@example.com", PASSWORD, "10.7.7.7", "")
+
+
+async def test_one_address_spraying_every_workspace_meets_the_higher_global_limit(
+    world: World,
+) -> None:
+    # 12 attempts per address across workspaces here; 5 per workspace.
+    workspaces = [await _org_with_user(world) for _ in range(4)]
+    failures = 0
+    for org in workspaces[:3]:
+        for n in range(4):
+            with pytest.raises(Unauthenticated):
+                await world.sessions.sign_in(org, f"u{n}@example.com", "x", "10.6.6.6", "")
+            failures += 1
+    assert failures == 12
+    # A fresh workspace, never tried from here: the address's global bucket is empty.
+    with pytest.raises(ResourceExhausted):
+        await world.sessions.sign_in(workspaces[3], "ana@example.com", PASSWORD, "10.6.6.6", "")
+    # Another address is not affected.
+    await world.sessions.sign_in(workspaces[3], "ana@example.com", PASSWORD, "10.6.6.5", "")
 
 
 async def test_concurrent_guesses_cannot_pass_the_limit(world: World) -> None:
