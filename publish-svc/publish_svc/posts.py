@@ -8,6 +8,7 @@ from dataclasses import replace
 import grpc
 
 from publish_svc.accounts import Accounts
+from publish_svc.daily import DailyReleases, owes_release
 from publish_svc.drivers.base import Credentials
 from publish_svc.events import status_event
 from publish_svc.model import Kind, Post, Status, post_id
@@ -44,6 +45,7 @@ class Posts:
     ) -> None:
         self._store = store
         self._accounts = accounts
+        self._releases = DailyReleases(store, accounts, clock)
         self._renderer = renderer
         self._drivers = drivers
         self._clock = clock
@@ -98,9 +100,12 @@ class Posts:
             now=now,
             event=status_event(post, Status.CANCELED, now),
             idle_only=True,
+            # The daily reservation it owes back, in the same write (publish_svc/daily.py).
+            set_fields=self._releases.owed_fields(post, now),
         )
         if canceled is not None:
-            await self._give_back(post)
+            if owes_release(post):
+                await self._releases.give_back(post)
             return canceled
         # It moved meanwhile: answer from where it is now.
         current = await self.get(kind, organization_id, post_uuid)
@@ -137,15 +142,6 @@ class Posts:
             return error.code() != grpc.StatusCode.UNAVAILABLE
         credentials = Credentials(token.access_token, token.platform_account_id, token.username)
         return await self._drivers.get(post.account.platform).reachable(credentials)
-
-    async def _give_back(self, post: Post) -> None:
-        if post.kind is Kind.SOCIAL:
-            await self._accounts.release_daily(
-                post.organization_id,
-                post.account.social_account_id,
-                post.id,
-                post.date or post.created_at,
-            )
 
     async def list(
         self, organization_id: str, kinds: Sequence[Kind], statuses: Sequence[Status], limit: int

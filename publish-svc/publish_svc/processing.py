@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import grpc
 
 from publish_svc.accounts import Accounts
+from publish_svc.daily import DailyReleases
 from publish_svc.drivers.base import (
     Canceled,
     Credentials,
@@ -99,6 +100,7 @@ class PostProcessor:
         self._hold = hold_recheck
         self._metrics = metrics or PublishMetrics.create(None)
         self._answer_grace = answer_grace
+        self._releases = DailyReleases(store, accounts, clock)
 
     def deadline(self, post: Post) -> datetime:
         return post.deadline_base + self._window
@@ -339,10 +341,10 @@ class PostProcessor:
             consumed = False
         now = self._clock.now()
         if consumed:
-            await self._store.credit_paid(record_id, now)
+            await self._store.clear_due(record_id, "creditDueAt", "creditTakenAt", now)
         else:
             # Not reachable, or no credit left (taken when the balance is positive again).
-            await self._store.credit_later(record_id, now + CREDIT_RETRY)
+            await self._store.set_due(record_id, "creditDueAt", now + CREDIT_RETRY)
         return consumed
 
     async def settle_credits(self) -> int:
@@ -355,6 +357,10 @@ class PostProcessor:
             if await self._pay_credit(record_id, organization_id):
                 paid += 1
         return paid
+
+    async def settle_owed(self) -> int:
+        """Everything ended posts still owe account-svc: credits and daily reservations."""
+        return await self.settle_credits() + await self._releases.settle()
 
     async def _retry(self, post: Post, outcome: Outcome) -> None:
         now = self._clock.now()
@@ -382,6 +388,9 @@ class PostProcessor:
         release_daily: bool = True,
     ) -> None:
         now = self._clock.now()
+        # The daily reservation it owes back, in the same write as the status (given back just
+        # below, or by settle_owed after a crash).
+        owed = self._releases.owed_fields(post, now) if release_daily else {}
         failed = await self._store.transition(
             post.id,
             OPEN_STATUSES,
@@ -389,18 +398,13 @@ class PostProcessor:
             now=now,
             owner=self._owner,
             event=status_event(post, Status.FAILED, now, error_message=message),
-            set_fields={"errorMessage": message, **(extra or {})},
+            set_fields={"errorMessage": message, **(extra or {}), **owed},
         )
         if failed is None:
             return
         log.info("failed", post=post.id, error=message)
-        if release_daily and post.kind is Kind.SOCIAL and not post.progress.get("irreversible"):
-            await self._accounts.release_daily(
-                post.organization_id,
-                post.account.social_account_id,
-                post.id,
-                post.date or post.created_at,
-            )
+        if owed:
+            await self._releases.give_back(post)
 
 
 OPEN_STATUSES = (Status.SCHEDULED, Status.IN_PROGRESS)

@@ -86,9 +86,9 @@ class DueScheduler:
         """Owed credits, at start (a crashed replica's) and then every `settle_every`."""
         while True:
             try:
-                paid = await self._processor.settle_credits()
-                if paid:
-                    log.info("owed credits taken", count=paid)
+                settled = await self._processor.settle_owed()
+                if settled:
+                    log.info("owed credits and reservations settled", count=settled)
             except Exception as error:
                 log.warning("settling credits failed", error=str(error))
             await asyncio.sleep(self._settle_every.total_seconds())

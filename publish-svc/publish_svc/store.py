@@ -34,6 +34,8 @@ class PostStore:
                 IndexModel([("outboxPending", ASCENDING)], sparse=True, name="outbox_pending"),
                 # Published social posts whose credit is not taken yet (few, if any).
                 IndexModel([("creditDueAt", ASCENDING)], sparse=True, name="credit_due"),
+                # Ended social posts whose daily reservation is not given back yet.
+                IndexModel([("dailyReleaseDueAt", ASCENDING)], sparse=True, name="release_due"),
             ],
         )
 
@@ -207,15 +209,22 @@ class PostStore:
         )
         return [(doc["_id"], doc["organizationId"]) async for doc in cursor]
 
-    async def credit_paid(self, record_id: str, now: datetime) -> None:
+    async def due(self, field: str, now: datetime, limit: int) -> list[str]:
+        """Record ids whose owed action (`field` holds when it is due) is due now."""
+        cursor = (
+            self._posts.find({field: {"$lte": now}}, {"_id": 1}).sort(field, ASCENDING).limit(limit)
+        )
+        return [doc["_id"] async for doc in cursor]
+
+    async def set_due(self, record_id: str, field: str, when: datetime) -> None:
         await self._posts.update_one(
-            {"_id": record_id, "creditDueAt": {"$exists": True}},
-            {"$unset": {"creditDueAt": ""}, "$set": {"creditTakenAt": now}},
+            {"_id": record_id, field: {"$exists": True}}, {"$set": {field: when}}
         )
 
-    async def credit_later(self, record_id: str, when: datetime) -> None:
+    async def clear_due(self, record_id: str, field: str, done_field: str, now: datetime) -> None:
         await self._posts.update_one(
-            {"_id": record_id, "creditDueAt": {"$exists": True}}, {"$set": {"creditDueAt": when}}
+            {"_id": record_id, field: {"$exists": True}},
+            {"$unset": {field: ""}, "$set": {done_field: now}},
         )
 
     async def list(

@@ -66,6 +66,8 @@ class FakeAccounts:
     # ConsumeCredit raises (account-svc unreachable), as many times as this says.
     consume_failures: int = 0
     consume_calls: int = 0
+    # ReleaseDailyPost raises (account-svc unreachable), as many times as this says.
+    release_failures: int = 0
 
     async def connected(
         self, organization_id: str, ref: apb.AccountRef, what: str
@@ -105,6 +107,9 @@ class FakeAccounts:
     async def release_daily(
         self, organization_id: str, social_account_id: str, key: str, day: datetime
     ) -> None:
+        if self.release_failures > 0:
+            self.release_failures -= 1
+            raise ConnectionError("account-svc is unreachable")
         self.released.append(key)
 
     async def credits(self, organization_id: str) -> int:
