@@ -18,6 +18,7 @@ from render_svc.sniff import (
     video_demuxer,
 )
 from tests.support.canary import wire_canary
+from tests.support.media import concat, hls
 
 LAVFI = ["ffmpeg", "-v", "error", "-y", "-f", "lavfi"]
 # name: (ffmpeg arguments after the lavfi source, declared type, demuxer or None)
@@ -47,17 +48,6 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, (args, _declared, _demuxer) in SAMPLES.items():
         subprocess.run([*LAVFI, *args, str(root / name)], check=True, timeout=60)
     return root
-
-
-def hls(port: int) -> bytes:
-    return (
-        "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nfile:///etc/passwd\n"
-        f"#EXTINF:1,\nhttp://127.0.0.1:{port}/x\n#EXT-X-ENDLIST\n"
-    ).encode()
-
-
-def concat(port: int) -> bytes:
-    return f"ffconcat version 1.0\nfile 'http://127.0.0.1:{port}/x'\nfile '/etc/passwd'\n".encode()
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))

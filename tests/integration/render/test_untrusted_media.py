@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.api import Api, Org
 from tests.support.canary import WireCanary, wire_canary
+from tests.support.media import concat, hls
 
 pytestmark = pytest.mark.integration
 
@@ -20,17 +21,6 @@ SVG = (
     b"<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'>"
     b"<script>alert(document.domain)</script></svg>"
 )
-
-
-def hls(port: int) -> bytes:
-    return (
-        "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nfile:///etc/passwd\n"
-        f"#EXTINF:1,\nhttp://127.0.0.1:{port}/x\n#EXT-X-ENDLIST\n"
-    ).encode()
-
-
-def concat(port: int) -> bytes:
-    return f"ffconcat version 1.0\nfile 'http://127.0.0.1:{port}/x'\nfile '/etc/passwd'\n".encode()
 
 
 def page(src: str) -> str:
