@@ -172,6 +172,7 @@ async def build(
         clock,
         work_root,
         media_url_seconds=settings.render_media_url_seconds,
+        kept_video_sources=settings.render_kept_video_sources,
     )
     finisher = Finisher(
         records,

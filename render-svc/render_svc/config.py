@@ -65,6 +65,10 @@ class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings
     ffprobe_path: str = "ffprobe"
     # Largest video source fetched from a URL (600 s at 30 Mbps is 2.25 GB).
     render_max_video_bytes: int = Field(default=2560 * MIB, ge=1024)
+    # Prepared video sources kept on local disk for their composite; past this many, a new
+    # one is dropped after Prepare and its composite fetches the source again. Bounds /tmp
+    # (deploy/: sized from these limits) whatever the number of renderings waiting to finish.
+    render_kept_video_sources: int = Field(default=2, ge=0, le=1000)
     # A video source must be fetched within this time.
     render_video_fetch_seconds: float = Field(default=120.0, gt=0, le=3600)
     # x264 settings of the composite; the result stays under the 30 Mbps rule.

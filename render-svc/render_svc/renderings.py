@@ -17,7 +17,7 @@ from cachetools import LRUCache
 from pymongo.errors import DuplicateKeyError
 
 from render_svc.records import RenderCollections
-from render_svc.renderer import Capture, DesignInput, Renderer
+from render_svc.renderer import SOURCE_FILE, Capture, DesignInput, Renderer
 from render_svc.signed_urls import SignedUrls
 from render_svc.stickers import Sticker
 from render_svc.storage import MediaStore
@@ -135,12 +135,14 @@ class Renderings:
         work_root: Path,
         *,
         media_url_seconds: int = 3600,
+        kept_video_sources: int = 2,
     ) -> None:
         self._records = records
         self._store = store
         self._renderer = renderer
         self._clock = clock
         self._work_root = work_root
+        self._kept_sources = kept_video_sources
         self._urls = SignedUrls(store, clock, media_url_seconds)
         # Finished and failed renderings never change again (every update of a rendering
         # requires it prepared or finishing, and none is deleted), so status polls of them
@@ -148,6 +150,16 @@ class Renderings:
         self._final: LRUCache[str, Rendering] = LRUCache(maxsize=FINAL_CACHE_SIZE)
         # Prepares running in this replica, by "<org>:<rendering id>" (see prepare).
         self._preparing: dict[str, asyncio.Task[Rendering]] = {}
+
+    def keep_source(self, work: Path) -> bool:
+        """Keeps a prepared rendering's video source for its composite, unless the kept ones
+        would then number more than allowed: it is dropped and its composite fetches it
+        again. Bounds the local disk whatever the number of renderings waiting to finish."""
+        kept = sum(1 for _ in self._work_root.glob(f"*/*/{SOURCE_FILE}"))
+        if kept <= self._kept_sources:
+            return True
+        (work / SOURCE_FILE).unlink(missing_ok=True)
+        return False
 
     def work_dir(self, organization_id: str, rendering_id: str) -> Path:
         """Local files of one rendering between Prepare and Finish (this replica only)."""
@@ -254,6 +266,7 @@ class Renderings:
             if stored.created_by_us and capture.media_kind == "video":
                 (work / OVERLAY_FILE).write_bytes(capture.image)
                 keep_files = True
+                self.keep_source(work)
             return stored.rendering
         finally:
             if not keep_files:

@@ -1,7 +1,8 @@
 """render-svc's scratch space (/tmp) holds what its own limits let it take on at once.
 
 Video sources are fetched whole to local disk while a render runs, and wait there for a
-composite slot, where the composite's output joins them. The need is read from the code's
+composite slot (at most `render_kept_video_sources` of them; the others are fetched again),
+where the composite's output joins them. The need is read from the code's
 limits (render_svc.config defaults, the overlay's environment, the finisher's slots), not
 written down here.
 """
@@ -47,9 +48,11 @@ def scratch_needed(env: dict[str, str]) -> int:
     video = int(setting(RenderSettings, env, "render_max_video_bytes"))
     renders = int(setting(RenderSettings, env, "render_concurrency"))
     slots = composite_slots(env)
-    # Each render may be fetching a source; each composite holds a source and its output,
-    # which -maxrate (video_max_bitrate, 25 Mbps) keeps under the source's 30 Mbps rule.
-    return renders * video + slots * 2 * video + OTHER_FILES_BYTES
+    kept = int(setting(RenderSettings, env, "render_kept_video_sources"))
+    # Each render may be fetching a source; prepared sources wait for their composite (at
+    # most `kept`; past that they are fetched again); each composite holds a source and its
+    # output, which -maxrate (video_max_bitrate, 25 Mbps) keeps under the 30 Mbps rule.
+    return (renders + kept) * video + slots * 2 * video + OTHER_FILES_BYTES
 
 
 def tmp_volume(deployment: dict[str, Any]) -> dict[str, Any]:
