@@ -8,7 +8,8 @@ PROTO_FILES := $(wildcard protos/storypost/*/v1/*.proto)
 PYTEST_ARGS ?=
 
 .PHONY: run test deps apt venv protos protos-check lint typecheck pytest bench clean-data \
-	wheels images test-containers container-suite validate-deploy reliability load
+	wheels images test-containers test-production-shape container-suite validate-deploy \
+	reliability load
 
 run: deps
 	$(VENV)/bin/storypost dev up
@@ -79,13 +80,20 @@ images: deps
 
 # The integration suite against containers of our images (built first; cached layers reused).
 test-containers: deps
-	scripts/images/engine.sh run scripts/images/test-containers.sh $(PYTEST_ARGS)
+	STORYPOST_TEST_STACK=containers scripts/images/engine.sh run scripts/images/test-containers.sh $(PYTEST_ARGS)
+
+# The same suite against the production shape: two replicas of every service and of the edge
+# behind a balancer, STORYPOST_ENVIRONMENT=production with keys made for the run; the summary
+# prints the requests each replica counted (docs/deploy.md).
+test-production-shape: deps
+	STORYPOST_TEST_STACK=production scripts/images/engine.sh run scripts/images/test-containers.sh $(PYTEST_ARGS)
 
 container-suite: deps
 	@case "$(STORYPOST_CONTAINER_TESTS)" in \
 	  0|no|false) echo "container suite: off (STORYPOST_CONTAINER_TESTS=$(STORYPOST_CONTAINER_TESTS))";; \
-	  1|yes|true) $(MAKE) --no-print-directory test-containers;; \
-	  *) if scripts/images/engine.sh available; then $(MAKE) --no-print-directory test-containers; \
+	  1|yes|true) $(MAKE) --no-print-directory test-containers test-production-shape;; \
+	  *) if scripts/images/engine.sh available; then \
+	       $(MAKE) --no-print-directory test-containers test-production-shape; \
 	     else echo "container suite: no Docker engine answers or can be started here; the same" \
 	       "integration tests ran above against the embedded processes"; fi;; \
 	esac

@@ -42,16 +42,20 @@ def _with_defaults(details: Any, default_timeout: float, signer: TokenSigner | N
 
 
 class _AioDefaults(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(self, default_timeout: float, signer: TokenSigner | None) -> None:
+    def __init__(
+        self, default_timeout: float, signer: TokenSigner | None, wait_for_ready: bool
+    ) -> None:
         self._timeout = default_timeout
         self._signer = signer
+        self._wait = wait_for_ready
 
     async def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        return await continuation(
-            _with_defaults(client_call_details, self._timeout, self._signer), request
-        )
+        details = _with_defaults(client_call_details, self._timeout, self._signer)
+        if self._wait and details.wait_for_ready is None:
+            details = details._replace(wait_for_ready=True)
+        return await continuation(details, request)
 
 
 class _SyncDefaults(grpc.UnaryUnaryClientInterceptor):
@@ -68,11 +72,22 @@ class _SyncDefaults(grpc.UnaryUnaryClientInterceptor):
 
 
 def aio_channel(
-    address: str, default_timeout: float, signer: TokenSigner | None = None
+    address: str,
+    default_timeout: float,
+    signer: TokenSigner | None = None,
+    *,
+    wait_for_ready: bool = False,
 ) -> grpc.aio.Channel:
-    """An asyncio channel whose calls carry the request id, `signer`'s token and a deadline."""
+    """An asyncio channel whose calls carry the request id, `signer`'s token and a deadline.
+
+    Services fail fast (UNAVAILABLE, answered 503 + Retry-After); `wait_for_ready` makes a
+    call wait within its deadline for a service that is (re)starting instead, as an operator's
+    or a test's client may want.
+    """
     return grpc.aio.insecure_channel(
-        address, options=CHANNEL_OPTIONS, interceptors=[_AioDefaults(default_timeout, signer)]
+        address,
+        options=CHANNEL_OPTIONS,
+        interceptors=[_AioDefaults(default_timeout, signer, wait_for_ready)],
     )
 
 

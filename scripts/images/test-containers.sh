@@ -2,9 +2,14 @@
 # The container suite (run through engine.sh): builds the images (layer cache: only what
 # changed), then runs the integration suite against containers of them. Extra arguments go
 # to pytest. test_stack.py tests the process supervisor itself and ran in the process pass.
+# STORYPOST_TEST_STACK=production runs the same suite against the production shape (two
+# replicas of every service and of the edge, production keys; docs/deploy.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/images/build.sh
-echo "container suite: pytest tests/integration with STORYPOST_TEST_STACK=containers" >&2
-export STORYPOST_TEST_STACK=containers
+export STORYPOST_TEST_STACK="${STORYPOST_TEST_STACK:-containers}"
+case "$STORYPOST_TEST_STACK" in containers|production) ;; *)
+  echo "STORYPOST_TEST_STACK=$STORYPOST_TEST_STACK: expected containers or production" >&2; exit 2;;
+esac
+echo "container suite: pytest tests/integration with STORYPOST_TEST_STACK=$STORYPOST_TEST_STACK" >&2
 exec .venv/bin/pytest -q tests/integration --ignore=tests/integration/test_stack.py "$@"

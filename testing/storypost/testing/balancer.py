@@ -1,10 +1,15 @@
-"""A small TCP load balancer for tests: round robin over the backends whose /readyz says 200,
-as a Kubernetes Service does over ready endpoints. Loopback only; stops with its block."""
+"""A small TCP load balancer: round robin over the backends whose /readyz says 200, as a
+Kubernetes Service does over ready endpoints. Loopback only; stops with its block.
+
+`running()` serves in the caller's event loop (a test that awaits); `BalancerThread` serves
+in a thread of its own, for a stack whose callers may block the test's loop (a CLI run with
+subprocess.run against the edge)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -79,8 +84,8 @@ class Balancer:
             w.close()
 
     @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[Balancer]:
-        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+    async def running(self, port: int = 0) -> AsyncIterator[Balancer]:
+        server = await asyncio.start_server(self._serve, "127.0.0.1", port)
         self.port = server.sockets[0].getsockname()[1]
         watcher = asyncio.create_task(self._watch())
         try:
@@ -90,3 +95,43 @@ class Balancer:
             server.close()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+
+
+class BalancerThread:
+    """A Balancer on `port`, serving from its own thread and event loop until `stop()`."""
+
+    def __init__(self, backends: list[Backend], port: int) -> None:
+        self.balancer = Balancer(backends)
+        self._port = port
+        self._loop = asyncio.new_event_loop()
+        self._stopping: asyncio.Event | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="balancer", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._serve())
+        except BaseException as error:  # reported to start()
+            self._error = error
+            self._started.set()
+        finally:
+            self._loop.close()
+
+    async def _serve(self) -> None:
+        self._stopping = asyncio.Event()
+        async with self.balancer.running(self._port):
+            self._started.set()
+            await self._stopping.wait()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._started.wait(10)
+        if self._error is not None:
+            raise RuntimeError(f"the balancer did not start: {self._error}")
+
+    def stop(self) -> None:
+        if self._stopping is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        self._thread.join(10)

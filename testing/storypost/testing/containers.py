@@ -14,6 +14,14 @@ servers). Two network modes (STORYPOST_CONTAINER_NETWORK):
 
 Either way the STORYPOST_* settings are those of the process stack, health is checked from the
 host with the process stack's probes, and `stop()` removes every container and network made.
+
+The production shape (`replicas=2, production=True`; docs/deploy.md): every service and the
+edge run as several replicas on the host network, each on ports of its own; callers balance
+over a service's replicas round robin (`ipv4:127.0.0.1:A,127.0.0.1:B`, what a headless
+Service's DNS answer gives in a cluster), the edges sit behind a load balancer on the stack's
+edge port, and every service runs with STORYPOST_ENVIRONMENT=production and keys made for
+the run. A component name (`account`) means all of its replicas (kill, stop, start); a
+replica is named `account-2`.
 """
 
 from __future__ import annotations
@@ -22,16 +30,21 @@ import asyncio
 import atexit
 import contextlib
 import os
+import secrets
 import signal
 import tempfile
 import time
 import uuid
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
+from cryptography.fernet import Fernet
+
+from storypost.testing.balancer import Backend, BalancerThread
 from storypost.testing.dependencies import (
     DEPENDENCIES,
     POD_IMAGE,
@@ -39,7 +52,7 @@ from storypost.testing.dependencies import (
     choose_images,
     docker_client,
 )
-from storypost_cli.stack import COMPONENTS, StackError, StackPorts
+from storypost_cli.stack import COMPONENTS, StackError, StackPorts, health
 from storypost_cli.stack.components import (
     STAGES,
     ComponentSpec,
@@ -47,6 +60,7 @@ from storypost_cli.stack.components import (
     client_env,
     stack_env,
 )
+from storypost_cli.stack.ports import free_ports
 from storypost_runtime.service_auth import CALLERS, ServiceCredential
 
 RUN_LABEL = "storypost.test-run"
@@ -58,6 +72,31 @@ _LOG_TAIL_LINES = 20
 # Chromium needs more shared memory than Docker's default 64 MiB.
 _RENDER_SHM = "512m"
 NetworkMode = Literal["host", "bridge"]
+# What runs as several replicas in the production shape (the dependencies and the sandbox
+# network stay single).
+REPLICATED = ("account", "render", "publish", "webhook", "edge")
+
+
+def production_env() -> dict[str, str]:
+    """STORYPOST_ENVIRONMENT=production and a secret of its own for every key it requires."""
+    return {
+        "STORYPOST_ENVIRONMENT": "production",
+        "STORYPOST_ACCOUNT_TOKEN_KEY": Fernet.generate_key().decode(),
+        "STORYPOST_WEBHOOK_SECRET_KEY": Fernet.generate_key().decode(),
+        "STORYPOST_PLATFORM_CLIENT_SECRET": secrets.token_urlsafe(32),
+        # The store (SeaweedFS of our image) is given the same identity.
+        "STORYPOST_S3_SECRET_KEY": secrets.token_urlsafe(24),
+    }
+
+
+def replica_name(component: str, replica: int) -> str:
+    return component if replica == 1 else f"{component}-{replica}"
+
+
+def base_of(name: str) -> str:
+    """`account-2` → `account`."""
+    base, sep, number = name.rpartition("-")
+    return base if sep and number.isdigit() else name
 
 
 def render_seccomp_profile() -> str:
@@ -218,6 +257,8 @@ class ContainerStack:
         log_level: str = "info",
         start_timeout: float | None = None,
         network: NetworkMode | None = None,
+        replicas: int = 1,
+        production: bool = False,
     ) -> None:
         chosen = set(COMPONENTS if components is None else components)
         unknown = chosen - set(COMPONENTS)
@@ -225,16 +266,33 @@ class ContainerStack:
             raise ValueError(f"unknown components {sorted(unknown)}; known: {list(COMPONENTS)}")
         self._ports = ports
         self._selected = tuple(name for name in COMPONENTS if name in chosen)
+        self.network: NetworkMode = network or network_mode()
+        if replicas > 1 and self.network != "host":
+            raise ValueError("replicas run on the host network only")
         # Every caller signs with a key of this run (storypost_runtime.service_auth).
         self._credentials = {name: ServiceCredential.generate(name) for name in CALLERS}
-        self._env = stack_env(ports, log_level, extra_env or {}, self._credentials)
+        # Replica → its (service or edge port, metrics port); the first replica of a
+        # replicated component gets ports of its own too (the edge's port is the balancer's).
+        self._members: dict[str, list[str]] = {name: [name] for name in self._selected}
+        self._replica_ports: dict[str, tuple[int, int]] = {}
+        if replicas > 1:
+            for component in (c for c in REPLICATED if c in self._selected):
+                names = [replica_name(component, r) for r in range(1, replicas + 1)]
+                self._members[component] = names
+                chosen_ports = free_ports(2 * len(names))
+                for n, name in enumerate(names):
+                    self._replica_ports[name] = (chosen_ports[2 * n], chosen_ports[2 * n + 1])
+        shaped = {**(production_env() if production else {}), **self._replica_addresses()}
+        self._env = stack_env(ports, log_level, {**shaped, **(extra_env or {})}, self._credentials)
         # Only the probes, limits and stop signals are used; the directory is never written.
         self._scratch = Path(tempfile.gettempdir()) / "storypost-containers-unused"
         self._specs: dict[str, ComponentSpec] = build_specs(
             self._scratch, ports, self._env, self._credentials
         )
+        for name in self._replica_ports:
+            self._specs[name] = self._replica_spec(name)
+        self._balancer: BalancerThread | None = None
         self._start_timeout = start_timeout
-        self.network: NetworkMode = network or network_mode()
         # Host network: loopback only, as the process stack; bridge: every address of the pod.
         self._bind = "127.0.0.1" if self.network == "host" else "0.0.0.0"
         self.run_id = uuid.uuid4().hex[:10]
@@ -245,6 +303,44 @@ class ContainerStack:
         self._containers: dict[str, Any] = {}
         self._startup_seconds: dict[str, float] = {}
         self._atexit_registered = False
+
+    # -- replicas ---------------------------------------------------------------------------
+
+    def _replica_addresses(self) -> dict[str, str]:
+        """Each replicated service's address: every replica, balanced round robin by callers."""
+        found: dict[str, str] = {}
+        for component in ("account", "render", "publish", "webhook"):
+            names = self._members.get(component, [])
+            if len(names) > 1:
+                listed = ",".join(f"127.0.0.1:{self._replica_ports[n][0]}" for n in names)
+                found[f"STORYPOST_{component.upper()}_ADDR"] = f"ipv4:{listed}"
+        return found
+
+    def _replica_spec(self, name: str) -> ComponentSpec:
+        """The spec of one replica: its component's, on the replica's own ports."""
+        base = self._specs[base_of(name)]
+        port, metrics = self._replica_ports[name]
+        if base_of(name) == "edge":
+            env = {**base.env, "STORYPOST_EDGE_PORT": str(port)}
+            probe = health.http_ok(f"http://127.0.0.1:{port}/readyz")
+        else:
+            env = {**base.env, "STORYPOST_GRPC_PORT": str(port)}
+            probe = health.grpc_serving(f"127.0.0.1:{port}")
+        env["STORYPOST_METRICS_PORT"] = str(metrics)
+        return replace(base, name=name, env=env, listens_on=(port, metrics), probe=probe)
+
+    def replicas(self, component: str) -> list[str]:
+        """The replicas of a component (its own name alone when it runs once; none when this
+        stack does not run it)."""
+        return list(self._members.get(component, []))
+
+    def metrics_ports(self, component: str) -> list[int]:
+        """The metrics port of each replica of a replicated component."""
+        return [self._replica_ports[name][1] for name in self.replicas(component)]
+
+    def _targets(self, name: str) -> list[str]:
+        """A component name means every replica of it; a replica name means that one."""
+        return self._members.get(name, [name])
 
     # -- the EmbeddedStack-like interface ---------------------------------------------------
 
@@ -298,6 +394,11 @@ class ContainerStack:
                 async with asyncio.TaskGroup() as group:
                     for name in names:
                         group.create_task(self.start_component(name))
+            edges = self._members.get("edge", [])
+            if len(edges) > 1:
+                backends = [Backend(self._replica_ports[name][0]) for name in edges]
+                self._balancer = BalancerThread(backends, self._ports.edge)
+                await asyncio.to_thread(self._balancer.start)
         except BaseException as error:
             await self.stop()
             if isinstance(error, BaseExceptionGroup):
@@ -309,6 +410,9 @@ class ContainerStack:
 
     async def stop(self) -> None:
         """Stops the components in reverse order (grace, then SIGKILL), removes everything."""
+        if self._balancer is not None:
+            await asyncio.to_thread(self._balancer.stop)
+            self._balancer = None
         if self._client is None:
             return
         for stage in reversed(STAGES):
@@ -319,17 +423,30 @@ class ContainerStack:
         await asyncio.to_thread(self._teardown)
 
     async def start_component(self, component: str) -> None:
-        """Creates (or starts again) one component's container and waits until it is healthy."""
-        spec = self._spec(component)
+        """Creates (or starts again) a component's containers (each replica) and waits until
+        they are healthy."""
         started = time.monotonic()
-        await asyncio.to_thread(self._run_container, component)
-        await self._wait_healthy(spec)
+        async with asyncio.TaskGroup() as group:
+            for name in self._targets(component):
+                group.create_task(self._start_one(name))
         self._startup_seconds[component] = time.monotonic() - started
 
+    async def _start_one(self, name: str) -> None:
+        spec = self._spec(name)
+        await asyncio.to_thread(self._run_container, name)
+        await self._wait_healthy(spec)
+
     async def stop_component(self, component: str, grace: float | None = None) -> int | None:
-        """`docker stop`: the image's stop signal, then SIGKILL after the grace; the exit code."""
-        spec = self._spec(component)
-        container = self._containers.get(component)
+        """`docker stop`: the image's stop signal, then SIGKILL after the grace; the exit code
+        (of every replica: the first that is not 0)."""
+        codes = await asyncio.gather(
+            *(self._stop_one(name, grace) for name in self._targets(component))
+        )
+        return next((code for code in codes if code), codes[0] if codes else None)
+
+    async def _stop_one(self, name: str, grace: float | None) -> int | None:
+        spec = self._spec(name)
+        container = self._containers.get(name)
         if container is None:
             return None
         seconds = spec.stop_grace if grace is None else grace
@@ -341,14 +458,16 @@ class ContainerStack:
         await self.start_component(component)
 
     async def kill(self, component: str, sig: int = signal.SIGKILL) -> None:
-        """`docker kill --signal`; waits for the container to exit (unless the signal is mild)."""
-        self._spec(component)
-        container = self._containers.get(component)
-        if container is None:
-            raise StackError(component, "is not running")
-        await asyncio.to_thread(container.kill, signal=int(sig))
-        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
-            await asyncio.to_thread(container.wait, timeout=60)
+        """`docker kill --signal` (every replica of a component); waits for the containers to
+        exit (unless the signal is mild)."""
+        for name in self._targets(component):
+            self._spec(name)
+            container = self._containers.get(name)
+            if container is None:
+                raise StackError(name, "is not running")
+            await asyncio.to_thread(container.kill, signal=int(sig))
+            if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+                await asyncio.to_thread(container.wait, timeout=60)
 
     def exit_code(self, component: str) -> int | None:
         """The exit code of a component that has exited, else None."""
@@ -356,17 +475,19 @@ class ContainerStack:
         return None if container is None else self._exit_code(container)
 
     def logs(self, component: str, lines: int = 200) -> str:
-        container = self._containers.get(component)
-        if container is None:
-            return ""
-        return bytes(container.logs(tail=lines)).decode(errors="replace")
+        found = []
+        for name in self._targets(component):
+            container = self._containers.get(name)
+            if container is not None:
+                found.append(bytes(container.logs(tail=lines)).decode(errors="replace"))
+        return "".join(found)
 
     def health_status(self, component: str) -> str | None:
         """Docker's own HEALTHCHECK verdict: starting, healthy, unhealthy (None: no check)."""
         container = self._containers[component]
         container.reload()
-        health = container.attrs.get("State", {}).get("Health")
-        return None if health is None else str(health.get("Status"))
+        verdict = container.attrs.get("State", {}).get("Health")
+        return None if verdict is None else str(verdict.get("Status"))
 
     def container_name(self, component: str) -> str:
         return f"storypost-{self.run_id}-{component}"
@@ -446,11 +567,15 @@ class ContainerStack:
             # Started again with its filesystem (data) intact, as a restarted process would be.
             existing.start()
             return
-        image = self.images.by_component[component]
+        base = base_of(component)
+        image = self.images.by_component[base]
         # The process stack's per-component settings, less file paths on this host (images
-        # keep their data under /data), then where to listen.
+        # keep their data under /data), then where to listen (a replica: its own ports).
         own = {k: v for k, v in self._specs[component].env.items() if str(self._scratch) not in v}
-        env = {**self._env, **own, **_service_env(component, self._ports, self._bind)}
+        where = (
+            {} if component in self._replica_ports else _service_env(base, self._ports, self._bind)
+        )
+        env = {**self._env, **own, **where}
         command: list[str] = []
         if component in DEPENDENCIES:
             upstream = component in self.images.upstream
@@ -461,7 +586,7 @@ class ContainerStack:
         kwargs: dict[str, Any] = {"network_mode": "host"}
         if self._pod is not None:
             kwargs["network_mode"] = f"container:{self._pod.get_wrapped_container().id}"
-        if component == "render":
+        if base == "render":
             kwargs["shm_size"] = _RENDER_SHM
             # The engine's default profile refuses the browser's jail (docs/render.md).
             kwargs["security_opt"] = [f"seccomp={render_seccomp_profile()}"]
@@ -506,7 +631,7 @@ class ContainerStack:
     # -- health ---------------------------------------------------------------------------
 
     def _spec(self, component: str) -> ComponentSpec:
-        if component not in self._selected:
+        if base_of(component) not in self._selected or component not in self._specs:
             raise ValueError(f"unknown component {component!r}; this stack runs {self._selected}")
         return self._specs[component]
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 DepsMode = Literal["auto", "embedded", "containers"]
-StackMode = Literal["processes", "containers"]
+# "production": containers in the production shape (replicas, production keys; docs/deploy.md).
+StackMode = Literal["processes", "containers", "production"]
 # STORYPOST_IMAGES: `local` forces our dependency images, `upstream` the official ones,
 # `auto` (default) takes an official image that is present or can be pulled, else ours.
 ImagesMode = Literal["auto", "local", "upstream"]

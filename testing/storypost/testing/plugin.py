@@ -1,11 +1,13 @@
 """pytest plugin: the `storypost_stack` fixture (one running stack per test session).
 
 Choose how the stack runs with `--storypost-stack` or STORYPOST_TEST_STACK: `processes`
-(default; every component a local process) or `containers` (every component a container of
-our images, built by `make images`). In `processes` mode, `--storypost-deps` or
-STORYPOST_TEST_DEPS says where MongoDB/NATS/S3 come from (`auto`: containers where Docker
-answers and the images exist, else local processes). Override `storypost_stack_env` in a
-conftest to pass STORYPOST_* settings to every component. See docs/testing.md.
+(default; every component a local process), `containers` (every component a container of
+our images, built by `make images`) or `production` (those containers in the production
+shape: two replicas of every service and of the edge behind a balancer, production keys).
+In `processes` mode, `--storypost-deps` or STORYPOST_TEST_DEPS says where MongoDB/NATS/S3
+come from (`auto`: containers where Docker answers and the images exist, else local
+processes). Override `storypost_stack_env` in a conftest to pass STORYPOST_* settings to
+every component. See docs/testing.md.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("storypost", "the storypost test stack")
     group.addoption(
         "--storypost-stack",
-        choices=["processes", "containers"],
+        choices=["processes", "containers", "production"],
         default=os.environ.get("STORYPOST_TEST_STACK", "processes"),
         help="run the stack's components as local processes or as containers of our images",
     )

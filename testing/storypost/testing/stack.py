@@ -18,7 +18,7 @@ from pathlib import Path
 
 import grpc
 
-from storypost.testing.containers import ContainerStack
+from storypost.testing.containers import ContainerStack, base_of
 from storypost.testing.dependencies import DEPENDENCIES, DepsMode, StackMode, docker_answers
 from storypost_cli.stack import COMPONENTS, EmbeddedStack, StackError, StackPorts
 
@@ -42,7 +42,8 @@ class Components:
         return tuple(name for name in COMPONENTS if name in running)
 
     def runs_in_container(self, component: str) -> bool:
-        return self._containers is not None and component in self._containers.components
+        """Also for one replica of a component (`account-2`) in the production shape."""
+        return self._containers is not None and base_of(component) in self._containers.components
 
     async def kill(self, component: str, sig: int = signal.SIGKILL) -> None:
         """Sends `sig` (a crash by default) and waits for the component to exit."""
@@ -120,7 +121,9 @@ def stack_channel(env: Mapping[str, str], service: str, timeout: float = 10.0) -
     from storypost_runtime.service_auth import caller_signer
 
     address = env[f"STORYPOST_{service.upper()}_ADDR"]
-    return aio_channel(address, timeout, caller_signer(env.get("STORYPOST_SERVICE_KEY", "")))
+    # A test's call waits (within its deadline) for a service another test just restarted.
+    signer = caller_signer(env.get("STORYPOST_SERVICE_KEY", ""))
+    return aio_channel(address, timeout, signer, wait_for_ready=True)
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ class StackHandle:
     # "embedded", or the images of the containers used.
     dependencies: str
     ports: StackPorts
-    # "processes" or "containers".
+    # "processes", "containers" or "production" (the production shape).
     mode: StackMode = "processes"
     # Every caller's signing credential (`name:key`) by name: a test may call as any of them.
     credentials: Mapping[str, str] = field(default_factory=dict)
@@ -167,7 +170,19 @@ class StackHandle:
     def base_url(self, organization_id: str) -> str:
         return f"{self.edge_url}/o/{organization_id}/api/v1"
 
+    def metrics_urls(self, component: str) -> list[str]:
+        """The Prometheus endpoint of each replica of a component (one unless the stack runs
+        in the production shape)."""
+        containers = self.processes.containers
+        if containers is None or len(containers.replicas(component)) < 2:
+            return [self._metrics_url(component)]
+        return [f"http://127.0.0.1:{port}/metrics" for port in containers.metrics_ports(component)]
+
     def metrics_url(self, component: str) -> str:
+        """The Prometheus endpoint of a component (its first replica in the production shape)."""
+        return self.metrics_urls(component)[0]
+
+    def _metrics_url(self, component: str) -> str:
         """The Prometheus endpoint of the edge, a service or the sandbox network."""
         port = getattr(self.ports, f"{component}_metrics", None)
         if port is None:
@@ -204,8 +219,15 @@ async def running_stack(
     block ends: a failed test, an error during start-up, Ctrl-C."""
     env = dict(extra_env or {})
     ports = StackPorts.free()
-    if stack == "containers":
-        everything = ContainerStack(ports, extra_env=env, log_level=log_level)
+    if stack in ("containers", "production"):
+        shaped = stack == "production"
+        everything = ContainerStack(
+            ports,
+            extra_env=env,
+            log_level=log_level,
+            replicas=2 if shaped else 1,
+            production=shaped,
+        )
         async with everything:
             yield StackHandle(
                 everything.edge_url,
@@ -213,7 +235,7 @@ async def running_stack(
                 Components(containers=everything),
                 everything.images.describe(),
                 ports,
-                "containers",
+                stack,
                 everything.credentials(),
             )
         return

@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from storypost.testing.balancer import Backend, Balancer
 from storypost.testing.stack import Organization, StackHandle
 from storypost_runtime.service_auth import EDGE
-from tests.integration.deploy.balancer import Backend, Balancer
 
 pytestmark = pytest.mark.integration
 DRAIN_SECONDS = 1.0
