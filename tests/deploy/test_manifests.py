@@ -162,6 +162,7 @@ def test_secrets_come_from_storypost_secrets_with_known_keys(
 ) -> None:
     target, docs = rendered
     used: set[str] = set()
+    required: set[str] = set()
     for deployment in of_kind(docs, "Deployment").values():
         for container in containers(deployment):
             for item in container.get("env", []):
@@ -169,10 +170,16 @@ def test_secrets_come_from_storypost_secrets_with_known_keys(
                 if ref:
                     assert ref["name"] == "storypost-secrets"
                     used.add(ref["key"])
+                    if not ref.get("optional"):
+                        required.add(ref["key"])
     assert used == SECRET_KEYS
+    # Caller credentials are optional refs: a development cluster runs without them (no key
+    # of them is published here), production refuses to start without them.
+    assert {k for k in SECRET_KEYS if "service" in k}.isdisjoint(required)
     secrets = of_kind(docs, "Secret")
     if target == "overlays/dev":
-        assert set(secrets["storypost-secrets"]["data"]) == SECRET_KEYS
+        assert required <= set(secrets["storypost-secrets"]["data"]) <= SECRET_KEYS
+        assert not any("service" in key for key in secrets["storypost-secrets"]["data"])
     else:
         assert not secrets, f"{target} must not carry secret values"
 
