@@ -52,7 +52,8 @@ async def create_user(stack: StackHandle, organization_id: str, email: str, pass
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "STORYPOST_ACCOUNT_ADDR": stack.account_addr},
+        # The stack's addresses and the operator's signing key, as an admin has them.
+        env={**os.environ, **stack.env},
     )
     out, err = await process.communicate(f"{password}\n".encode())
     assert process.returncode == 0, err.decode()
