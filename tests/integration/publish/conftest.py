@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -36,21 +35,6 @@ async def photoapp_user(storypost_stack: StackHandle, fresh_org: Org) -> str:
         storypost_stack, fresh_org, "photoapp", name, linknet_destinations=["42:Page:page"]
     )
     return name
-
-
-async def wait_status(
-    api: Api, org: Org, procedure: str, body: dict[str, Any], want: set[str], within: float = 90
-) -> dict[str, Any]:
-    """Polls a status procedure (as callers do) until its status is one of `want`."""
-    deadline = time.monotonic() + within
-    while True:
-        answer = await api.call(org, procedure, body)
-        assert answer.status_code == 200, answer.text
-        result: dict[str, Any] = answer.json()
-        if result["status"] in want:
-            return result
-        assert time.monotonic() < deadline, f"still {result} after {within} s"
-        await asyncio.sleep(0.5)
 
 
 @pytest.fixture

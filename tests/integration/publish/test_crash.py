@@ -10,7 +10,8 @@ from typing import Any
 from pymongo import AsyncMongoClient
 
 from storypost.testing.stack import StackHandle
-from tests.integration.publish.conftest import IMAGE_STORY, wait_status
+from tests.integration.publish.conftest import IMAGE_STORY
+from tests.reliability.support import wait_status
 from tests.support.accounts import published, sandbox_switch
 from tests.support.api import Api, Org
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 from nats.aio.client import Client as NatsClient
 
 from storypost.testing.stack import StackHandle
-from tests.integration.publish.conftest import IMAGE_STORY, events_of, username, wait_status
+from tests.integration.publish.conftest import IMAGE_STORY, events_of, username
+from tests.reliability.support import wait_status
 from tests.support.accounts import connect_account, published, sandbox_switch
 from tests.support.api import Api, Org
 
