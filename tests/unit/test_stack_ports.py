@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from storypost_cli.stack import StackPorts
+from storypost_cli.stack.ports import free_ports
 
 
 def test_defaults_are_the_documented_ports() -> None:
@@ -67,3 +68,9 @@ def test_a_port_used_twice_is_rejected() -> None:
 def test_a_port_out_of_range_is_rejected(bad: int) -> None:
     with pytest.raises(ValueError, match="outside"):
         replace(StackPorts.defaults(), mongo=bad)
+
+
+def test_free_ports_never_hand_out_a_port_to_avoid() -> None:
+    first = free_ports(20)
+    again = free_ports(20, avoid=first)
+    assert len(set(again)) == 20 and not set(again) & set(first)

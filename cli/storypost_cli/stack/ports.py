@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Collection
 from contextlib import ExitStack
 from dataclasses import dataclass, fields
 from typing import Self
@@ -62,13 +63,16 @@ class StackPorts:
         return cls(**dict(zip(names, free_ports(len(names), host), strict=True)))
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` distinct ports the kernel says are free now."""
+def free_ports(count: int, host: str = "127.0.0.1", avoid: Collection[int] = ()) -> list[int]:
+    """`count` distinct ports the kernel says are free now, none of `avoid` (ports chosen
+    earlier and released, which the kernel may hand out again)."""
     with ExitStack() as sockets:
         # Keep every socket bound until all are chosen, so no port is handed out twice.
-        ports = []
-        for _ in range(count):
+        ports: list[int] = []
+        while len(ports) < count:
             sock = sockets.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.bind((host, 0))
-            ports.append(int(sock.getsockname()[1]))
+            port = int(sock.getsockname()[1])
+            if port not in avoid:
+                ports.append(port)
     return ports

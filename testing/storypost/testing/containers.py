@@ -279,7 +279,11 @@ class ContainerStack:
             for component in (c for c in REPLICATED if c in self._selected):
                 names = [replica_name(component, r) for r in range(1, replicas + 1)]
                 self._members[component] = names
-                chosen_ports = free_ports(2 * len(names))
+                taken = {
+                    *ports.as_dict().values(),
+                    *(p for pair in self._replica_ports.values() for p in pair),
+                }
+                chosen_ports = free_ports(2 * len(names), avoid=taken)
                 for n, name in enumerate(names):
                     self._replica_ports[name] = (chosen_ports[2 * n], chosen_ports[2 * n + 1])
         shaped = {**(production_env() if production else {}), **self._replica_addresses()}
