@@ -117,6 +117,12 @@ class BalancerThread:
             self._error = error
             self._started.set()
         finally:
+            # Connections still being piped end with the balancer.
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self._loop.close()
 
     async def _serve(self) -> None:
