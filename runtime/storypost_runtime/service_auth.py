@@ -28,7 +28,12 @@ from typing import Any
 import grpc
 import jwt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection
 
@@ -102,8 +107,6 @@ class ServiceCredential:
 
     def secret(self) -> str:
         """The credential as the caller's STORYPOST_SERVICE_KEY holds it."""
-        from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
-
         seed = self.key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
         return f"{self.name}:{_b64(seed)}"
 
@@ -185,8 +188,12 @@ class TokenSigner:
             if cached is not None and cached[1] - now > self._lifetime / 3:
                 return cached[0]
             expires = now + self._lifetime
-            claims = {"iss": self._credential.name, "aud": audience, "iat": int(now)}
-            claims["exp"] = int(expires)
+            claims = {
+                "iss": self._credential.name,
+                "aud": audience,
+                "iat": int(now),
+                "exp": int(expires),
+            }
             signed = jwt.encode(
                 claims,
                 self._credential.key,
