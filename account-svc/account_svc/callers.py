@@ -1,8 +1,9 @@
 """Which callers each restricted account-svc procedure answers (the rest answer any signed caller).
 
 Procedures that hand out or act with secrets answer only the component that needs them:
-platform access tokens only publish-svc (it publishes), sign-in, sessions, API keys and
-connect-link tokens only the edge (and the operator's CLI where `storypost admin` needs them),
+platform access tokens only publish-svc (it publishes), sign-in, sessions, the app's user
+management, API keys and connect-link tokens only the edge (and the operator's CLI where
+`storypost admin` needs them),
 credits and daily reservations only publish-svc, balances and organizations only the operator.
 """
 
@@ -33,6 +34,11 @@ RESTRICTIONS = restrict(
     SignIn=_EDGE,
     GetSession=_EDGE,
     EndSession=_EDGE,
+    ListUsers=_EDGE,
+    AddUser=_EDGE,
+    RemoveUser=_EDGE,
+    SetUserPassword=_EDGE,
+    SetTimeZone=_EDGE,
     CreateConnectLink=_EDGE,
     GetConnectLink=_EDGE,
     ListConnectLinks=_EDGE,

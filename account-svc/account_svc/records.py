@@ -126,7 +126,11 @@ class AccountCollections:
         )
         await ensure_indexes(
             self.app_sessions,
-            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
+            [
+                IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge"),
+                # A removed user's (or a new password's) sessions are ended at once.
+                IndexModel([("userId", ASCENDING)], name="user"),
+            ],
         )
         await ensure_indexes(
             self.signin_limits,

@@ -20,7 +20,8 @@ from account_svc.mentions import MentionResolver
 from account_svc.organizations import Organization, Organizations
 from account_svc.ratelimit import RateLimiter
 from account_svc.sessions import AppSessions, Session
-from account_svc.users import User, Users
+from account_svc.users import Role, User, Users
+from account_svc.workspace_users import WorkspaceUsers
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
@@ -28,6 +29,19 @@ from storypost_runtime.protobuf import timestamp
 
 Context = grpc.aio.ServicerContext[Any, Any]
 LINK_STATUS = {"active": pb.CONNECT_LINK_STATUS_ACTIVE, "used": pb.CONNECT_LINK_STATUS_USED}
+ROLE_PB: dict[Role, pb.UserRole.ValueType] = {
+    "admin": pb.USER_ROLE_ADMIN,
+    "member": pb.USER_ROLE_MEMBER,
+}
+
+
+def role_of(value: pb.UserRole.ValueType, unspecified: Role) -> Role:
+    if value == pb.USER_ROLE_UNSPECIFIED:
+        return unspecified
+    for role, known in ROLE_PB.items():
+        if known == value:
+            return role
+    raise InvalidArgument("unknown role")
 
 
 def organization_pb(org: Organization) -> pb.Organization:
@@ -54,6 +68,8 @@ def user_pb(user: User) -> pb.User:
         organization_id=user.organization_id,
         email=user.email,
         created_at=timestamp(user.created_at),
+        role=ROLE_PB[user.role],
+        time_zone=user.time_zone,
     )
 
 
@@ -78,6 +94,8 @@ def session_pb(session: Session) -> pb.AppSession:
         email=session.email,
         created_at=timestamp(session.created_at),
         expires_at=timestamp(session.expires_at),
+        role=ROLE_PB[session.role],
+        time_zone=session.time_zone,
     )
 
 
@@ -125,6 +143,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
         sessions: AppSessions,
     ) -> None:
         self._sessions = sessions
+        self._workspace_users = WorkspaceUsers(users, sessions)
         self._organizations = organizations
         self._credentials = credentials
         self._users = users
@@ -180,7 +199,12 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
         )
 
     async def CreateUser(self, request: pb.CreateUserRequest, context: Context) -> pb.User:
-        user = await self._users.create(request.organization_id, request.email, request.password)
+        user = await self._users.create(
+            request.organization_id,
+            request.email,
+            request.password,
+            role_of(request.role, unspecified="admin"),
+        )
         return user_pb(user)
 
     async def ResolveMention(
@@ -355,3 +379,39 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
         self, request: pb.EndSessionRequest, context: Context
     ) -> pb.EndSessionResponse:
         return pb.EndSessionResponse(ended=await self._sessions.end(request.session_token))
+
+    async def ListUsers(
+        self, request: pb.ListUsersRequest, context: Context
+    ) -> pb.ListUsersResponse:
+        users = await self._workspace_users.list(request.organization_id, request.session_token)
+        return pb.ListUsersResponse(users=[user_pb(user) for user in users])
+
+    async def AddUser(self, request: pb.AddUserRequest, context: Context) -> pb.User:
+        user = await self._workspace_users.add(
+            request.organization_id,
+            request.session_token,
+            request.email,
+            request.password,
+            role_of(request.role, unspecified="member"),
+        )
+        return user_pb(user)
+
+    async def RemoveUser(self, request: pb.RemoveUserRequest, context: Context) -> pb.User:
+        user = await self._workspace_users.remove(
+            request.organization_id, request.session_token, request.user_id
+        )
+        return user_pb(user)
+
+    async def SetUserPassword(
+        self, request: pb.SetUserPasswordRequest, context: Context
+    ) -> pb.User:
+        user = await self._workspace_users.set_password(
+            request.organization_id, request.session_token, request.user_id, request.password
+        )
+        return user_pb(user)
+
+    async def SetTimeZone(self, request: pb.SetTimeZoneRequest, context: Context) -> pb.AppSession:
+        session = await self._workspace_users.set_time_zone(
+            request.organization_id, request.session_token, request.time_zone
+        )
+        return session_pb(session)

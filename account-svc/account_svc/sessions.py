@@ -13,7 +13,7 @@ from pymongo import ReturnDocument
 
 from account_svc.records import AccountCollections
 from account_svc.signin_limits import SignInLimits
-from account_svc.users import WRONG_LOGIN, Users
+from account_svc.users import DEFAULT_TIME_ZONE, WRONG_LOGIN, Role, User, Users
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import Unauthenticated
 from storypost_runtime.logs import get_logger
@@ -44,6 +44,10 @@ class Session:
     email: str
     created_at: datetime
     expires_at: datetime
+    # Copied from the user at sign-in (and kept in step by set_time_zone), so a page's
+    # session check stays one read.
+    role: Role
+    time_zone: str
 
     @classmethod
     def from_doc(cls, doc: Document) -> Session:
@@ -54,6 +58,8 @@ class Session:
             email=doc["email"],
             created_at=doc["createdAt"],
             expires_at=doc["expiresAt"],
+            role="member" if doc.get("role") == "member" else "admin",
+            time_zone=doc.get("timeZone", DEFAULT_TIME_ZONE),
         )
 
 
@@ -97,6 +103,8 @@ class AppSessions:
             "organizationId": user.organization_id,
             "userId": user.user_id,
             "email": user.email,
+            "role": user.role,
+            "timeZone": user.time_zone,
             "userAgent": user_agent[:USER_AGENT_MAX],
             "createdAt": now,
             "lastSeenAt": now,
@@ -152,3 +160,18 @@ class AppSessions:
             return False
         log.info("signed out", organization_id=doc["organizationId"], session_id=doc["sessionId"])
         return bool(doc["expiresAt"] > self._clock.now())
+
+    async def end_all(self, user_id: str, *, keep_token: str = "") -> int:
+        """Ends every session of a user (removed, or given a new password), but keep_token's."""
+        query: Document = {"userId": user_id}
+        if keep_token:
+            query["_id"] = {"$ne": hash_session_token(keep_token)}
+        ended = await self._sessions.delete_many(query)
+        log.info("sessions ended", user_id=user_id, count=ended.deleted_count)
+        return ended.deleted_count
+
+    async def follow(self, user: User) -> None:
+        """The user's sessions show their new time zone from the next page on."""
+        await self._sessions.update_many(
+            {"userId": user.user_id}, {"$set": {"timeZone": user.time_zone}}
+        )

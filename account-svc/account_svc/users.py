@@ -1,4 +1,4 @@
-"""Workspace users: email and an argon2id password hash."""
+"""Workspace users: email, an argon2id password hash, a role and the time zone of their pages."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import asyncio
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from account_svc.records import AccountCollections
@@ -19,6 +22,10 @@ from storypost_runtime.mongo import Document
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024
 WRONG_LOGIN = "wrong email or password"
+Role = Literal["admin", "member"]
+# Users made before roles existed were made by the operator for the workspace's owners.
+DEFAULT_ROLE: Role = "admin"
+DEFAULT_TIME_ZONE = "UTC"
 
 
 @dataclass(frozen=True)
@@ -27,10 +34,19 @@ class User:
     organization_id: str
     email: str
     created_at: datetime
+    role: Role = DEFAULT_ROLE
+    time_zone: str = DEFAULT_TIME_ZONE
 
     @classmethod
     def from_doc(cls, doc: Document) -> User:
-        return cls(doc["_id"], doc["organizationId"], doc["email"], doc["createdAt"])
+        return cls(
+            doc["_id"],
+            doc["organizationId"],
+            doc["email"],
+            doc["createdAt"],
+            "member" if doc.get("role") == "member" else "admin",
+            doc.get("timeZone", DEFAULT_TIME_ZONE),
+        )
 
 
 def normalize_email(email: str) -> str:
@@ -41,6 +57,20 @@ def normalize_email(email: str) -> str:
     return email
 
 
+def check_password(password: str) -> None:
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        raise InvalidArgument(f"password must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+
+
+def check_time_zone(name: str) -> str:
+    """An IANA zone name zoneinfo knows ("Europe/Paris"); the name as given."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidArgument(f"unknown time zone {name!r}") from None
+    return name
+
+
 class Users:
     def __init__(self, records: AccountCollections, clock: Clock, hasher: PasswordHasher) -> None:
         self._records = records
@@ -49,10 +79,11 @@ class Users:
         # Verifying against this keeps an unknown email as slow as a wrong password.
         self._dummy_hash = hasher.hash(secrets.token_urlsafe(16))
 
-    async def create(self, organization_id: str, email: str, password: str) -> User:
+    async def create(
+        self, organization_id: str, email: str, password: str, role: Role = DEFAULT_ROLE
+    ) -> User:
         email = normalize_email(email)
-        if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-            raise InvalidArgument(f"password must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+        check_password(password)
         if (
             await self._records.organizations.count_documents({"_id": organization_id}, limit=1)
             == 0
@@ -66,6 +97,7 @@ class Users:
             "email": email,
             "passwordHash": password_hash,
             "createdAt": self._clock.now(),
+            "role": role,
         }
         try:
             await self._records.users.insert_one(doc)
@@ -88,4 +120,46 @@ class Users:
             raise Unauthenticated(WRONG_LOGIN) from None
         if doc is None:
             raise Unauthenticated(WRONG_LOGIN)
+        return User.from_doc(doc)
+
+    async def of_organization(self, organization_id: str) -> list[User]:
+        cursor = self._records.users.find({"organizationId": organization_id}).sort(
+            [("createdAt", 1), ("email", 1)]
+        )
+        return [User.from_doc(doc) async for doc in cursor]
+
+    async def get(self, organization_id: str, user_id: str) -> User:
+        doc = await self._records.users.find_one(
+            {"_id": user_id, "organizationId": organization_id}
+        )
+        if doc is None:
+            raise NotFound(f"user {user_id} not found")
+        return User.from_doc(doc)
+
+    async def remove(self, organization_id: str, user_id: str) -> User:
+        doc = await self._records.users.find_one_and_delete(
+            {"_id": user_id, "organizationId": organization_id}
+        )
+        if doc is None:
+            raise NotFound(f"user {user_id} not found")
+        return User.from_doc(doc)
+
+    async def set_password(self, organization_id: str, user_id: str, password: str) -> User:
+        check_password(password)
+        password_hash = await asyncio.to_thread(self._hasher.hash, password)
+        return await self._update(organization_id, user_id, {"passwordHash": password_hash})
+
+    async def set_time_zone(self, organization_id: str, user_id: str, time_zone: str) -> User:
+        return await self._update(
+            organization_id, user_id, {"timeZone": check_time_zone(time_zone)}
+        )
+
+    async def _update(self, organization_id: str, user_id: str, values: Document) -> User:
+        doc = await self._records.users.find_one_and_update(
+            {"_id": user_id, "organizationId": organization_id},
+            {"$set": values},
+            return_document=ReturnDocument.AFTER,
+        )
+        if doc is None:
+            raise NotFound(f"user {user_id} not found")
         return User.from_doc(doc)

@@ -1,5 +1,6 @@
-"""account-svc's app sessions: hashed tokens, expiry, sign-out, and the sign-in limits per
-email and per client address."""
+"""account-svc's app sessions: hashed tokens, expiry, sign-out, the sign-in limits per
+email and per client address, and workspace users managed from the app (admins only) with
+their time zone."""
 
 from __future__ import annotations
 
@@ -19,8 +20,15 @@ from account_svc.sessions import AppSessions, hash_session_token
 from account_svc.signin_limits import Bucket, SignInLimits
 from account_svc.token_crypto import TokenCipher
 from account_svc.users import Users
+from account_svc.workspace_users import NOT_ADMIN, WorkspaceUsers
 from storypost_runtime.clock import FrozenClock
-from storypost_runtime.errors import ResourceExhausted, Unauthenticated
+from storypost_runtime.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    PermissionDenied,
+    ResourceExhausted,
+    Unauthenticated,
+)
 from storypost_runtime.mongo import Document
 from tests.support.accounts import TEST_TOKEN_KEY
 
@@ -228,3 +236,74 @@ async def test_connect_links_are_listed_newest_first(world: World) -> None:
         first.connect_link_uuid,
     ]
     assert listed[0].token == second.token and listed[0].status == "active"
+
+
+async def _signed_in(world: World, org: str, email: str) -> str:
+    _, token = await world.sessions.sign_in(org, email, PASSWORD, "203.0.113.7", "ua")
+    return token
+
+
+async def test_an_admin_adds_sets_passwords_and_removes_users(world: World) -> None:
+    org = await _org_with_user(world)  # made by the operator: an admin
+    admin = await _signed_in(world, org, "ana@example.com")
+    assert (await world.sessions.get(org, admin)).role == "admin"
+    manage = WorkspaceUsers(world.users, world.sessions)
+    bob = await manage.add(org, admin, "Bob@Example.com", PASSWORD, "member")
+    assert (bob.email, bob.role, bob.time_zone) == ("bob@example.com", "member", "UTC")
+    assert [u.email for u in await manage.list(org, admin)] == ["ana@example.com", bob.email]
+    bob_token = await _signed_in(world, org, bob.email)
+    assert (await world.sessions.get(org, bob_token)).role == "member"
+
+    # A new password ends bob's sessions; the new one signs in.
+    await manage.set_password(org, admin, bob.user_id, "a brand new password")
+    with pytest.raises(Unauthenticated):
+        await world.sessions.get(org, bob_token)
+    await world.sessions.sign_in(org, bob.email, "a brand new password", "203.0.113.7", "ua")
+    # Admins setting their own keep the session they are using.
+    ana = (await manage.list(org, admin))[0]
+    await manage.set_password(org, admin, ana.user_id, "ana's next password")
+    assert (await world.sessions.get(org, admin)).user_id == ana.user_id
+
+    with pytest.raises(FailedPrecondition):
+        await manage.remove(org, admin, ana.user_id)
+    removed = await manage.remove(org, admin, bob.user_id)
+    assert removed.email == bob.email
+    assert await world.records.app_sessions.count_documents({"userId": bob.user_id}) == 0
+    assert [u.email for u in await manage.list(org, admin)] == ["ana@example.com"]
+
+
+async def test_a_member_is_refused_user_management(world: World) -> None:
+    org = await _org_with_user(world)
+    admin = await _signed_in(world, org, "ana@example.com")
+    manage = WorkspaceUsers(world.users, world.sessions)
+    bob = await manage.add(org, admin, "bob@example.com", PASSWORD, "member")
+    member = await _signed_in(world, org, bob.email)
+    ana = (await manage.list(org, member))[0]  # members may see who is there
+    for attempt in (
+        manage.add(org, member, "eve@example.com", PASSWORD, "admin"),
+        manage.remove(org, member, ana.user_id),
+        manage.set_password(org, member, ana.user_id, "taken over at last"),
+    ):
+        with pytest.raises(PermissionDenied) as refused:
+            await attempt
+        assert refused.value.reason == NOT_ADMIN
+    assert len(await manage.list(org, admin)) == 2
+    # A session of another workspace is no session here.
+    other = await _org_with_user(world, "zed@example.com")
+    with pytest.raises(Unauthenticated):
+        await manage.list(other, admin)
+
+
+async def test_the_time_zone_is_kept_per_user_and_reaches_their_sessions(world: World) -> None:
+    org = await _org_with_user(world)
+    first = await _signed_in(world, org, "ana@example.com")
+    second = await _signed_in(world, org, "ana@example.com")
+    manage = WorkspaceUsers(world.users, world.sessions)
+    changed = await manage.set_time_zone(org, first, "Europe/Paris")
+    assert changed.time_zone == "Europe/Paris"
+    assert (await world.sessions.get(org, second)).time_zone == "Europe/Paris"
+    third = await _signed_in(world, org, "ana@example.com")
+    assert (await world.sessions.get(org, third)).time_zone == "Europe/Paris"
+    for bad in ("Mars/Olympus", "../etc/passwd", ""):
+        with pytest.raises(InvalidArgument):
+            await manage.set_time_zone(org, first, bad)

@@ -25,6 +25,30 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _UserRole:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _UserRoleEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_UserRole.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    USER_ROLE_UNSPECIFIED: _UserRole.ValueType  # 0
+    """Not set: in CreateUserRequest, an admin (the operator creates a workspace's first users)."""
+    USER_ROLE_ADMIN: _UserRole.ValueType  # 1
+    """Everything members do, and adding and removing users and setting their passwords."""
+    USER_ROLE_MEMBER: _UserRole.ValueType  # 2
+    """Every page of the workspace except managing users."""
+
+class UserRole(_UserRole, metaclass=_UserRoleEnumTypeWrapper):
+    """What a workspace user may do in the app."""
+
+USER_ROLE_UNSPECIFIED: UserRole.ValueType  # 0
+"""Not set: in CreateUserRequest, an admin (the operator creates a workspace's first users)."""
+USER_ROLE_ADMIN: UserRole.ValueType  # 1
+"""Everything members do, and adding and removing users and setting their passwords."""
+USER_ROLE_MEMBER: UserRole.ValueType  # 2
+"""Every page of the workspace except managing users."""
+Global___UserRole: _TypeAlias = UserRole  # noqa: Y015
+
 class _Connection:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -1559,12 +1583,18 @@ class User(_message.Message):
     ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
     EMAIL_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
     user_id: _builtins.str
     """Server-chosen id."""
     organization_id: _builtins.str
     """The organization (workspace) the user belongs to."""
     email: _builtins.str
     """Email address, lower-cased; unique per organization."""
+    role: Global___UserRole.ValueType
+    """Admin or member (users created before roles existed are admins)."""
+    time_zone: _builtins.str
+    """IANA time zone the app shows dates in; "UTC" unless the user chose another."""
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp:
         """When the user was created."""
@@ -1576,10 +1606,12 @@ class User(_message.Message):
         organization_id: _builtins.str = ...,
         email: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
+        role: Global___UserRole.ValueType = ...,
+        time_zone: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "email", b"email", "organization_id", b"organization_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "email", b"email", "organization_id", b"organization_id", "role", b"role", "time_zone", b"time_zone", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1594,22 +1626,26 @@ class CreateUserRequest(_message.Message):
     ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
     EMAIL_FIELD_NUMBER: _builtins.int
     PASSWORD_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The workspace the user joins."""
     email: _builtins.str
     """Email address (must contain one "@"); stored lower-cased."""
     password: _builtins.str
     """Password, 10 to 1024 characters; stored only as an argon2id hash."""
+    role: Global___UserRole.ValueType
+    """The user's role; unspecified makes an admin."""
     def __init__(
         self,
         *,
         organization_id: _builtins.str = ...,
         email: _builtins.str = ...,
         password: _builtins.str = ...,
+        role: Global___UserRole.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["email", b"email", "organization_id", b"organization_id", "password", b"password"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["email", b"email", "organization_id", b"organization_id", "password", b"password", "role", b"role"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1771,6 +1807,8 @@ class AppSession(_message.Message):
     EMAIL_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
     session_id: _builtins.str
     """Server-chosen id (not the token; safe to log)."""
     organization_id: _builtins.str
@@ -1779,6 +1817,10 @@ class AppSession(_message.Message):
     """The signed-in user."""
     email: _builtins.str
     """The user's email address."""
+    role: Global___UserRole.ValueType
+    """The user's role."""
+    time_zone: _builtins.str
+    """The user's time zone (IANA name), "UTC" by default."""
     @_builtins.property
     def created_at(self) -> _timestamp_pb2.Timestamp:
         """When the user signed in."""
@@ -1798,10 +1840,12 @@ class AppSession(_message.Message):
         email: _builtins.str = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         expires_at: _timestamp_pb2.Timestamp | None = ...,
+        role: Global___UserRole.ValueType = ...,
+        time_zone: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "expires_at", b"expires_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "email", b"email", "expires_at", b"expires_at", "organization_id", b"organization_id", "session_id", b"session_id", "user_id", b"user_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "email", b"email", "expires_at", b"expires_at", "organization_id", b"organization_id", "role", b"role", "session_id", b"session_id", "time_zone", b"time_zone", "user_id", b"user_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1876,3 +1920,185 @@ class EndSessionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EndSessionResponse: _TypeAlias = EndSessionResponse  # noqa: Y015
+
+@_typing.final
+class ListUsersRequest(_message.Message):
+    """Input of ListUsers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_TOKEN_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    session_token: _builtins.str
+    """The acting user's session token. Never logged."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        session_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "session_token", b"session_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListUsersRequest: _TypeAlias = ListUsersRequest  # noqa: Y015
+
+@_typing.final
+class ListUsersResponse(_message.Message):
+    """Output of ListUsers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    USERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def users(self) -> _containers.RepeatedCompositeFieldContainer[Global___User]:
+        """The users, oldest first."""
+
+    def __init__(
+        self,
+        *,
+        users: _abc.Iterable[Global___User] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["users", b"users"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListUsersResponse: _TypeAlias = ListUsersResponse  # noqa: Y015
+
+@_typing.final
+class AddUserRequest(_message.Message):
+    """Input of AddUser."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_TOKEN_FIELD_NUMBER: _builtins.int
+    EMAIL_FIELD_NUMBER: _builtins.int
+    PASSWORD_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    session_token: _builtins.str
+    """The acting admin's session token. Never logged."""
+    email: _builtins.str
+    """Email address of the new user (must contain one "@"); stored lower-cased."""
+    password: _builtins.str
+    """Password, 10 to 1024 characters; stored only as an argon2id hash. Never logged."""
+    role: Global___UserRole.ValueType
+    """The new user's role; unspecified makes a member."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        session_token: _builtins.str = ...,
+        email: _builtins.str = ...,
+        password: _builtins.str = ...,
+        role: Global___UserRole.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["email", b"email", "organization_id", b"organization_id", "password", b"password", "role", b"role", "session_token", b"session_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddUserRequest: _TypeAlias = AddUserRequest  # noqa: Y015
+
+@_typing.final
+class RemoveUserRequest(_message.Message):
+    """Input of RemoveUser."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_TOKEN_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    session_token: _builtins.str
+    """The acting admin's session token. Never logged."""
+    user_id: _builtins.str
+    """The user to remove."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        session_token: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "session_token", b"session_token", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RemoveUserRequest: _TypeAlias = RemoveUserRequest  # noqa: Y015
+
+@_typing.final
+class SetUserPasswordRequest(_message.Message):
+    """Input of SetUserPassword."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_TOKEN_FIELD_NUMBER: _builtins.int
+    USER_ID_FIELD_NUMBER: _builtins.int
+    PASSWORD_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    session_token: _builtins.str
+    """The acting admin's session token. Never logged."""
+    user_id: _builtins.str
+    """The user whose password is set."""
+    password: _builtins.str
+    """The new password, 10 to 1024 characters. Never logged."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        session_token: _builtins.str = ...,
+        user_id: _builtins.str = ...,
+        password: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "password", b"password", "session_token", b"session_token", "user_id", b"user_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetUserPasswordRequest: _TypeAlias = SetUserPasswordRequest  # noqa: Y015
+
+@_typing.final
+class SetTimeZoneRequest(_message.Message):
+    """Input of SetTimeZone."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SESSION_TOKEN_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    session_token: _builtins.str
+    """The signed-in user's session token. Never logged."""
+    time_zone: _builtins.str
+    """An IANA time zone name ("UTC", "Europe/Paris", "America/Sao_Paulo")."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        session_token: _builtins.str = ...,
+        time_zone: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "session_token", b"session_token", "time_zone", b"time_zone"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetTimeZoneRequest: _TypeAlias = SetTimeZoneRequest  # noqa: Y015

@@ -183,6 +183,31 @@ class AccountServiceStub:
                 request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.EndSessionRequest.SerializeToString,
                 response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.EndSessionResponse.FromString,
                 _registered_method=True)
+        self.ListUsers = channel.unary_unary(
+                '/storypost.account.v1.AccountService/ListUsers',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ListUsersRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ListUsersResponse.FromString,
+                _registered_method=True)
+        self.AddUser = channel.unary_unary(
+                '/storypost.account.v1.AccountService/AddUser',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.AddUserRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.User.FromString,
+                _registered_method=True)
+        self.RemoveUser = channel.unary_unary(
+                '/storypost.account.v1.AccountService/RemoveUser',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.RemoveUserRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.User.FromString,
+                _registered_method=True)
+        self.SetUserPassword = channel.unary_unary(
+                '/storypost.account.v1.AccountService/SetUserPassword',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.SetUserPasswordRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.User.FromString,
+                _registered_method=True)
+        self.SetTimeZone = channel.unary_unary(
+                '/storypost.account.v1.AccountService/SetTimeZone',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.SetTimeZoneRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.AppSession.FromString,
+                _registered_method=True)
 
 
 class AccountServiceServicer:
@@ -444,6 +469,49 @@ class AccountServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListUsers(self, request, context):
+        """Workspace users managed from the app. Each call carries the acting user's session token:
+        UNAUTHENTICATED when it is not a live session of the organization. Adding, removing and
+        setting another user's password need a workspace admin: PERMISSION_DENIED (reason
+        NOT_WORKSPACE_ADMIN) for a member.
+
+        Lists the organization's users, oldest first (any signed-in user may see them).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddUser(self, request, context):
+        """Adds a user (as CreateUser, with a role). ALREADY_EXISTS when the email is taken.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveUser(self, request, context):
+        """Removes a user and ends their sessions at once. An admin cannot remove themselves
+        (FAILED_PRECONDITION), so a workspace always keeps an admin. NOT_FOUND for an unknown user.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetUserPassword(self, request, context):
+        """Sets a user's password and ends that user's sessions (the acting session excepted when
+        admins set their own).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetTimeZone(self, request, context):
+        """Sets the signed-in user's own time zone (an IANA name such as "Europe/Paris");
+        INVALID_ARGUMENT for an unknown zone. Returns the session with the new zone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AccountServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -586,6 +654,31 @@ def add_AccountServiceServicer_to_server(servicer, server):
                     servicer.EndSession,
                     request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.EndSessionRequest.FromString,
                     response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.EndSessionResponse.SerializeToString,
+            ),
+            'ListUsers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListUsers,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ListUsersRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ListUsersResponse.SerializeToString,
+            ),
+            'AddUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddUser,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.AddUserRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.User.SerializeToString,
+            ),
+            'RemoveUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveUser,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.RemoveUserRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.User.SerializeToString,
+            ),
+            'SetUserPassword': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetUserPassword,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.SetUserPasswordRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.User.SerializeToString,
+            ),
+            'SetTimeZone': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetTimeZone,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.SetTimeZoneRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.AppSession.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1353,6 +1446,141 @@ class AccountService:
             '/storypost.account.v1.AccountService/EndSession',
             storypost_dot_account_dot_v1_dot_account__pb2.EndSessionRequest.SerializeToString,
             storypost_dot_account_dot_v1_dot_account__pb2.EndSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListUsers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/ListUsers',
+            storypost_dot_account_dot_v1_dot_account__pb2.ListUsersRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.ListUsersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/AddUser',
+            storypost_dot_account_dot_v1_dot_account__pb2.AddUserRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/RemoveUser',
+            storypost_dot_account_dot_v1_dot_account__pb2.RemoveUserRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetUserPassword(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/SetUserPassword',
+            storypost_dot_account_dot_v1_dot_account__pb2.SetUserPasswordRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.User.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetTimeZone(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/SetTimeZone',
+            storypost_dot_account_dot_v1_dot_account__pb2.SetTimeZoneRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.AppSession.FromString,
             options,
             channel_credentials,
             insecure,

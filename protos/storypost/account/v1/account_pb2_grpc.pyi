@@ -177,6 +177,28 @@ class AccountServiceStub:
     """Ends a session (sign out): the token stops working at once. Ending an unknown or ended
     session succeeds.
     """
+    ListUsers: _grpc.UnaryUnaryMultiCallable[_account_pb2.ListUsersRequest, _account_pb2.ListUsersResponse]
+    """Workspace users managed from the app. Each call carries the acting user's session token:
+    UNAUTHENTICATED when it is not a live session of the organization. Adding, removing and
+    setting another user's password need a workspace admin: PERMISSION_DENIED (reason
+    NOT_WORKSPACE_ADMIN) for a member.
+
+    Lists the organization's users, oldest first (any signed-in user may see them).
+    """
+    AddUser: _grpc.UnaryUnaryMultiCallable[_account_pb2.AddUserRequest, _account_pb2.User]
+    """Adds a user (as CreateUser, with a role). ALREADY_EXISTS when the email is taken."""
+    RemoveUser: _grpc.UnaryUnaryMultiCallable[_account_pb2.RemoveUserRequest, _account_pb2.User]
+    """Removes a user and ends their sessions at once. An admin cannot remove themselves
+    (FAILED_PRECONDITION), so a workspace always keeps an admin. NOT_FOUND for an unknown user.
+    """
+    SetUserPassword: _grpc.UnaryUnaryMultiCallable[_account_pb2.SetUserPasswordRequest, _account_pb2.User]
+    """Sets a user's password and ends that user's sessions (the acting session excepted when
+    admins set their own).
+    """
+    SetTimeZone: _grpc.UnaryUnaryMultiCallable[_account_pb2.SetTimeZoneRequest, _account_pb2.AppSession]
+    """Sets the signed-in user's own time zone (an IANA name such as "Europe/Paris");
+    INVALID_ARGUMENT for an unknown zone. Returns the session with the new zone.
+    """
 
 @_typing.type_check_only
 class AccountServiceAsyncStub(AccountServiceStub):
@@ -322,6 +344,28 @@ class AccountServiceAsyncStub(AccountServiceStub):
     EndSession: _aio.UnaryUnaryMultiCallable[_account_pb2.EndSessionRequest, _account_pb2.EndSessionResponse]  # type: ignore[assignment]
     """Ends a session (sign out): the token stops working at once. Ending an unknown or ended
     session succeeds.
+    """
+    ListUsers: _aio.UnaryUnaryMultiCallable[_account_pb2.ListUsersRequest, _account_pb2.ListUsersResponse]  # type: ignore[assignment]
+    """Workspace users managed from the app. Each call carries the acting user's session token:
+    UNAUTHENTICATED when it is not a live session of the organization. Adding, removing and
+    setting another user's password need a workspace admin: PERMISSION_DENIED (reason
+    NOT_WORKSPACE_ADMIN) for a member.
+
+    Lists the organization's users, oldest first (any signed-in user may see them).
+    """
+    AddUser: _aio.UnaryUnaryMultiCallable[_account_pb2.AddUserRequest, _account_pb2.User]  # type: ignore[assignment]
+    """Adds a user (as CreateUser, with a role). ALREADY_EXISTS when the email is taken."""
+    RemoveUser: _aio.UnaryUnaryMultiCallable[_account_pb2.RemoveUserRequest, _account_pb2.User]  # type: ignore[assignment]
+    """Removes a user and ends their sessions at once. An admin cannot remove themselves
+    (FAILED_PRECONDITION), so a workspace always keeps an admin. NOT_FOUND for an unknown user.
+    """
+    SetUserPassword: _aio.UnaryUnaryMultiCallable[_account_pb2.SetUserPasswordRequest, _account_pb2.User]  # type: ignore[assignment]
+    """Sets a user's password and ends that user's sessions (the acting session excepted when
+    admins set their own).
+    """
+    SetTimeZone: _aio.UnaryUnaryMultiCallable[_account_pb2.SetTimeZoneRequest, _account_pb2.AppSession]  # type: ignore[assignment]
+    """Sets the signed-in user's own time zone (an IANA name such as "Europe/Paris");
+    INVALID_ARGUMENT for an unknown zone. Returns the session with the new zone.
     """
 
 class AccountServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -633,6 +677,58 @@ class AccountServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_account_pb2.EndSessionResponse, _abc.Awaitable[_account_pb2.EndSessionResponse]]:
         """Ends a session (sign out): the token stops working at once. Ending an unknown or ended
         session succeeds.
+        """
+
+    @_abc_1.abstractmethod
+    def ListUsers(
+        self,
+        request: _account_pb2.ListUsersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.ListUsersResponse, _abc.Awaitable[_account_pb2.ListUsersResponse]]:
+        """Workspace users managed from the app. Each call carries the acting user's session token:
+        UNAUTHENTICATED when it is not a live session of the organization. Adding, removing and
+        setting another user's password need a workspace admin: PERMISSION_DENIED (reason
+        NOT_WORKSPACE_ADMIN) for a member.
+
+        Lists the organization's users, oldest first (any signed-in user may see them).
+        """
+
+    @_abc_1.abstractmethod
+    def AddUser(
+        self,
+        request: _account_pb2.AddUserRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.User, _abc.Awaitable[_account_pb2.User]]:
+        """Adds a user (as CreateUser, with a role). ALREADY_EXISTS when the email is taken."""
+
+    @_abc_1.abstractmethod
+    def RemoveUser(
+        self,
+        request: _account_pb2.RemoveUserRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.User, _abc.Awaitable[_account_pb2.User]]:
+        """Removes a user and ends their sessions at once. An admin cannot remove themselves
+        (FAILED_PRECONDITION), so a workspace always keeps an admin. NOT_FOUND for an unknown user.
+        """
+
+    @_abc_1.abstractmethod
+    def SetUserPassword(
+        self,
+        request: _account_pb2.SetUserPasswordRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.User, _abc.Awaitable[_account_pb2.User]]:
+        """Sets a user's password and ends that user's sessions (the acting session excepted when
+        admins set their own).
+        """
+
+    @_abc_1.abstractmethod
+    def SetTimeZone(
+        self,
+        request: _account_pb2.SetTimeZoneRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.AppSession, _abc.Awaitable[_account_pb2.AppSession]]:
+        """Sets the signed-in user's own time zone (an IANA name such as "Europe/Paris");
+        INVALID_ARGUMENT for an unknown zone. Returns the session with the new zone.
         """
 
 def add_AccountServiceServicer_to_server(servicer: AccountServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
