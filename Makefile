@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:/usr/sbin:/sbin:$(PATH)
 PROTO_FILES := $(wildcard protos/storypost/*/v1/*.proto)
 PYTEST_ARGS ?=
 
-.PHONY: run test deps apt venv protos protos-check lint typecheck pytest bench clean-data \
+.PHONY: run test deps apt venv lock protos protos-check lint typecheck pytest bench clean-data \
 	wheels images test-containers test-production-shape container-suite validate-deploy \
 	reliability load
 
@@ -24,14 +24,30 @@ apt:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml client/pyproject.toml
+# requirements.lock: the exact version and hashes of every package the venv, CI and the images
+# install (docs/dev-stack.md). Installed with its hashes checked, then storypost and its SDK as
+# editable installs without dependencies, built by the locked hatchling (no index needed for
+# that). The stamp is newer than the lock and both pyproject files: nothing to do otherwise.
+LOCK := requirements.lock
+$(VENV)/.installed: $(LOCK) pyproject.toml client/pyproject.toml
 	@PYTHON=$$(scripts/find-python.sh); \
 	if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))'; then \
 	  rm -rf $(VENV); echo "creating $(VENV) with $$PYTHON"; "$$PYTHON" -m venv $(VENV); \
 	fi
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[all,dev]' -e ./client
+	$(PY) -m pip install -q --require-hashes -r $(LOCK)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e '.[all,dev]' -e ./client
 	@touch $@
+
+# Rewrites requirements.lock from pyproject.toml and client/pyproject.toml: every version the
+# lock already pins is kept while it still satisfies them, only what changed is resolved anew.
+# LOCK_ARGS=--upgrade takes the newest of everything, --upgrade-package NAME of one package.
+LOCK_ARGS ?=
+lock:
+	@[ -x $(VENV)/bin/uv ] || { [ -x $(PY) ] || "$$(scripts/find-python.sh)" -m venv $(VENV); \
+	  $(PY) -m pip install -q uv; }
+	$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.13 --generate-hashes \
+	  --custom-compile-command 'make lock' --output-file $(LOCK) $(LOCK_ARGS) \
+	  pyproject.toml client/pyproject.toml --extra all --extra dev
 
 protos: venv
 	$(PY) scripts/protogen.py protos
