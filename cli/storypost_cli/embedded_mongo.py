@@ -5,12 +5,46 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.metadata
 import signal
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+# The mongoeco release whose private internals the patches below were written and tested
+# against. pyproject.toml pins exactly this one (`embedded` extra, requirements.lock); any
+# other version is refused at start, before a patch could misfire on code that moved.
+MONGOECO_VERSION = "4.11.0"
+
+
+class MongoecoVersionError(RuntimeError):
+    """The installed mongoeco is not the version the patches were written for."""
+
+
+def check_mongoeco_version(found: str | None = None) -> str:
+    """Returns the installed mongoeco version; raises MongoecoVersionError unless it is
+    exactly MONGOECO_VERSION."""
+    if found is None:
+        try:
+            found = importlib.metadata.version("mongoeco")
+        except importlib.metadata.PackageNotFoundError:
+            raise MongoecoVersionError(
+                f"embedded mongo needs mongoeco {MONGOECO_VERSION}, and none is installed: "
+                "run `make venv` (it installs requirements.lock) or "
+                f"`pip install 'mongoeco[wire]=={MONGOECO_VERSION}'`"
+            ) from None
+    if found != MONGOECO_VERSION:
+        raise MongoecoVersionError(
+            f"embedded mongo needs mongoeco {MONGOECO_VERSION} exactly, found {found}: "
+            "storypost_cli.embedded_mongo patches mongoeco's internals as they are in "
+            f"{MONGOECO_VERSION}. Install that version (`make venv` installs requirements.lock, "
+            f"or `pip install 'mongoeco[wire]=={MONGOECO_VERSION}'`); to move to {found}, check "
+            "every patch against it (tests/unit/test_embedded_mongo.py), then raise "
+            "MONGOECO_VERSION and the pin in pyproject.toml together and run `make lock`."
+        )
+    return found
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -439,6 +473,11 @@ async def serve(path: Path, host: str, port: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        check_mongoeco_version()
+    except MongoecoVersionError as error:
+        print(error, file=sys.stderr)
+        return 2
     skip_slow_optional_imports()
     skip_full_scan_for_plain_ids()
     use_id_lookup_for_guarded_writes()
