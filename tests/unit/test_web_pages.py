@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 from urllib.parse import urlencode
 
@@ -16,10 +17,13 @@ import pytest
 from edge.config import EdgeSettings
 from edge.web import mount
 from edge.web.base import Web
+from edge.web.draft_posts import story_uuid
+from edge.web.failures import page_error
 from edge.web.session import Sessions, csrf_for, safe_next
 from edge.web.static_files import StaticFiles
 from edge.web.views import Views
 from storypost.account.v1 import account_pb2 as pb
+from storypost.publish.v1 import publish_pb2
 from storypost.render.v1 import render_pb2
 from storypost.webhook.v1 import webhook_pb2
 from storypost_runtime.errors import (
@@ -27,6 +31,7 @@ from storypost_runtime.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     ResourceExhausted,
     Unauthenticated,
     Unavailable,
@@ -63,6 +68,9 @@ class FakeAccounts:
     signin_error: DomainError | None = None
     down: bool = False
     calls: list[str] = field(default_factory=list)
+    role: pb.UserRole.ValueType = pb.USER_ROLE_ADMIN
+    time_zone: str = "UTC"
+    credits: int = 7
 
     def GetOrganization(self, request: pb.GetOrganizationRequest, **_: Any) -> pb.Organization:
         if request.organization_id != ORG:
@@ -74,7 +82,14 @@ class FakeAccounts:
             raise rpc_error(Unavailable("mongo down"))
         if request.session_token not in self.sessions or request.organization_id != ORG:
             raise rpc_error(Unauthenticated("not signed in"))
-        return pb.AppSession(session_id="s1", organization_id=ORG, user_id="u1", email=EMAIL)
+        return pb.AppSession(
+            session_id="s1",
+            organization_id=ORG,
+            user_id="u1",
+            email=EMAIL,
+            role=self.role,
+            time_zone=self.time_zone,
+        )
 
     def SignIn(self, request: pb.SignInRequest, **_: Any) -> pb.SignInResponse:
         self.calls.append(f"SignIn {request.email} {request.client_ip}")
@@ -102,15 +117,99 @@ class FakeAccounts:
             token="sp_" + "x" * 43,
         )
 
+    def GetCredits(self, request: pb.GetCreditsRequest, **_: Any) -> pb.CreditBalance:
+        return pb.CreditBalance(organization_id=ORG, balance=self.credits)
+
+    def ListUsers(self, request: pb.ListUsersRequest, **_: Any) -> pb.ListUsersResponse:
+        assert request.session_token == TOKEN
+        return pb.ListUsersResponse(
+            users=[
+                pb.User(user_id="u1", email=EMAIL, role=pb.USER_ROLE_ADMIN),
+                pb.User(user_id="u2", email="bob@example.com", role=pb.USER_ROLE_MEMBER),
+            ]
+        )
+
+    def _as_admin(self, request: Any, what: str) -> None:
+        self.calls.append(what)
+        assert request.session_token == TOKEN
+        if self.role != pb.USER_ROLE_ADMIN:  # what account-svc answers
+            raise rpc_error(PermissionDenied("only admins", reason="NOT_WORKSPACE_ADMIN"))
+
+    def AddUser(self, request: pb.AddUserRequest, **_: Any) -> pb.User:
+        self._as_admin(request, f"AddUser {request.email} {pb.UserRole.Name(request.role)}")
+        return pb.User(user_id="u3", email=request.email, role=request.role)
+
+    def RemoveUser(self, request: pb.RemoveUserRequest, **_: Any) -> pb.User:
+        self._as_admin(request, f"RemoveUser {request.user_id}")
+        return pb.User(user_id=request.user_id, email="bob@example.com")
+
+    def SetUserPassword(self, request: pb.SetUserPasswordRequest, **_: Any) -> pb.User:
+        self._as_admin(request, f"SetUserPassword {request.user_id} {request.password}")
+        return pb.User(user_id=request.user_id, email="bob@example.com")
+
+    def SetTimeZone(self, request: pb.SetTimeZoneRequest, **_: Any) -> pb.AppSession:
+        self.calls.append(f"SetTimeZone {request.time_zone}")
+        if request.time_zone == "Mars/Olympus":
+            raise rpc_error(InvalidArgument("unknown time zone 'Mars/Olympus'"))
+        self.time_zone = request.time_zone
+        return pb.AppSession(time_zone=request.time_zone)
+
 
 @dataclass
 class FakeRender:
     draft_error: DomainError | None = None
+    drafts: list[render_pb2.Draft] = field(default_factory=list)
 
     def GetDraft(self, request: Any, **_: Any) -> render_pb2.Draft:
         if self.draft_error is not None:
             raise rpc_error(self.draft_error)
         return render_pb2.Draft(draft_uuid=request.draft_uuid, name="x")
+
+    def ListDraftFolders(self, request: Any, **_: Any) -> render_pb2.ListDraftFoldersResponse:
+        return render_pb2.ListDraftFoldersResponse(folder_names=["Launches"])
+
+    @property
+    def ListDrafts(self) -> Any:
+        def list_drafts(request: Any, **_: Any) -> render_pb2.ListDraftsResponse:
+            if request.folder_name == "Launches":
+                return render_pb2.ListDraftsResponse(drafts=self.drafts)
+            return render_pb2.ListDraftsResponse()
+
+        return Unary(list_drafts)
+
+
+class Unary:
+    """A fake stub method that also answers `.future(...)` like grpc's."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def __call__(self, request: Any, **kw: Any) -> Any:
+        return self._call(request, **kw)
+
+    def future(self, request: Any, **kw: Any) -> Any:
+        answer = self._call(request, **kw)
+        return type("Done", (), {"result": lambda _self: answer})()
+
+
+@dataclass
+class FakePublish:
+    posts: list[publish_pb2.Post] = field(default_factory=list)
+    limits: list[int] = field(default_factory=list)
+
+    def ListPosts(self, request: publish_pb2.ListPostsRequest, **_: Any) -> Any:
+        self.limits.append(request.limit)
+        return publish_pb2.ListPostsResponse(posts=self.posts[: request.limit])
+
+    @property
+    def GetStory(self) -> Any:
+        def get(request: publish_pb2.GetPostRequest, **_: Any) -> publish_pb2.Post:
+            for post in self.posts:
+                if post.post_uuid == request.post_uuid:
+                    return post
+            raise rpc_error(NotFound("no such story"))
+
+        return Unary(get)
 
 
 @dataclass
@@ -135,12 +234,14 @@ class World:
     accounts: FakeAccounts
     render: FakeRender
     webhooks: FakeWebhooks
+    publish: FakePublish
 
 
 @pytest.fixture
 def world() -> World:
     settings = EdgeSettings(public_url="http://app.example")
     accounts, render, webhooks = FakeAccounts(), FakeRender(), FakeWebhooks()
+    publish = FakePublish()
     static = StaticFiles()
     web = Web(
         settings=settings,
@@ -148,13 +249,13 @@ def world() -> World:
         sessions=Sessions(cast(Any, accounts), settings),
         accounts=cast(Any, accounts),
         render=cast(Any, render),
-        publish=cast(Any, None),
+        publish=cast(Any, publish),
         webhooks=cast(Any, webhooks),
     )
     app = falcon.App()
     app.req_options.strip_url_path_trailing_slash = True
     mount(app, web, static)
-    return World(falcon.testing.TestClient(app), accounts, render, webhooks)
+    return World(falcon.testing.TestClient(app), accounts, render, webhooks, publish)
 
 
 def session_cookie(token: str = TOKEN) -> dict[str, str]:
@@ -275,6 +376,10 @@ def test_every_form_checks_the_csrf_token(world: World) -> None:
         (f"/o/{ORG}/accounts", {"action": "create-link", "description": ""}),
         (f"/o/{ORG}/posts", {"action": "cancel", "kind": "story", "post_uuid": "p"}),
         (f"/o/{ORG}/drafts/d1", {"action": "delete"}),
+        (f"/o/{ORG}/settings/users", {"action": "remove", "user_id": "u2"}),
+        (f"/o/{ORG}/settings/users", {"action": "add", "email": "e@x.example", "role": "admin"}),
+        (f"/o/{ORG}/settings/users", {"action": "password", "user_id": "u2", "password": "p"}),
+        (f"/o/{ORG}/settings/profile", {"action": "time-zone", "time_zone": "Asia/Tokyo"}),
         (f"/o/{ORG}/signout", {}),
     ):
         for csrf in ("", "wrong", csrf_for("another session token............")):
@@ -381,3 +486,185 @@ def test_static_files_are_versioned(world: World) -> None:
     )
     assert again.status_code == 304
     assert world.client.simulate_get("/static/../app.py").status_code == 404
+
+
+def admin_post(world: World, path: str, data: dict[str, str]) -> falcon.testing.Result:
+    return form_post(world, path, {**data, "csrf": csrf_for(TOKEN)}, f"storypost_session={TOKEN}")
+
+
+def test_an_admin_manages_users_from_the_app(world: World) -> None:
+    page = world.client.simulate_get(f"/o/{ORG}/settings/users", headers=session_cookie())
+    assert page.status_code == 200
+    assert "bob@example.com" in page.text and "Add user" in page.text
+    assert 'aria-label="Remove bob@example.com"' in page.text
+    assert 'aria-label="Remove ana@example.com"' not in page.text  # never yourself
+    path = f"/o/{ORG}/settings/users"
+    answer = admin_post(
+        world,
+        path,
+        {"action": "add", "email": "<eve>@example.com", "password": "p" * 12, "role": "member"},
+    )
+    assert answer.status_code == 303 and answer.headers["location"] == path
+    assert admin_post(world, path, {"action": "remove", "user_id": "u2"}).status_code == 303
+    new_password = {"action": "password", "user_id": "u2", "password": "q" * 12}
+    assert admin_post(world, path, new_password).status_code == 303
+    assert world.accounts.calls == [
+        "AddUser <eve>@example.com USER_ROLE_MEMBER",
+        "RemoveUser u2",
+        f"SetUserPassword u2 {'q' * 12}",
+    ]
+    # The one-time message escapes the address like every value.
+    shown = world.client.simulate_get(
+        path, headers={"Cookie": f"storypost_session={TOKEN}; {answer.headers['set-cookie']}"}
+    )
+    assert "<eve>" not in shown.text
+
+
+def test_a_member_gets_a_clear_refusal(world: World) -> None:
+    world.accounts.role = pb.USER_ROLE_MEMBER
+    page = world.client.simulate_get(f"/o/{ORG}/settings/users", headers=session_cookie())
+    assert page.status_code == 200
+    assert "Only a workspace admin can add or remove users" in page.text
+    assert "Add user" not in page.text and "Set password" not in page.text
+    for data in (
+        {"action": "add", "email": "eve@example.com", "password": "p" * 12, "role": "admin"},
+        {"action": "remove", "user_id": "u1"},
+        {"action": "password", "user_id": "u1", "password": "p" * 12},
+    ):
+        answer = admin_post(world, f"/o/{ORG}/settings/users", data)
+        assert answer.status_code == 403
+        assert "Admins only" in answer.text
+        assert "Only a workspace admin can add or remove users" in answer.text
+    assert world.accounts.calls == []
+
+
+def test_account_svc_refusing_a_member_is_the_same_clear_page() -> None:
+    # account-svc checks the acting session's role too; its refusal reads the same.
+    failure = rpc_error(
+        PermissionDenied("only a workspace admin can", reason="NOT_WORKSPACE_ADMIN")
+    )
+    mapped = page_error(failure)
+    assert (mapped.status, mapped.title) == (403, "Admins only")
+    assert mapped.message == "Only a workspace admin can."
+
+
+def test_the_time_zone_is_chosen_and_every_date_follows_it(world: World) -> None:
+    page = world.client.simulate_get(f"/o/{ORG}/settings/profile", headers=session_cookie())
+    assert '<option value="Europe/Paris">Europe/Paris</option>' in page.text
+    assert '<option value="UTC" selected>' in page.text
+    answer = admin_post(
+        world, f"/o/{ORG}/settings/profile", {"action": "time-zone", "time_zone": "Europe/Paris"}
+    )
+    assert answer.status_code == 303
+    assert world.accounts.calls == ["SetTimeZone Europe/Paris"]
+    refused = admin_post(
+        world, f"/o/{ORG}/settings/profile", {"action": "time-zone", "time_zone": "Mars/Olympus"}
+    )
+    assert refused.status_code == 303  # back to the form with the message
+    # 23:30 UTC on Monday 23 Nov 2026 is Tuesday 00:30 in Paris.
+    world.publish.posts = [story("p1", datetime(2026, 11, 23, 23, 30, tzinfo=UTC))]
+    posts = world.client.simulate_get(f"/o/{ORG}/posts", headers=session_cookie())
+    assert "24 Nov 2026, 00:30 CET" in posts.text
+    week = world.client.simulate_get(
+        f"/o/{ORG}/calendar", query_string="date=2026-11-25", headers=session_cookie()
+    )
+    assert week.status_code == 200
+    tuesday = week.text.split('data-day="2026-11-24"')[1].split('data-day="2026-11-25"')[0]
+    assert 'data-post="p1"' in tuesday and "00:30" in tuesday
+    assert 'data-post="p1"' not in week.text.split('data-day="2026-11-24"')[0]
+
+
+def story(
+    post_uuid: str,
+    when: datetime,
+    status: publish_pb2.PostStatus.ValueType = publish_pb2.POST_STATUS_SCHEDULED,
+    **extra: Any,
+) -> publish_pb2.Post:
+    post = publish_pb2.Post(
+        organization_id=ORG,
+        post_uuid=post_uuid,
+        kind=publish_pb2.POST_KIND_STORY,
+        status=status,
+        account="sunny.shop",
+        preview_url="https://media.example/p.png",
+        **extra,
+    )
+    post.date.FromDatetime(when)
+    return post
+
+
+def test_the_calendar_shows_a_week_and_a_month_and_moves(world: World) -> None:
+    monday = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    draft_uuid = "6f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e61"
+    from_draft = story_uuid(ORG, draft_uuid, 1)
+    world.render.drafts = [
+        render_pb2.Draft(
+            draft_uuid=draft_uuid, name="Spring", user_post=render_pb2.DRAFT_USER_POST_SCHEDULED
+        )
+    ]
+    social = publish_pb2.Post(
+        post_uuid="s1",
+        kind=publish_pb2.POST_KIND_SOCIAL,
+        status=publish_pb2.POST_STATUS_FAILED,
+        platform="mastodon",
+        post_type="POST",
+        social_account_id="<b>acct</b>",
+    )
+    social.date.FromDatetime(monday + timedelta(days=2))
+    world.publish.posts = [
+        social,
+        story(from_draft, monday + timedelta(hours=1)),
+        story("api-story", monday, publish_pb2.POST_STATUS_EXECUTED),
+        story("next-month", monday + timedelta(days=20)),
+    ]
+    week = world.client.simulate_get(
+        f"/o/{ORG}/calendar", query_string="view=week&date=2026-11-26", headers=session_cookie()
+    )
+    assert week.status_code == 200
+    assert "23\N{EN DASH}29 Nov 2026" in week.text
+    assert f'href="/o/{ORG}/drafts/{draft_uuid}" data-post="{from_draft}"' in week.text
+    assert f'href="/o/{ORG}/posts/story/api-story"' in week.text
+    assert 'class="cal-post b-failed"' in week.text and 'class="cal-post b-executed"' in week.text
+    assert "&lt;b&gt;acct&lt;/b&gt;" in week.text and "<b>acct</b>" not in week.text
+    assert "next-month" not in week.text
+    assert 'data-testid="credits"><span class="stat-value">7</span>' in week.text
+    assert "date=2026-11-19" in week.text and "date=2026-12-03" in week.text  # previous / next
+    # The API story comes first on Monday: a day's posts are in time order.
+    assert week.text.index("api-story") < week.text.index(from_draft)
+
+    month = world.client.simulate_get(
+        f"/o/{ORG}/calendar", query_string="view=month&date=2026-12-10", headers=session_cookie()
+    )
+    assert "December 2026" in month.text
+    assert 'data-day="2026-11-30"' in month.text and 'data-day="2027-01-03"' in month.text
+    assert 'data-post="next-month"' in month.text and "api-story" not in month.text
+    assert "date=2026-11-01" in month.text and "date=2027-01-01" in month.text
+    for bad in ("view=year", "date=2026-13-01"):
+        answer = world.client.simulate_get(
+            f"/o/{ORG}/calendar", query_string=bad, headers=session_cookie()
+        )
+        assert answer.status_code == 404
+
+
+def test_the_posts_list_pages_past_100(world: World) -> None:
+    start = datetime(2026, 11, 23, tzinfo=UTC)
+    world.publish.posts = [
+        story(f"post-{n:03}", start - timedelta(hours=n), publish_pb2.POST_STATUS_EXECUTED)
+        for n in range(250)
+    ]
+    first = world.client.simulate_get(f"/o/{ORG}/posts", headers=session_cookie())
+    assert first.text.count("<tr data-post=") == 100
+    assert "page=2" in first.text and 'rel="prev"' not in first.text
+    assert 'data-testid="credits"' in first.text
+    third = world.client.simulate_get(
+        f"/o/{ORG}/posts", query_string="page=3", headers=session_cookie()
+    )
+    assert third.text.count("<tr data-post=") == 50
+    assert 'data-post="post-200"' in third.text and 'rel="next"' not in third.text
+    assert "Posts 201\N{EN DASH}250" in third.text and "page=2" in third.text
+    assert world.publish.limits == [101, 301]
+    for bad in ("page=0", "page=6", "page=x"):
+        answer = world.client.simulate_get(
+            f"/o/{ORG}/posts", query_string=bad, headers=session_cookie()
+        )
+        assert answer.status_code == 404

@@ -1,5 +1,5 @@
 """The app: server-rendered pages for workspace users (sign-in, settings, accounts, gallery,
-editor, posts), served by the edge. See docs/app.md."""
+editor, calendar, posts, users), served by the edge. See docs/app.md."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from edge.web.base import Web
 from edge.web.failures import PageError
 from edge.web.pages.accounts import AccountsPage, ConnectCallbackPage
 from edge.web.pages.auth import Home, Root, SignInPage, SignOut, WorkspacePicker
+from edge.web.pages.calendar import CalendarPage
 from edge.web.pages.credentials import CredentialsPage
 from edge.web.pages.editor import DraftStatus, EditorPage
 from edge.web.pages.gallery import GalleryPage
-from edge.web.pages.posts import PostsPage
+from edge.web.pages.posts import PostPage, PostsPage
+from edge.web.pages.users import ProfilePage, UsersPage
 from edge.web.pages.webhooks import WebhooksPage
 from edge.web.static_files import STATIC_ROUTE, StaticFiles
 from edge.web.views import Views
@@ -60,12 +62,16 @@ def mount(app: falcon.App, web: Web, static: StaticFiles) -> None:
     app.add_route(f"{ORG}/gallery", GalleryPage(web))
     app.add_route(f"{ORG}/drafts/{{draft_uuid}}", EditorPage(web))
     app.add_route(f"{ORG}/drafts/{{draft_uuid}}/status", DraftStatus(web))
+    app.add_route(f"{ORG}/calendar", CalendarPage(web))
     app.add_route(f"{ORG}/posts", PostsPage(web))
+    app.add_route(f"{ORG}/posts/{{kind}}/{{post_uuid}}", PostPage(web))
     app.add_route(f"{ORG}/accounts", AccountsPage(web))
     app.add_route(f"{ORG}/accounts/callback", ConnectCallbackPage(web))
     app.add_route(f"{ORG}/settings", SettingsHome())
     app.add_route(f"{ORG}/settings/credentials", CredentialsPage(web))
     app.add_route(f"{ORG}/settings/webhooks", WebhooksPage(web))
+    app.add_route(f"{ORG}/settings/users", UsersPage(web))
+    app.add_route(f"{ORG}/settings/profile", ProfilePage(web))
 
 
 class SettingsHome:

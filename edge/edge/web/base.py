@@ -24,10 +24,12 @@ Form = dict[str, str | list[str]]
 # Navigation of the page header: (key, label, path below /o/<org>).
 NAV = (
     ("gallery", "Gallery", "/gallery"),
+    ("calendar", "Calendar", "/calendar"),
     ("posts", "Posts", "/posts"),
     ("accounts", "Accounts", "/accounts"),
     ("credentials", "API credentials", "/settings/credentials"),
     ("webhooks", "Webhooks", "/settings/webhooks"),
+    ("users", "Users", "/settings/users"),
 )
 
 
@@ -134,6 +136,7 @@ class Page:
             "nav": NAV,
             "flash": self.web.sessions.take_flash(req, resp, org),
             "refresh": context.pop("refresh", 0),
+            "zone": viewer.zone,
         }
         self.web.views.render(resp, template, frame | context, status=status, csp=csp)
 

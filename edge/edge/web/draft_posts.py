@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import grpc
 
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
-from storypost.render.v1 import render_pb2
+from storypost.render.v1 import render_pb2, render_pb2_grpc
 
 NAMESPACE = uuid.UUID("5d8f3c1e-2b7a-4c9e-8f16-0a3b5c7d9e21")
 # More stories than this from one draft are not looked for (the editor lists these).
@@ -75,3 +75,50 @@ def user_post_after(
     if current != render_pb2.DRAFT_USER_POST_NONE and posts.all_canceled():
         return render_pb2.DRAFT_USER_POST_NONE
     return current
+
+
+# Drafts looked at per folder when the calendar links stories back to their drafts.
+DRAFTS_PER_FOLDER = 200
+
+
+def drafts_of_stories(
+    render: render_pb2_grpc.RenderServiceStub,
+    organization_id: str,
+    story_uuids: set[str],
+    app_url: str,
+) -> dict[str, render_pb2.Draft]:
+    """The draft each of these stories was scheduled from in the editor (stories scheduled
+    through the API have none): the UUIDs of every scheduled or posted draft's stories,
+    computed, not stored. Each folder's newest drafts are read at once; a draft that cannot be
+    read now just gets no link."""
+    if not story_uuids:
+        return {}
+    named = render.ListDraftFolders(
+        render_pb2.ListDraftFoldersRequest(organization_id=organization_id)
+    ).folder_names
+    folders = ["", *named]
+    calls = [
+        render.ListDrafts.future(
+            render_pb2.ListDraftsRequest(
+                organization_id=organization_id,
+                folder_name=folder,
+                limit=DRAFTS_PER_FOLDER,
+                public_app_url=app_url,
+            )
+        )
+        for folder in folders
+    ]
+    found: dict[str, render_pb2.Draft] = {}
+    for call in calls:
+        try:
+            drafts = call.result().drafts
+        except grpc.RpcError:
+            continue
+        for draft in drafts:
+            if draft.user_post == render_pb2.DRAFT_USER_POST_NONE:
+                continue
+            for n in range(1, MAX_POSTS + 1):
+                post_uuid = story_uuid(organization_id, draft.draft_uuid, n)
+                if post_uuid in story_uuids:
+                    found[post_uuid] = draft
+    return found

@@ -13,6 +13,8 @@ from storypost_runtime.status import details_from
 log = get_logger(__name__)
 UNAVAILABLE = "A service is briefly unavailable. Please try again in a moment."
 INTERNAL = "Something went wrong on our side. Please try again later."
+# account-svc's reason when a member asks for what only a workspace admin may do.
+NOT_WORKSPACE_ADMIN = "NOT_WORKSPACE_ADMIN"
 EXPECTED = (
     grpc.StatusCode.INVALID_ARGUMENT,
     grpc.StatusCode.FAILED_PRECONDITION,
@@ -73,6 +75,8 @@ def page_error(error: grpc.RpcError, *, what: str = "") -> PageError:
         wait = details.retry_after_seconds
         retry = max(1, math.ceil(wait)) if wait is not None else None
         return PageError(429, sentence(details.message), retry_after=retry, reason=details.reason)
+    if code == grpc.StatusCode.PERMISSION_DENIED and details.reason == NOT_WORKSPACE_ADMIN:
+        return PageError(403, sentence(details.message), title="Admins only", reason=details.reason)
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         return PageError(401, "Please sign in again.")
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):

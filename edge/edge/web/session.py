@@ -18,8 +18,10 @@ import json
 import re
 import secrets
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import cachetools
 import falcon
@@ -77,6 +79,18 @@ class Viewer:
     user_id: str
     session_id: str
     csrf: str
+    # The session token, for the account-svc calls made as this user (never shown).
+    token: str = field(default="", repr=False)
+    is_admin: bool = False
+    time_zone: str = "UTC"
+
+    @cached_property
+    def zone(self) -> ZoneInfo:
+        """The user's zone; UTC if the stored name is unknown here."""
+        try:
+            return ZoneInfo(self.time_zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return ZoneInfo("UTC")
 
 
 @dataclass(frozen=True)
@@ -200,6 +214,9 @@ class Sessions:
             user_id=session.user_id,
             session_id=session.session_id,
             csrf=csrf_for(token),
+            token=token,
+            is_admin=session.role == pb.USER_ROLE_ADMIN,
+            time_zone=session.time_zone or "UTC",
         )
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import falcon
 import jinja2
@@ -50,12 +53,37 @@ def as_datetime(moment: Timestamp | datetime | None) -> datetime | None:
     return moment.astimezone(UTC)
 
 
-def format_when(moment: Timestamp | datetime | None, empty: str = "—") -> str:
-    """`23 Nov 2026, 10:53 UTC`: one unambiguous zone for everyone in the workspace."""
+# The signed-in user's time zone while a page renders (each waitress thread renders one page
+# at a time): every date a template shows goes through `when`, so none is missed.
+_ZONE: ContextVar[ZoneInfo | None] = ContextVar("zone", default=None)
+UTC_ZONE = ZoneInfo("UTC")
+
+
+@contextmanager
+def dates_in(zone: ZoneInfo) -> Iterator[None]:
+    token = _ZONE.set(zone)
+    try:
+        yield
+    finally:
+        _ZONE.reset(token)
+
+
+def format_when(
+    moment: Timestamp | datetime | None, empty: str = "—", zone: ZoneInfo | None = None
+) -> str:
+    """`23 Nov 2026, 10:53 UTC` or `23 Nov 2026, 11:53 CET`: in the user's time zone (the
+    page's, unless one is given), always with the zone's abbreviation."""
     found = as_datetime(moment)
     if found is None:
         return empty
-    return f"{found.day} {found:%b %Y, %H:%M} UTC"
+    local = found.astimezone(zone or _ZONE.get() or UTC_ZONE)
+    return f"{local.day} {local:%b %Y, %H:%M} {local:%Z}"
+
+
+def day(moment: Timestamp | datetime | None) -> str:
+    """`2026-11-23`: the day it falls on in the page's time zone (for calendar links)."""
+    found = as_datetime(moment)
+    return found.astimezone(_ZONE.get() or UTC_ZONE).date().isoformat() if found else ""
 
 
 def iso(moment: Timestamp | datetime | None) -> str:
@@ -76,10 +104,13 @@ class Views:
         )
         self._env.filters["when"] = format_when
         self._env.filters["iso"] = iso
+        self._env.filters["day"] = day
         self._env.globals["static"] = static_url
 
     def html(self, template: str, context: Mapping[str, Any]) -> str:
-        return self._env.get_template(template).render(**context)
+        zone = context.get("zone")
+        with dates_in(zone if isinstance(zone, ZoneInfo) else UTC_ZONE):
+            return self._env.get_template(template).render(**context)
 
     def render(
         self,

@@ -7,6 +7,7 @@ import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import falcon
 import grpc
@@ -32,13 +33,14 @@ HTML_MAX = 10_485_760
 URL_MAX = 2048
 
 
-def parse_date(text: str, now: datetime) -> Timestamp:
-    """The form's `YYYY-MM-DDTHH:MM` (UTC, as the form says), in the future."""
+def parse_date(text: str, now: datetime, zone: ZoneInfo) -> Timestamp:
+    """The form's `YYYY-MM-DDTHH:MM` (in the user's zone, as the form says), in the future."""
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise PageError(400, "Enter the date and time as YYYY-MM-DD HH:MM (UTC).") from None
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        raise PageError(400, f"Enter the date and time as YYYY-MM-DD HH:MM ({zone.key}).") from None
+    moment = moment.replace(tzinfo=zone) if moment.tzinfo is None else moment
+    moment = moment.astimezone(UTC)
     if moment <= now:
         raise PageError(400, "Choose a time in the future, or use “Post now”.")
     stamp = Timestamp()
@@ -247,7 +249,7 @@ class EditorPage(Page):
             organization_id=org, story_post_uuid=post_uuid, photoapp_username=username
         )
         if not now:
-            request.date.CopyFrom(parse_date(field(form, "date"), datetime.now(UTC)))
+            request.date.CopyFrom(parse_date(field(form, "date"), datetime.now(UTC), viewer.zone))
         draft = self._draft(org, draft_uuid)
         if draft.status == pb.DRAFT_STATUS_DELETED:
             raise PageError(400, "This draft was deleted.")
@@ -274,7 +276,8 @@ class EditorPage(Page):
         if now:
             text = f"The story is being posted to @{username} now."
         else:
-            text = f"The story is scheduled for {format_when(post.date)} on @{username}."
+            when = format_when(post.date, zone=viewer.zone)
+            text = f"The story is scheduled for {when} on @{username}."
         if scheduled.warnings:
             text += " Warnings: " + "; ".join(scheduled.warnings)
         self.done(resp, viewer, f"/drafts/{draft_uuid}", text)

@@ -1,23 +1,30 @@
 """Posts: scheduled and past posts of every kind with status, preview, errorMessage and
-permalink; cancel a scheduled one."""
+permalink, a page per post; cancel a scheduled one. The credit balance is shown with them:
+due social posts wait while it is not positive."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import falcon
 import grpc
 
-from edge.web.base import Page, field
+from edge.web.base import Page, Web, field
 from edge.web.draft_posts import POST_STATUS
 from edge.web.failures import PageError, page_error
+from storypost.account.v1 import account_pb2
 from storypost.publish.v1 import publish_pb2 as pb
 
-LIMIT = 100
+PAGE_SIZE = 100
+# ListPosts answers at most this many posts (newest due date first); pages go that deep.
+LISTED = 500
 KINDS = {
     "story": pb.POST_KIND_STORY,
     "reel": pb.POST_KIND_REEL,
     "clipapp": pb.POST_KIND_CLIPAPP,
     "social": pb.POST_KIND_SOCIAL,
 }
+KIND_KEY = {value: key for key, value in KINDS.items()}
 KIND_LABEL = {
     pb.POST_KIND_STORY: "Photoapp story",
     pb.POST_KIND_REEL: "Photoapp reel",
@@ -43,6 +50,74 @@ def kind_label(post: pb.Post) -> str:
     return KIND_LABEL.get(post.kind, "Post")
 
 
+def post_row(post: pb.Post, preview: str = "") -> dict[str, Any]:
+    """What the posts list, a post's page and the calendar show of one post."""
+    return {
+        "p": post,
+        "preview": post.preview_url or preview,
+        "kind": kind_label(post),
+        "kind_key": KIND_KEY.get(post.kind, ""),
+        "status": POST_STATUS.get(post.status, "scheduled"),
+        "cancelable": post.status in CANCELABLE.get(post.kind, set()),
+        "account": post.account or post.social_account_id,
+    }
+
+
+def busy(posts: list[pb.Post]) -> bool:
+    """A post still rendering (no preview yet) or being published: its page updates itself."""
+    return any(
+        p.status == pb.POST_STATUS_IN_PROGRESS
+        or (
+            p.status == pb.POST_STATUS_SCHEDULED
+            and p.kind == pb.POST_KIND_STORY
+            and not p.preview_url
+        )
+        for p in posts
+    )
+
+
+def story_previews(web: Web, organization_id: str, posts: list[pb.Post]) -> dict[str, str]:
+    """Fresh preview URLs of the first stories, asked for in parallel; a story whose preview
+    cannot be had now just shows none."""
+    stories = [p for p in posts if p.kind == pb.POST_KIND_STORY and not p.preview_url]
+    calls = [
+        (
+            post.post_uuid,
+            web.publish.GetStory.future(
+                pb.GetPostRequest(organization_id=organization_id, post_uuid=post.post_uuid)
+            ),
+        )
+        for post in stories[:PREVIEWS]
+    ]
+    found: dict[str, str] = {}
+    for post_uuid, call in calls:
+        try:
+            found[post_uuid] = call.result().preview_url
+        except grpc.RpcError:
+            continue
+    return found
+
+
+def credit_balance(web: Web, organization_id: str) -> int | None:
+    """The workspace's credits; None (not shown) when account-svc cannot say right now."""
+    try:
+        return web.accounts.GetCredits(
+            account_pb2.GetCreditsRequest(organization_id=organization_id)
+        ).balance
+    except grpc.RpcError:
+        return None
+
+
+def page_number(text: str) -> int:
+    try:
+        number = int(text or "1")
+    except ValueError:
+        number = 0
+    if not 1 <= number <= LISTED // PAGE_SIZE:
+        raise PageError(404, "That page of posts does not exist.")
+    return number
+
+
 class PostsPage(Page):
     label = "posts"
 
@@ -50,26 +125,21 @@ class PostsPage(Page):
         viewer = self.begin(req, organization_id)
         kind = req.get_param("kind") or ""
         status = req.get_param("status") or ""
-        listing = pb.ListPostsRequest(organization_id=organization_id, limit=LIMIT)
+        number = page_number(req.get_param("page") or "")
+        # One more than the page shows says whether an older page exists.
+        listing = pb.ListPostsRequest(
+            organization_id=organization_id, limit=min(LISTED, number * PAGE_SIZE + 1)
+        )
         if kind in KINDS:
             listing.kinds.append(KINDS[kind])
         if status in STATUSES:
             listing.statuses.append(STATUSES[status])
         try:
-            posts = list(self.web.publish.ListPosts(listing).posts)
+            listed = list(self.web.publish.ListPosts(listing).posts)
         except grpc.RpcError as error:
             raise page_error(error) from None
-        previews = self._previews(organization_id, posts)
-        # A post still rendering (no preview yet) or being published updates by itself.
-        busy = any(
-            p.status == pb.POST_STATUS_IN_PROGRESS
-            or (
-                p.status == pb.POST_STATUS_SCHEDULED
-                and p.kind == pb.POST_KIND_STORY
-                and not p.preview_url
-            )
-            for p in posts
-        )
+        posts = listed[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
+        previews = story_previews(self.web, organization_id, posts)
         self.show(
             req,
             resp,
@@ -77,44 +147,19 @@ class PostsPage(Page):
             "posts.html",
             active="posts",
             title="Posts",
-            posts=[
-                {
-                    "p": p,
-                    "preview": p.preview_url or previews.get(p.post_uuid, ""),
-                    "kind": kind_label(p),
-                    "kind_key": next((k for k, v in KINDS.items() if v == p.kind), ""),
-                    "status": POST_STATUS.get(p.status, "scheduled"),
-                    "cancelable": p.status in CANCELABLE.get(p.kind, set()),
-                }
-                for p in posts
-            ],
+            posts=[post_row(p, previews.get(p.post_uuid, "")) for p in posts],
             kind=kind if kind in KINDS else "",
             status_filter=status if status in STATUSES else "",
             kinds=list(KINDS),
             statuses=list(STATUSES),
-            refresh=5 if busy else 0,
+            page=number,
+            first=(number - 1) * PAGE_SIZE + 1,
+            older=len(listed) > number * PAGE_SIZE,
+            # Past the deepest page ListPosts reaches: say so instead of stopping silently.
+            deepest=number * PAGE_SIZE >= LISTED and len(listed) >= LISTED,
+            credits=credit_balance(self.web, organization_id),
+            refresh=5 if busy(posts) else 0,
         )
-
-    def _previews(self, organization_id: str, posts: list[pb.Post]) -> dict[str, str]:
-        """Fresh preview URLs of the first stories, asked for in parallel; a story whose
-        preview cannot be had now just shows none."""
-        stories = [p for p in posts if p.kind == pb.POST_KIND_STORY and not p.preview_url]
-        calls = [
-            (
-                post.post_uuid,
-                self.web.publish.GetStory.future(
-                    pb.GetPostRequest(organization_id=organization_id, post_uuid=post.post_uuid)
-                ),
-            )
-            for post in stories[:PREVIEWS]
-        ]
-        found: dict[str, str] = {}
-        for post_uuid, call in calls:
-            try:
-                found[post_uuid] = call.result().preview_url
-            except grpc.RpcError:
-                continue
-        return found
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
         viewer = self.begin(req, organization_id)
@@ -130,15 +175,58 @@ class PostsPage(Page):
         }.get(kind)
         if cancel is None:
             raise PageError(400, "Unknown kind of post.")
-        request = pb.GetPostRequest(
-            organization_id=organization_id, post_uuid=field(form, "post_uuid")
-        )
+        post_uuid = field(form, "post_uuid")
+        # Back to the page the form was on: the list, or the post's own page.
+        back = f"/posts/{kind}/{post_uuid}" if field(form, "back") == "post" else "/posts"
+        request = pb.GetPostRequest(organization_id=organization_id, post_uuid=post_uuid)
         try:
             cancel(request)
         except grpc.RpcError as error:
             failure = page_error(error, what="This post")
             if failure.status in (400, 429):
-                self.done(resp, viewer, "/posts", failure.message, "error")
+                self.done(resp, viewer, back, failure.message, "error")
                 return
             raise failure from None
-        self.done(resp, viewer, "/posts", "The post was canceled.")
+        self.done(resp, viewer, back, "The post was canceled.")
+
+
+class PostPage(Page):
+    """One post: what the list shows, with a large preview; the calendar links here."""
+
+    label = "post"
+
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        organization_id: str,
+        kind: str,
+        post_uuid: str,
+    ) -> None:
+        viewer = self.begin(req, organization_id)
+        get = {
+            "story": self.web.publish.GetStory,
+            "reel": self.web.publish.GetReel,
+            "clipapp": self.web.publish.GetClipappPost,
+            "social": self.web.publish.GetSocialPost,
+        }.get(kind)
+        if get is None:
+            raise PageError(404, "This post was not found.")
+        try:
+            post = get(pb.GetPostRequest(organization_id=organization_id, post_uuid=post_uuid))
+        except grpc.RpcError as error:
+            raise page_error(error, what="This post") from None
+        row = post_row(post)
+        self.show(
+            req,
+            resp,
+            viewer,
+            "post.html",
+            active="posts",
+            title=row["kind"],
+            row=row,
+            credits=credit_balance(self.web, organization_id)
+            if post.kind == pb.POST_KIND_SOCIAL
+            else None,
+            refresh=5 if busy([post]) else 0,
+        )

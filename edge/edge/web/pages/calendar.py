@@ -1,0 +1,91 @@
+"""Calendar: every post of the workspace (all kinds) on the days of a week or a month, in the
+user's time zone, with status colours, thumbnails and the account; each one links to its
+draft (a story scheduled in the editor) or to its own page."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, date, datetime
+from typing import Any
+
+import falcon
+import grpc
+
+from edge.web.base import Page
+from edge.web.calendar_span import VIEWS, Span, parse_day, span
+from edge.web.draft_posts import drafts_of_stories
+from edge.web.failures import PageError, page_error
+from edge.web.pages.posts import LISTED, busy, credit_balance, post_row, story_previews
+from edge.web.session import Viewer
+from edge.web.views import as_datetime
+from storypost.publish.v1 import publish_pb2 as pb
+
+
+def when_of(post: pb.Post) -> datetime:
+    """Its due date (a post made for "now" without one: when it was made)."""
+    return as_datetime(post.date) or as_datetime(post.created_at) or datetime.now(UTC)
+
+
+class CalendarPage(Page):
+    label = "calendar"
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        view = req.get_param("view") or "week"
+        today = datetime.now(viewer.zone).date()
+        focus = parse_day(req.get_param("date") or "", today)
+        if view not in VIEWS or focus is None:
+            raise PageError(404, "That calendar page does not exist.")
+        shown = span("month" if view == "month" else "week", focus)
+        start, end = shown.bounds(viewer.zone)
+        try:
+            listed = list(
+                self.web.publish.ListPosts(
+                    pb.ListPostsRequest(organization_id=organization_id, limit=LISTED)
+                ).posts
+            )
+        except grpc.RpcError as error:
+            raise page_error(error) from None
+        posts = sorted((p for p in listed if start <= when_of(p) < end), key=when_of)
+        self.show(
+            req,
+            resp,
+            viewer,
+            "calendar.html",
+            active="calendar",
+            title=f"Calendar · {shown.title}",
+            span=shown,
+            today=today,
+            days=self._days(viewer, shown, posts),
+            count=len(posts),
+            # ListPosts reaches the newest posts only: say when older ones may be missing.
+            partial=len(listed) >= LISTED and when_of(listed[-1]) > start,
+            credits=credit_balance(self.web, organization_id),
+            refresh=5 if busy(posts) else 0,
+        )
+
+    def _days(self, viewer: Viewer, shown: Span, posts: list[pb.Post]) -> list[dict[str, Any]]:
+        org = viewer.organization_id
+        previews = story_previews(self.web, org, posts)
+        stories = {p.post_uuid for p in posts if p.kind == pb.POST_KIND_STORY}
+        try:
+            drafts = drafts_of_stories(self.web.render, org, stories, self.web.app_url(org))
+        except grpc.RpcError:
+            drafts = {}  # the calendar still shows the posts, linked to their own pages
+        by_day: dict[date, list[dict[str, Any]]] = defaultdict(list)
+        for post in posts:
+            local = when_of(post).astimezone(viewer.zone)
+            row = post_row(post, previews.get(post.post_uuid, ""))
+            draft = drafts.get(post.post_uuid)
+            row["time"] = f"{local:%H:%M}"
+            row["draft"] = draft.name if draft else ""
+            row["href"] = (
+                f"/drafts/{draft.draft_uuid}"
+                if draft
+                else f"/posts/{row['kind_key']}/{post.post_uuid}"
+            )
+            by_day[local.date()].append(row)
+        return [
+            {"day": day, "posts": by_day.get(day, []), "in_focus": shown.in_focus(day)}
+            for day in shown.days
+        ]
