@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
 import httpx
 
-from storypost_client import transport
+from storypost_client import bulk, transport
+from storypost_client.bulk import BulkProgress, BulkReport, RowResult
 from storypost_client.errors import StorypostError, UploadError, WaitTimeoutError
 from storypost_client.generated.sync_methods import SyncMethods
 from storypost_client.generated.types import (
@@ -177,6 +179,95 @@ class StorypostClient(SyncMethods):
     def wait_for_draft(self, draft_uuid: str, **options: Any) -> StatusDraftResponse:
         """Waits until the draft is ready, failed or deleted (see `wait_for`)."""
         return cast(StatusDraftResponse, self.wait_for("draft", draft_uuid, **options))
+
+    # Bulk stories and drafts from a template and rows of data (storypost_client.bulk).
+
+    def bulk_schedule_stories(
+        self,
+        template: str,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        photoapp_username: str,
+        at_column: str | None = None,
+        start: str | datetime | None = None,
+        every: str | timedelta | None = None,
+        ai_generated: bool | None = None,
+        share_to_linknet: bool | None = None,
+        linknet_destination_id: str | int | None = None,
+        skip_bad_rows: bool = False,
+        concurrency: int = bulk.DEFAULT_CONCURRENCY,
+        progress: BulkProgress | None = None,
+        previous: Iterable[RowResult] = (),
+        preview: bool = True,
+        preview_timeout: float = bulk.DEFAULT_PREVIEW_TIMEOUT,
+    ) -> BulkReport:
+        """Schedules one story per row: `template` with its `{{column}}` placeholders filled
+        with the row's values (HTML-escaped), on `photoapp_username`, at the date in the row's
+        `at_column`, at `start + n * every` for the n-th row, or at once.
+
+        Every row is checked before anything is sent (BadRowsError lists the bad ones, unless
+        `skip_bad_rows`), and the account too (ValueError when it is not connected). Each row's
+        UUID is derived from the template, its values, its date and the account, so running the
+        same rows again sends the same UUIDs and the API makes nothing twice; rows that
+        `previous` results list as done are not sent at all. At most `concurrency` rows are in
+        flight; a 429 pauses every row for as long as the answer asks. `progress(result, done,
+        total)` is called as each row finishes; with `preview`, each row's status is polled
+        until its `previewUrl` is known (at most `preview_timeout` seconds).
+        """
+        plan = bulk.plan_stories(
+            template,
+            rows,
+            photoapp_username,
+            at_column=at_column,
+            start=start,
+            every=every,
+            ai_generated=ai_generated,
+            share_to_linknet=share_to_linknet,
+            linknet_destination_id=linknet_destination_id,
+        )
+        bulk.check_plan(plan, skip_bad_rows=skip_bad_rows, concurrency=concurrency)
+        if plan.items:
+            bulk.check_account(self.list_photoapp_users(), photoapp_username)
+        return bulk.run_sync(
+            self,
+            plan,
+            skip_bad_rows=skip_bad_rows,
+            concurrency=concurrency,
+            progress=progress,
+            previous=previous,
+            preview=preview,
+            preview_timeout=preview_timeout,
+        )
+
+    def bulk_create_drafts(
+        self,
+        template: str,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        folder_name: str | None = None,
+        name: str | None = None,
+        skip_bad_rows: bool = False,
+        concurrency: int = bulk.DEFAULT_CONCURRENCY,
+        progress: BulkProgress | None = None,
+        previous: Iterable[RowResult] = (),
+        preview: bool = True,
+        preview_timeout: float = bulk.DEFAULT_PREVIEW_TIMEOUT,
+    ) -> BulkReport:
+        """Creates one draft per row in the gallery folder `folder_name`; `name` is a plain-text
+        template of each draft's name (`"{{title}}"`). Otherwise like
+        `bulk_schedule_stories` (the UUID is derived from the template, the values, the folder
+        and the name template)."""
+        plan = bulk.plan_drafts(template, rows, folder_name=folder_name, name=name)
+        return bulk.run_sync(
+            self,
+            plan,
+            skip_bad_rows=skip_bad_rows,
+            concurrency=concurrency,
+            progress=progress,
+            previous=previous,
+            preview=preview,
+            preview_timeout=preview_timeout,
+        )
 
     # Temp blob uploads.
 

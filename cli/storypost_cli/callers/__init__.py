@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from storypost_cli.callers import accounts, drafts, login, lookup, media, posts
+from storypost_cli.callers import accounts, bulk, drafts, login, lookup, media, posts
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -12,6 +12,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     login.register(commands)
     posts.register(commands)
     drafts.register(commands)
+    bulk.register(commands)  # adds `bulk` to the story and draft commands above
     media.register(commands)
     accounts.register(commands)
     lookup.register(commands)

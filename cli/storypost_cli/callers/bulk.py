@@ -1,0 +1,243 @@
+"""`storypost story bulk` and `storypost draft bulk`: one story or draft per row of a data file.
+
+The work is the SDK's (`storypost_client.bulk`): this module reads the files, shows progress,
+writes the results file and prints the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from storypost_cli.callers import inputs, render
+from storypost_cli.callers.session import common_options, handler
+from storypost_client import StorypostClient
+from storypost_client.bulk import FAILED, BulkProgress, BulkReport, RowResult
+from storypost_client.bulk_files import read_results, read_rows, result_record, write_results
+
+type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+# Some rows failed at the API (the others were sent): see the summary and the results file.
+EXIT_ROWS_FAILED = 10
+
+
+def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
+    template, rows, results, previous = _files(args)
+    with progress_reporter(args.progress, "story bulk") as progress:
+        report = client.bulk_schedule_stories(
+            template,
+            rows,
+            photoapp_username=args.account,
+            at_column=args.at,
+            start=args.start,
+            every=args.every,
+            ai_generated=args.ai_generated or None,
+            share_to_linknet=args.share_to_linknet or None,
+            linknet_destination_id=args.linknet_destination,
+            skip_bad_rows=args.skip_bad_rows,
+            concurrency=args.concurrency,
+            progress=progress,
+            previous=previous,
+            preview=args.preview,
+        )
+    return _finish(report, results, json_output=args.json)
+
+
+def draft_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
+    template, rows, results, previous = _files(args)
+    with progress_reporter(args.progress, "draft bulk") as progress:
+        report = client.bulk_create_drafts(
+            template,
+            rows,
+            folder_name=args.folder,
+            name=args.name,
+            skip_bad_rows=args.skip_bad_rows,
+            concurrency=args.concurrency,
+            progress=progress,
+            previous=previous,
+            preview=args.preview,
+        )
+    return _finish(report, results, json_output=args.json)
+
+
+def default_results_path(data: Path) -> Path:
+    """`rows.csv` → `rows.results.csv`, beside the data and in its format."""
+    return data.with_name(f"{data.stem}.results{data.suffix}")
+
+
+def _files(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]], Path, list[RowResult]]:
+    template = inputs.read_text(args.template)
+    data = Path(args.data)
+    rows = read_rows(data)
+    results = Path(args.results) if args.results else default_results_path(data)
+    previous = [] if args.fresh else read_results(results)
+    return template, rows, results, previous
+
+
+def _finish(report: BulkReport, results: Path, *, json_output: bool) -> int:
+    write_results(results, report.results)
+    counts = report.counts()
+    if json_output:
+        records = [result_record(result) for result in report.results]
+        render.as_json({"counts": counts, "resultsFile": str(results), "results": records})
+    else:
+        summary = [{"status": status, "rows": str(count)} for status, count in counts.items()]
+        summary.append({"status": "total", "rows": str(len(report.results))})
+        render.table(
+            {}, summary, [("status", "status"), ("rows", "rows")], json_output=False, empty=""
+        )
+        for result in report.results:
+            if result.error:
+                print(f"row {result.row}: {result.status}: {result.error}")
+        print(f"results: {results}")
+    return EXIT_ROWS_FAILED if FAILED in counts else 0
+
+
+@contextlib.contextmanager
+def progress_reporter(mode: str, what: str) -> Iterator[BulkProgress | None]:
+    """A rich progress bar on a terminal, else one plain line a row on stderr (or nothing)."""
+    if mode == "none":
+        yield None
+    elif mode == "bar" or (mode == "auto" and sys.stderr.isatty()):
+        with _rich_bar(what) as report:
+            yield report
+    else:
+        yield plain_progress(what)
+
+
+def plain_progress(what: str) -> BulkProgress:
+    """`story bulk [3/50] row 3: scheduled 5f0c…` lines on stderr."""
+
+    def report(result: RowResult, done: int, total: int) -> None:
+        print(f"{what} [{done}/{total}] {_line(result)}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _line(result: RowResult) -> str:
+    text = f"row {result.row}: {result.status}"
+    if result.uuid:
+        text += f" {result.uuid}"
+    return f"{text}: {result.error}" if result.error else text
+
+
+@contextlib.contextmanager
+def _rich_bar(what: str) -> Iterator[BulkProgress]:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=Console(stderr=True),
+    )
+    task = bar.add_task(what, total=None, last="")
+
+    def report(result: RowResult, done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total, last=_line(result))
+
+    with bar:
+        yield report
+
+
+def _subcommands(commands: Subparsers, name: str) -> Subparsers:
+    """The ACTION subparsers of the `name` command (registered by posts.py or drafts.py)."""
+    parser = commands.choices[name]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    raise LookupError(f"`storypost {name}` has no subcommands")
+
+
+def _common_bulk_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--template", required=True, metavar="FILE", help="the page, with {{column}} placeholders"
+    )
+    parser.add_argument(
+        "--data", required=True, metavar="FILE", help="the rows: .csv (a header line) or .json"
+    )
+    parser.add_argument(
+        "--results",
+        metavar="FILE",
+        help="results file, .csv or .json (default: DATA's name with .results, e.g. "
+        "rows.results.csv); rows it lists as done are not sent again",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="send every row, even those the results file lists as done (the API makes "
+        "nothing twice)",
+    )
+    parser.add_argument(
+        "--skip-bad-rows",
+        action="store_true",
+        help="send the good rows when some are bad (default: send nothing)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, metavar="N", help="rows in flight (default 4)"
+    )
+    parser.add_argument(
+        "--no-preview",
+        dest="preview",
+        action="store_false",
+        help="do not poll each row's status for its previewUrl",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "bar", "plain", "none"),
+        default="auto",
+        help="auto: a bar on a terminal, a line per row otherwise (on stderr)",
+    )
+
+
+def register(commands: Subparsers) -> None:
+    common = common_options()
+    story = _subcommands(commands, "story").add_parser(
+        "bulk",
+        parents=[common],
+        help="one story per row of a data file",
+        description="Schedules one story per row: the template's {{column}} placeholders "
+        "filled with the row's values (HTML-escaped). Each row's UUID comes from the "
+        "template, the row, its date and the account: running it again makes nothing twice.",
+    )
+    _common_bulk_options(story)
+    story.add_argument("--account", required=True, metavar="USERNAME", help="photoapp username")
+    when = story.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="COLUMN", help="the column holding each row's date")
+    when.add_argument(
+        "--start", metavar="ISO", help="the first row's date (with --every), e.g. 2026-07-01T09:00Z"
+    )
+    story.add_argument("--every", metavar="DURATION", help="between rows: 1d, 6h, 1h30m, 90s")
+    story.add_argument("--ai-generated", action="store_true", help="mark them AI-generated")
+    story.add_argument(
+        "--share-to-linknet", action="store_true", help="cross-post to a linknet destination"
+    )
+    story.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
+    story.set_defaults(handler=handler(story_bulk))
+
+    draft = _subcommands(commands, "draft").add_parser(
+        "bulk",
+        parents=[common],
+        help="one draft per row of a data file",
+        description="Creates one draft per row: the template's {{column}} placeholders filled "
+        "with the row's values (HTML-escaped); running it again makes nothing twice.",
+    )
+    _common_bulk_options(draft)
+    draft.add_argument("--folder", metavar="NAME", help="the gallery folder (created if missing)")
+    draft.add_argument("--name", metavar="TEMPLATE", help="each draft's name, e.g. '{{title}}'")
+    draft.set_defaults(handler=handler(draft_bulk))
