@@ -32,7 +32,7 @@ PLATFORMS = (
     "shorttext",
     "microblog",
 )
-MODES = ("ok", "fail", "slow", "offline", "rate-limited", "token-expired")
+MODES = ("ok", "fail", "slow", "late-answer", "offline", "rate-limited", "token-expired")
 CONNECTIONS = {"direct": pb.CONNECTION_DIRECT, "social": pb.CONNECTION_SOCIAL}
 
 
@@ -158,6 +158,10 @@ def run_set(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
         switch["seconds"] = args.seconds
     if args.retry_after is not None:
         switch["retryAfterSeconds"] = args.retry_after
+    if args.endpoint:
+        switch["endpoint"] = args.endpoint
+    if args.times is not None:
+        switch["times"] = args.times
     print_json(_sandbox_call(settings, "PUT", "/_sandbox/switches", json=switch))
 
 
@@ -166,6 +170,14 @@ def run_reset(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
         fail("sandbox reset: --account needs --platform")
     params = {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
     print_json(_sandbox_call(settings, "DELETE", "/_sandbox/switches", params=params))
+
+
+def run_held(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
+    if args.account and not args.platform:
+        fail("sandbox held: --account needs --platform")
+    params = {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
+    method = "DELETE" if args.release else "GET"
+    print_json(_sandbox_call(settings, method, "/_sandbox/held", params=params))
 
 
 def run_published(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
@@ -204,8 +216,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--mode", required=True, choices=MODES)
     p.add_argument("--message", help="fail: the error message")
     p.add_argument("--status", type=int, help="fail: the HTTP status (default 400)")
-    p.add_argument("--seconds", type=float, help="slow: seconds added to every answer")
+    p.add_argument(
+        "--seconds",
+        type=float,
+        help="slow: seconds before each call is performed; late-answer: seconds its answer is "
+        "held after it was performed",
+    )
     p.add_argument("--retry-after", type=int, help="rate-limited: Retry-After seconds (default 60)")
+    p.add_argument(
+        "--endpoint",
+        help="only the calls whose path ends with this (e.g. post/publish/video/init)",
+    )
+    p.add_argument(
+        "--times", type=int, help="only the next N matching calls (default: until removed)"
+    )
     p.set_defaults(run=run_set)
 
     p = commands.add_parser(
@@ -214,6 +238,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--platform", choices=PLATFORMS)
     p.add_argument("--account", help="only this account's switch (id or username)")
     p.set_defaults(run=run_reset)
+
+    p = commands.add_parser(
+        "held", help="list the answers a late-answer switch holds back (or release them)"
+    )
+    p.add_argument("--platform", choices=PLATFORMS)
+    p.add_argument("--account", help="only this account's (id or username)")
+    p.add_argument("--release", action="store_true", help="answer them now")
+    p.set_defaults(run=run_held)
 
     p = commands.add_parser("published", help="list what the sandbox published")
     p.add_argument("--platform", choices=PLATFORMS)

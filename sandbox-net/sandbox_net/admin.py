@@ -12,6 +12,7 @@ import falcon
 
 from sandbox_net.errors import PlatformHttpError, bad_request, not_found
 from sandbox_net.gate import json_body
+from sandbox_net.holds import Holds
 from sandbox_net.identity import PLATFORMS
 from sandbox_net.oauth import parse_destinations
 from sandbox_net.state import Record, Store
@@ -76,9 +77,14 @@ class Switches:
                 seconds=float(body.get("seconds") or 0.0),
                 retry_after_seconds=int(body.get("retryAfterSeconds") or 60),
                 endpoint=endpoint,
+                times=None if body.get("times") is None else int(body["times"]),
             )
         except (TypeError, ValueError):
-            raise bad_request("status, seconds and retryAfterSeconds must be numbers") from None
+            raise bad_request(
+                "status, seconds, retryAfterSeconds and times must be numbers"
+            ) from None
+        if switch.times is not None and switch.times < 1:
+            raise bad_request("times must be at least 1 (omit it: until removed)")
         if not 400 <= switch.status <= 599:
             raise bad_request("status must be an HTTP error status (400 to 599)")
         if not 0 <= switch.seconds <= 600:
@@ -94,6 +100,30 @@ class Switches:
         account_id = self._store.resolve_account_id(str(platform), account) if account else None
         removed = self._store.reset_switches(_platform(platform) if platform else None, account_id)
         resp.media = {"removed": removed}
+
+
+class Held:
+    """GET ?platform=&account=: the calls performed whose answers a `late-answer` switch
+    holds back right now; DELETE (same filters): answers them at once."""
+
+    def __init__(self, store: Store, holds: Holds) -> None:
+        self._store = store
+        self._holds = holds
+
+    def _filters(self, req: falcon.Request) -> tuple[str | None, str | None]:
+        platform = req.get_param("platform")
+        account = req.get_param("account")
+        if account and not platform:
+            raise bad_request("an account is given with its platform")
+        name = _platform(platform) if platform else None
+        account_id = self._store.resolve_account_id(str(name), account) if account else None
+        return name, account_id
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = {"held": [h.to_json() for h in self._holds.listed(*self._filters(req))]}
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.media = {"released": self._holds.release(*self._filters(req))}
 
 
 class Published:
@@ -287,9 +317,10 @@ class Permalink:
         )
 
 
-def add_routes(app: falcon.App, store: Store) -> None:
+def add_routes(app: falcon.App, store: Store, holds: Holds) -> None:
     app.add_route("/healthz", Health())
     app.add_route("/_sandbox/switches", Switches(store))
+    app.add_route("/_sandbox/held", Held(store, holds))
     app.add_route("/_sandbox/published", Published(store))
     app.add_route("/_sandbox/accounts", Accounts(store))
     app.add_route("/_sandbox/accounts/{platform}/{account}", Account(store))

@@ -12,6 +12,7 @@ from sandbox_net import admin, clipapp, oauth, photoapp, social
 from sandbox_net.config import SandboxSettings
 from sandbox_net.errors import PlatformHttpError, handle_platform_error
 from sandbox_net.gate import Gate, LateAnswers
+from sandbox_net.holds import Holds
 from sandbox_net.identity import PLATFORMS
 from sandbox_net.processing import Processor
 from sandbox_net.state import RuntimeConfig, Store
@@ -66,6 +67,7 @@ class Sandbox:
     app: falcon.App
     store: Store
     processor: Processor
+    holds: Holds
 
 
 def create_sandbox(settings: SandboxSettings, registry: CollectorRegistry | None = None) -> Sandbox:
@@ -73,7 +75,8 @@ def create_sandbox(settings: SandboxSettings, registry: CollectorRegistry | None
     store.load()
     gate = Gate(store, TokenSigner(settings.secret.get_secret_value()))
     processor = Processor(store)
-    middleware: list[Any] = [LateAnswers()]
+    holds = Holds()
+    middleware: list[Any] = [LateAnswers(holds)]
     if registry is not None:
         middleware.append(RequestMetrics(registry))
     app = falcon.App(middleware=middleware, cors_enable=False)
@@ -87,5 +90,5 @@ def create_sandbox(settings: SandboxSettings, registry: CollectorRegistry | None
     photoapp.add_routes(app, gate, processor)
     clipapp.add_routes(app, gate, processor)
     social.add_routes(app, gate)
-    admin.add_routes(app, store)
-    return Sandbox(app, store, processor)
+    admin.add_routes(app, store, holds)
+    return Sandbox(app, store, processor, holds)

@@ -10,6 +10,7 @@ from typing import Any
 import falcon
 
 from sandbox_net.errors import PlatformHttpError, bad_request
+from sandbox_net.holds import Hold, Holds
 from sandbox_net.state import Record, Store
 from sandbox_net.switches import failure_for
 from sandbox_net.tokens import TokenClaims, TokenSigner
@@ -28,7 +29,7 @@ class Gate:
     ) -> float:
         """Delays or fails the call as the platform's (or the account's, or the endpoint's)
         switch says; returns how long to hold the answer after performing it (late-answer)."""
-        switch = self.store.switch_for(platform, account_id, path)
+        switch = self.store.take_switch(platform, account_id, path)
         if switch is None:
             return 0.0
         if switch.mode == "slow" and switch.seconds > 0:
@@ -49,7 +50,10 @@ class Gate:
             platform, own.account_id if own else None, token_call=True, path=req.path
         )
         if late > 0:
-            req.context.late_answer_seconds = late
+            req.context.late_answer = (
+                Hold(platform, own.account_id if own else None, req.method, req.path),
+                late,
+            )
         if own is None or own.kind != "at":
             raise PlatformHttpError(401, "invalid_token", "missing or invalid access token")
         if own.expires_at < time.time():
@@ -66,17 +70,17 @@ class Gate:
 class LateAnswers:
     """Falcon middleware: holds the answer of a call a `late-answer` switch matched, after the
     platform performed it (what a caller with a shorter timeout, or one that died meanwhile,
-    never sees)."""
+    never sees), until its seconds pass or the hold is released."""
 
-    def __init__(self, sleep: Callable[[float], None] = time.sleep) -> None:
-        self._sleep = sleep
+    def __init__(self, holds: Holds) -> None:
+        self._holds = holds
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, succeeded: bool
     ) -> None:
-        seconds = float(getattr(req.context, "late_answer_seconds", 0.0) or 0.0)
-        if seconds > 0:
-            self._sleep(seconds)
+        late: tuple[Hold, float] | None = getattr(req.context, "late_answer", None)
+        if late is not None:
+            self._holds.hold(*late)
 
 
 def bearer_token(req: falcon.Request) -> str | None:

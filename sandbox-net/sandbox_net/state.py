@@ -170,6 +170,21 @@ class Store:
                     return found
             return None
 
+    def take_switch(
+        self, platform: str, account_id: str | None, path: str | None = None
+    ) -> Switch | None:
+        """The switch for a call (as `switch_for`), counting the call against its `times`."""
+        with self.lock:
+            switch = self.switch_for(platform, account_id, path)
+            if switch is not None and switch.times is not None:
+                left = switch.used_once()
+                if left is None:
+                    del self.switches[switch.key()]
+                else:
+                    self.switches[switch.key()] = left
+                self.touch()
+            return switch
+
     def set_switch(self, switch: Switch) -> None:
         with self.lock:
             if switch.mode == "ok" and switch.account_id is None:

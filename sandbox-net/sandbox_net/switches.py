@@ -4,7 +4,7 @@ offline, rate-limited, token-expired."""
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast
 
 from sandbox_net.errors import PlatformHttpError
@@ -38,6 +38,8 @@ class Switch:
     retry_after_seconds: int = 60
     # Only calls whose path ends with this ("post/publish/video/init"); None: every call.
     endpoint: str | None = None
+    # Applies to this many more calls, then removes itself; None: until it is removed.
+    times: int | None = None
 
     def key(self) -> str:
         return switch_key(self.platform, self.account_id, self.endpoint)
@@ -58,6 +60,7 @@ class Switch:
             "seconds": data["seconds"],
             "retryAfterSeconds": data["retry_after_seconds"],
             "endpoint": data["endpoint"],
+            "times": data["times"],
         }
 
     @classmethod
@@ -71,7 +74,14 @@ class Switch:
             seconds=float(data.get("seconds") or 0.0),
             retry_after_seconds=int(data.get("retryAfterSeconds") or 60),
             endpoint=normalize_endpoint(data.get("endpoint")),
+            times=None if data.get("times") is None else int(data["times"]),
         )
+
+    def used_once(self) -> Switch | None:
+        """The switch after applying to one call (None: it is used up)."""
+        if self.times is None:
+            return self
+        return replace(self, times=self.times - 1) if self.times > 1 else None
 
 
 def normalize_endpoint(value: Any) -> str | None:

@@ -3,6 +3,7 @@ late-answer mode, clipapp's list of recent public posts and the look-up by Idemp
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -108,6 +109,61 @@ def test_late_answer_performs_first_then_answers(
     )
     assert answer.status_code == 201 and time.monotonic() - started >= 0.3
     assert len(sandbox.store.published) == 1
+
+
+def test_a_switch_with_times_applies_to_that_many_calls_then_removes_itself(
+    sandbox: Sandbox, client: falcon.testing.TestClient
+) -> None:
+    headers = bearer(sandbox, "pronet", "pat")
+    body = {"platform": "pronet", "account": "pat", "mode": "fail", "endpoint": "me", "times": 2}
+    assert client.simulate_put("/_sandbox/switches", json=body).json["times"] == 2
+    codes = [client.simulate_get("/pronet/v1/me", headers=headers).status_code for _ in range(3)]
+    assert codes == [400, 400, 200]
+    assert client.simulate_get("/_sandbox/switches").json["switches"] == []
+    zero = client.simulate_put("/_sandbox/switches", json={**body, "times": 0})
+    assert zero.status_code == 400 and "times" in zero.json["error"]["message"]
+
+
+def test_a_held_answer_is_listed_and_released_on_demand(
+    sandbox: Sandbox, client: falcon.testing.TestClient
+) -> None:
+    headers = bearer(sandbox, "pinboard", "pia")
+    client.simulate_put(
+        "/_sandbox/switches",
+        json={
+            "platform": "pinboard",
+            "account": "pia",
+            "mode": "late-answer",
+            "seconds": 60,
+            "endpoint": "posts",
+            "times": 1,
+        },
+    )
+    answers: list[int] = []
+    body = {"media_type": "image", "media_url": "http://m.test/a.jpg", "post_type": "PIN"}
+    caller = threading.Thread(
+        target=lambda: answers.append(
+            client.simulate_post("/pinboard/v1/posts", json=body, headers=headers).status_code
+        )
+    )
+    started = time.monotonic()
+    caller.start()
+    held: list[dict[str, Any]] = []
+    while not held and time.monotonic() - started < 5:
+        held = client.simulate_get(
+            "/_sandbox/held", params={"platform": "pinboard", "account": "pia"}
+        ).json["held"]
+        time.sleep(0.01)
+    # Performed (published) while its answer is held back.
+    assert [(h["method"], h["path"]) for h in held] == [("POST", "/pinboard/v1/posts")]
+    assert len(sandbox.store.published) == 1 and answers == []
+    other = {"platform": "pinboard", "account": "someone"}
+    assert client.simulate_delete("/_sandbox/held", params=other).json == {"released": 0}
+    released = client.simulate_delete("/_sandbox/held", params={"platform": "pinboard"})
+    assert released.json == {"released": 1}
+    caller.join(5)
+    assert answers == [201] and time.monotonic() - started < 30
+    assert client.simulate_get("/_sandbox/held").json == {"held": []}
 
 
 def test_clipapp_lists_recent_public_posts_newest_first(
