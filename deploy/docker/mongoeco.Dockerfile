@@ -12,7 +12,8 @@ FROM python AS venv
 COPY build/wheels /wheels
 RUN python3 -m venv --without-pip /opt/storypost \
  && /opt/storypost/bin/python "$(echo /wheels/pip-*.whl)/pip" install --no-cache-dir \
-      --no-index --find-links /wheels -r /wheels/requirements-mongoeco.txt
+      --no-index --find-links /wheels --require-hashes \
+      -r /wheels/requirements-mongoeco.txt
 
 # storypost itself (pure Python), apart: a code change rebuilds only this small layer.
 FROM python AS app

@@ -10,12 +10,14 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates python3 \
  && rm -rf /var/lib/apt/lists/*
 
-# The virtual environment, from the host-built wheelhouse only (no index, no network).
+# The virtual environment, from the host-built wheelhouse only (no index, no network): the
+# wheels of requirements.lock, each checked against the lock's hashes.
 FROM python AS venv
 COPY build/wheels /wheels
 RUN python3 -m venv --without-pip /opt/storypost \
  && /opt/storypost/bin/python "$(echo /wheels/pip-*.whl)/pip" install --no-cache-dir \
-      --no-index --find-links /wheels -r /wheels/requirements-publish-svc.txt
+      --no-index --find-links /wheels --require-hashes \
+      -r /wheels/requirements-publish-svc.txt
 
 # storypost itself (pure Python), apart: a code change rebuilds only this small layer.
 FROM python AS app

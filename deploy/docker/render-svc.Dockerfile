@@ -10,12 +10,14 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates python3 \
  && rm -rf /var/lib/apt/lists/*
 
-# The virtual environment, from the host-built wheelhouse only (no index, no network).
+# The virtual environment, from the host-built wheelhouse only (no index, no network): the
+# wheels of requirements.lock, each checked against the lock's hashes.
 FROM python AS venv
 COPY build/wheels /wheels
 RUN python3 -m venv --without-pip /opt/storypost \
  && /opt/storypost/bin/python "$(echo /wheels/pip-*.whl)/pip" install --no-cache-dir \
-      --no-index --find-links /wheels -r /wheels/requirements-render-svc.txt
+      --no-index --find-links /wheels --require-hashes \
+      -r /wheels/requirements-render-svc.txt
 # botocore carries the API models of every AWS service (25 MB); storypost speaks S3 only.
 # Playwright's driver runs on Debian's Node.js (PLAYWRIGHT_NODEJS_PATH, below) instead of the
 # 144 MB Node.js its wheel bundles.

@@ -1,15 +1,20 @@
-"""Builds what the images install from: dependency wheels (cached by a key) and the app wheel.
+"""Builds what the images install from: the locked dependency wheels and the app wheel.
 
-`build/wheels/` holds every dependency wheel, `requirements-<image>.txt` per image and the
-pip wheel the images run pip from; it is rebuilt only when pyproject.toml, the pinned versions
-of the project's virtual environment or this script change. `build/dist/` holds the storypost
-wheel, built at every run (reproducible: the same sources give the same bytes, so Docker's
-layer cache keeps the images whose inputs did not change).
+`build/wheels/` holds the wheel of every package an image installs, at the version and with a
+hash of requirements.lock (the lock `make venv` installs: the images run what the tests ran),
+downloaded with the hashes checked, never built here; `requirements-<image>.txt` per image,
+the lock's entries of that image's packages (its extras' requirements and everything they
+need, read from the wheels' metadata), installed with --require-hashes; and the pip wheel the
+images run pip from. It is rebuilt only when requirements.lock, pyproject.toml or this script
+change (the key in `build/wheels.key`, outside what the images copy). `build/dist/` holds the
+storypost wheel, built at every run by the locked hatchling (reproducible: the same sources
+give the same bytes, so Docker's layer cache keeps the images whose inputs did not change).
 """
 
 from __future__ import annotations
 
 import argparse
+import email.parser
 import hashlib
 import re
 import shutil
@@ -17,8 +22,15 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
 # The extras each image installs; mongoeco and seaweedfs take one requirement of `embedded`.
@@ -92,32 +104,66 @@ def image_requirements(pyproject: Path) -> dict[str, list[str]]:
     return images
 
 
-def pinned_versions() -> str:
-    """`pip freeze` of this environment: the images get the versions the tests ran with."""
-    frozen = subprocess.run(
-        [sys.executable, "-m", "pip", "freeze", "--exclude-editable", "--all"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    lines = [line for line in frozen.splitlines() if line and not line.startswith("-e ")]
-    return "\n".join(sorted(lines)) + "\n"
+# The machine the images run on: Debian trixie's CPython 3.13 on x86_64 (glibc 2.41).
+TARGET: Mapping[str, str] = {
+    "python_version": "3.13",
+    "python_full_version": "3.13.5",
+    "implementation_name": "cpython",
+    "implementation_version": "3.13.5",
+    "platform_python_implementation": "CPython",
+    "sys_platform": "linux",
+    "os_name": "posix",
+    "platform_system": "Linux",
+    "platform_machine": "x86_64",
+}
+# pip takes each manylinux tag literally (only manylinux2014/2010 imply older ones): every glibc
+# from 2.5 to trixie's 2.41, newest first.
+PLATFORM = (
+    "--python-version", "3.13", "--implementation", "cp", "--abi", "cp313",
+    *(f"--platform=manylinux_2_{minor}_x86_64" for minor in range(41, 4, -1)),
+    "--platform=manylinux2014_x86_64",
+)  # fmt: skip
 
 
-def wheel_names(wheels: Path) -> set[str]:
-    return {re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower() for w in wheels.glob("*.whl")}
+@dataclass(frozen=True)
+class Locked:
+    """One entry of requirements.lock: `name==version ; marker` and its hashes."""
+
+    name: str
+    version: str
+    marker: str
+    hashes: tuple[str, ...]
+
+    def applies(self) -> bool:
+        return not self.marker or Marker(self.marker).evaluate(dict(TARGET))
+
+    def line(self) -> str:
+        marker = f" ; {self.marker}" if self.marker else ""
+        hashes = "".join(f" \\\n    --hash={h}" for h in self.hashes)
+        return f"{self.name}=={self.version}{marker}{hashes}\n"
 
 
-def relevant(constraints: str, names: set[str]) -> str:
-    """The pins of the packages the images install (tools added to the venv change nothing)."""
-    kept = [line for line in constraints.splitlines() if requirement_name(line) in names]
-    return "\n".join(kept) + "\n"
+def read_lock(text: str) -> dict[str, Locked]:
+    """The lock's entries that apply on the images' machine, by normalized name."""
+    entries: dict[str, Locked] = {}
+    for line in re.sub(r"\\\n", " ", text).splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        hashes = tuple(re.findall(r"--hash=(sha256:[0-9a-f]{64})", line))
+        pin, _, marker = re.sub(r"--hash=\S+", "", line).partition(";")
+        name, separator, version = pin.strip().partition("==")
+        if not separator or not hashes:
+            raise SystemExit(f"wheelhouse: requirements.lock: not a hashed pin: {line[:100]}")
+        entry = Locked(requirement_name(name), version.strip(), marker.strip(), hashes)
+        if entry.applies():
+            entries[entry.name] = entry
+    return entries
 
 
-def cache_key(pyproject: Path, constraints: str) -> str:
+def cache_key(*inputs: Path) -> str:
     digest = hashlib.sha256()
-    for part in (pyproject.read_bytes(), constraints.encode(), Path(__file__).read_bytes()):
-        digest.update(hashlib.sha256(part).digest())
+    for part in (*inputs, Path(__file__)):
+        digest.update(hashlib.sha256(part.read_bytes()).digest())
     return digest.hexdigest()
 
 
@@ -129,38 +175,100 @@ def pip(*args: str) -> None:
         raise SystemExit(f"wheelhouse: FAILED: pip {' '.join(args[:2])} …:\n{tail}")
 
 
-def make_portable(wheels: Path) -> None:
-    """Swaps wheels built for this host (linux_x86_64) for manylinux ones from the index."""
-    for wheel in sorted(wheels.glob("*.whl")):
-        if portable(wheel.name):
-            continue
-        name, version = wheel.name.split("-")[:2]
-        say(f"{wheel.name} is built for this host only; fetching a manylinux wheel instead")
-        wheel.unlink()
-        pip(
-            "download", "--quiet", "--no-deps", "--only-binary=:all:", "--dest", str(wheels),
-            "--python-version", "3.13", "--implementation", "cp", "--abi", "cp313",
-            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64",
-            f"{name}=={version}",
-        )  # fmt: skip
-    strays = [w.name for w in wheels.glob("*.whl") if not portable(w.name)]
-    if strays:
-        raise SystemExit(f"wheelhouse: FAILED: no portable wheel for {strays}")
+def download(entries: Iterable[Locked], wheels: Path) -> None:
+    """The locked wheels for the images' machine, each checked against the lock's hashes."""
+    pins = wheels / "download.txt"
+    pins.write_text("".join(e.line() for e in entries))
+    pip(
+        "download", "--quiet", "--no-deps", "--require-hashes", "--only-binary=:all:",
+        *PLATFORM, "--dest", str(wheels), "-r", str(pins),
+    )  # fmt: skip
+    pins.unlink()
 
 
-def build_dependencies(wheels: Path, images: Mapping[str, list[str]], constraints: str) -> None:
+def wheel_of(wheels: Path, entry: Locked) -> Path:
+    for wheel in wheels.glob("*.whl"):
+        name, version, _build, _tags = parse_wheel_filename(wheel.name)
+        if name == entry.name and version == Version(entry.version):
+            return wheel
+    raise SystemExit(f"wheelhouse: FAILED: no wheel of {entry.name}=={entry.version} downloaded")
+
+
+def requires(wheel: Path, extras: Iterable[str]) -> list[Requirement]:
+    """The wheel's Requires-Dist that apply on the images' machine with `extras`."""
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        message = email.parser.Parser().parsestr(archive.read(metadata).decode())
+    found = []
+    for text in message.get_all("Requires-Dist") or []:
+        requirement = Requirement(text)
+        marker = requirement.marker
+        if marker is None or any(
+            marker.evaluate({**TARGET, "extra": extra}) for extra in ("", *extras)
+        ):
+            found.append(requirement)
+    return found
+
+
+def resolve(
+    wheels: Path, images: Mapping[str, list[str]], lock: Mapping[str, Locked]
+) -> dict[str, set[str]]:
+    """Each image's packages: its requirements and all they need, transitively, every one a
+    wheel of the lock (downloaded here, one round per level of the dependency tree)."""
+    wanted: dict[str, dict[str, set[str]]] = {}  # image -> package -> extras asked for
+    for image, texts in images.items():
+        wanted[image] = {}
+        for text in texts:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate(dict(TARGET)):
+                wanted[image].setdefault(requirement_name(text), set()).update(requirement.extras)
+    wanted["pip"] = {"pip": set()}
+    downloaded: set[str] = set()
+    expanded: dict[str, set[tuple[str, frozenset[str]]]] = {image: set() for image in wanted}
+    while True:
+        needed = {name for packages in wanted.values() for name in packages}
+        missing = sorted(needed - set(lock))
+        if missing:
+            raise SystemExit(
+                f"wheelhouse: FAILED: requirements.lock has no {missing}: run `make lock`"
+            )
+        new = sorted(needed - downloaded)
+        if new:
+            say(f"downloading {len(new)} locked wheels …")
+            download((lock[name] for name in new), wheels)
+            downloaded.update(new)
+        grew = False
+        for image, packages in wanted.items():
+            for name, extras in list(packages.items()):
+                step = (name, frozenset(extras))
+                if step in expanded[image]:
+                    continue
+                expanded[image].add(step)
+                for requirement in requires(wheel_of(wheels, lock[name]), extras):
+                    dependency = requirement_name(requirement.name)
+                    before = packages.get(dependency)
+                    if before is None or not set(requirement.extras) <= before:
+                        packages.setdefault(dependency, set()).update(requirement.extras)
+                        grew = True
+        if not grew and needed <= downloaded:
+            return {image: set(packages) for image, packages in wanted.items()}
+
+
+def build_dependencies(wheels: Path, images: Mapping[str, list[str]], lock_text: str) -> None:
     staging = Path(tempfile.mkdtemp(prefix="wheels.", dir=wheels.parent))
     try:
-        (staging / "constraints.txt").write_text(constraints)
-        everything = sorted({r for reqs in images.values() for r in reqs} | {"pip"})
-        say(f"building {len(everything)} requirements into {wheels} …")
-        pip(
-            "wheel", "--quiet", "--wheel-dir", str(staging),
-            "--constraint", str(staging / "constraints.txt"), *everything,
-        )  # fmt: skip
-        make_portable(staging)
-        for image, requirements in images.items():
-            (staging / f"requirements-{image}.txt").write_text("\n".join(requirements) + "\n")
+        lock = read_lock(lock_text)
+        packages = resolve(staging, images, lock)
+        strays = [w.name for w in staging.glob("*.whl") if not portable(w.name)]
+        if strays:
+            raise SystemExit(f"wheelhouse: FAILED: no portable wheel for {strays}")
+        for image in images:
+            entries = sorted(packages[image], key=str)
+            (staging / f"requirements-{image}.txt").write_text(
+                "# The lock's entries for this image (scripts/images/wheelhouse.py).\n"
+                + "".join(lock[name].line() for name in entries)
+            )
+        say(f"{len(list(staging.glob('*.whl')))} wheels for {len(images)} images")
         shutil.rmtree(wheels, ignore_errors=True)
         staging.rename(wheels)
     finally:
@@ -170,7 +278,10 @@ def build_dependencies(wheels: Path, images: Mapping[str, list[str]], constraint
 def build_app(dist: Path) -> Path:
     """The storypost wheel; replaced only when its bytes change."""
     with tempfile.TemporaryDirectory(prefix="dist.", dir=dist.parent) as scratch:
-        pip("wheel", "--quiet", "--no-deps", "--wheel-dir", scratch, str(ROOT))
+        pip(
+            "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", scratch,
+            str(ROOT),
+        )  # fmt: skip
         built = sorted(Path(scratch).glob("storypost-*.whl"))
         if len(built) != 1:
             raise SystemExit(f"wheelhouse: FAILED: expected one storypost wheel, got {built}")
@@ -187,21 +298,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheels", type=Path, default=ROOT / "build" / "wheels")
     parser.add_argument("--dist", type=Path, default=ROOT / "build" / "dist")
+    parser.add_argument("--lock", type=Path, default=ROOT / "requirements.lock")
     args = parser.parse_args(argv)
     pyproject = ROOT / "pyproject.toml"
-    images = image_requirements(pyproject)
-    constraints = pinned_versions()
-    wanted = {requirement_name(r) for reqs in images.values() for r in reqs} | {"pip"}
-    stamp = args.wheels / ".key"
+    stamp = args.wheels.with_name(args.wheels.name + ".key")
     args.wheels.parent.mkdir(parents=True, exist_ok=True)
-    key = cache_key(pyproject, relevant(constraints, wanted | wheel_names(args.wheels)))
-    if stamp.exists() and stamp.read_text().strip() == key:
+    key = cache_key(args.lock, pyproject)
+    if args.wheels.is_dir() and stamp.exists() and stamp.read_text().strip() == key:
         say(f"dependency wheels up to date ({args.wheels})")
     else:
-        build_dependencies(args.wheels, images, constraints)
-        pins = relevant(constraints, wanted | wheel_names(args.wheels))
-        (args.wheels / "constraints.txt").write_text(pins)
-        stamp.write_text(cache_key(pyproject, pins) + "\n")
+        stamp.unlink(missing_ok=True)
+        build_dependencies(args.wheels, image_requirements(pyproject), args.lock.read_text())
+        stamp.write_text(key + "\n")
     app = build_app(args.dist)
     say(f"app wheel {app.relative_to(ROOT) if app.is_relative_to(ROOT) else app}")
     return 0

