@@ -19,7 +19,8 @@ MODES: tuple[Mode, ...] = (
     "rate-limited",
     "token-expired",
 )
-ENDPOINT = re.compile(r"^[A-Za-z0-9_.~-]+(/[A-Za-z0-9_.~-]+)*$")
+SEGMENT = r"([A-Za-z0-9_.~-]+|\*)"
+ENDPOINT = re.compile(rf"^{SEGMENT}(/{SEGMENT})*$")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,15 @@ class Switch:
     def applies_to(self, path: str | None) -> bool:
         if self.endpoint is None:
             return True
-        return path is not None and path.rstrip("/").endswith(f"/{self.endpoint}")
+        if path is None:
+            return False
+        # A `*` segment stands for any one segment (an id: "containers/*").
+        wanted = self.endpoint.split("/")
+        segments = path.rstrip("/").split("/")
+        if len(segments) <= len(wanted):
+            return False
+        tail = segments[-len(wanted) :]
+        return all(w in ("*", s) for w, s in zip(wanted, tail, strict=True))
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -92,7 +101,9 @@ def normalize_endpoint(value: Any) -> str | None:
     if not text:
         return None
     if len(text) > 200 or not ENDPOINT.match(text):
-        raise ValueError("endpoint must be a URL path such as post/publish/video/init")
+        raise ValueError(
+            "endpoint must be a URL path such as post/publish/video/init (`*`: any one segment)"
+        )
     return text
 
 

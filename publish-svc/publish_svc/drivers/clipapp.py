@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
-from publish_svc.drivers.http import PlatformClient, PlatformError
+from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
 from publish_svc.model import Kind, Post
 
 POLL_START_SECONDS = 0.3
@@ -185,11 +185,11 @@ class ClipappDriver:
             )
         sent = progress.sent_at
         since = (sent - CLOCK_SLACK) if sent else None
-        found = [
-            video
-            for video in await self._recent_public_posts(token, since)
-            if _same_post(video, post_info, media)
-        ]
+        try:
+            recent = await self._recent_public_posts(token, since)
+        except PlatformError as error:
+            return while_unsettled(error)
+        found = [video for video in recent if _same_post(video, post_info, media)]
         if len(found) == 1:
             video = found[0]
             await progress.record(awaiting=None, foundPostId=str(video["id"]))
@@ -233,9 +233,13 @@ class ClipappDriver:
     async def _until_final(self, publish_id: str, token: str, progress: Progress) -> Outcome:
         delay, waited, status = POLL_START_SECONDS, 0.0, ""
         while waited < POLL_LIMIT_SECONDS:
-            reply = await self._client.call(
-                "POST", "/post/publish/status/fetch", token, json={"publish_id": publish_id}
-            )
+            try:
+                reply = await self._client.call(
+                    "POST", "/post/publish/status/fetch", token, json={"publish_id": publish_id}
+                )
+            except PlatformError as error:
+                # init went through: the post may be published whatever this call says.
+                return while_unsettled(error)
             data = reply.get("data") or {}
             status = str(data.get("status") or "")
             if status != progress.recorded.get("rawStatus"):

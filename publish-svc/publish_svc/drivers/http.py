@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from publish_svc.drivers.base import Outcome
+from publish_svc.drivers.base import Outcome, OutcomeKind
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,21 @@ NOT_SENT = (
 )
 # A gateway answered for the platform, which may have gone on with the request.
 GATEWAY_GAVE_UP = (502, 504)
+
+
+def while_unsettled(error: PlatformError) -> Outcome:
+    """The outcome of a call that only asks about a post that may already be published (a
+    look-up, a status poll after the publishing call): a refusal says nothing about the post,
+    so it is never `failed` (that would claim it did not go out) but looked at again later;
+    the processor ends with "the outcome is unknown" once the platform could not tell in time.
+    """
+    outcome = error.outcome
+    if outcome.kind is not OutcomeKind.FAILED:
+        return outcome
+    return Outcome.retry(
+        f"{outcome.message} (while finding out whether the post was published)",
+        raw_status=outcome.raw_status,
+    )
 
 
 def _message(response: httpx.Response) -> str:

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
-from publish_svc.drivers.http import PlatformClient, PlatformError
+from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
 from publish_svc.model import Kind, Post
 
 # "the media URL answered HTTP 503": our store, for a while; worth another attempt.
@@ -85,7 +85,11 @@ class PhotoappDriver:
         token, user = credentials.access_token, credentials.platform_account_id
         container = progress.recorded.get("containerId")
         if container:
-            status = await self._status(container, token)
+            # Recorded with the mark: the publish call may have gone through.
+            try:
+                status = await self._status(container, token)
+            except PlatformError as error:
+                return while_unsettled(error)
             if status.get("media_id"):
                 return await self._executed(post, str(status["media_id"]), token)
             if status.get("status_code") == "EXPIRED":

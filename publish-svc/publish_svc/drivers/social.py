@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
-from publish_svc.drivers.http import PlatformClient, PlatformError
+from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
 from publish_svc.model import Post
 
 
@@ -32,7 +32,10 @@ class SocialDriver:
         token = credentials.access_token
         try:
             if progress.recorded.get("irreversible"):
-                found = await self._made_with_key(post.id, token)
+                try:
+                    found = await self._made_with_key(post.id, token)
+                except PlatformError as error:
+                    return while_unsettled(error)
                 if found is not None:
                     return Outcome.executed(str(found["id"]), found.get("permalink"))
             await progress.irreversible()

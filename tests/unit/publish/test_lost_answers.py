@@ -206,3 +206,62 @@ async def test_photoapp_publish_answer_lost_is_found_on_its_container_past_the_d
     items = published(world.sandbox, "photoapp")
     assert found.kind is OutcomeKind.EXECUTED and found.platform_post_id == items[0]["postId"]
     assert len(items) == 1
+
+
+def refuse_once(world: World, platform: str, endpoint: str) -> None:
+    """The platform's next call to `endpoint` answers 400 (a refusal, not a lost answer)."""
+    world.sandbox.store.set_switch(Switch(platform, None, "fail", endpoint=endpoint, times=1))
+
+
+async def test_a_refused_look_up_after_a_lost_answer_is_looked_at_again_never_failed(
+    world: World,
+) -> None:
+    # Each driver: the publishing call performed, its answer lost, then the look-up refused.
+    # "failed" would say the post did not go out; it did, so the next attempt finds it.
+    photo = credentials(world.sandbox, "photoapp", "alice")
+    photoapp = PhotoappDriver(PlatformClient(world.http, f"{BASE}/photoapp/v1", "photoapp"))
+    pin_creds = credentials(world.sandbox, "pinboard", "brand")
+    social = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
+    pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={})
+    clip_creds = credentials(world.sandbox, "clipapp", "cleo")
+    clip = post(Kind.CLIPAPP, "CLIPAPP", title="found", privacyLevel="PUBLIC_TO_EVERYONE")
+    cases = [
+        (
+            photoapp,
+            post(Kind.STORY),
+            photo,
+            f"/photoapp/v1/users/{photo.platform_account_id}/media_publish",
+        ),
+        (social, pin, pin_creds, "/pinboard/v1/posts"),
+        (world.clipapp(), clip, clip_creds, CONTENT_INIT),
+    ]
+    lookups = {"photoapp": "containers/*", "pinboard": "posts", "clipapp": "video/list"}
+    for driver, item, creds, path in cases:
+        progress = MemoryProgress({})
+        platform = item.account.platform.lower()
+        world.transport.lose[path] = "after"
+        lost = await driver.publish(item, IMAGE, creds, progress)
+        assert lost.kind is OutcomeKind.RETRY, (platform, lost)
+        await world.processed(platform, 1)
+        refuse_once(world, platform, lookups[platform])
+        refused = await driver.publish(item, IMAGE, creds, progress)
+        assert refused.kind is OutcomeKind.RETRY, (platform, refused)
+        assert "whether the post was published" in refused.message
+        found = await driver.publish(item, IMAGE, creds, progress)
+        items = published(world.sandbox, platform)
+        assert found.kind is OutcomeKind.EXECUTED, (platform, found)
+        assert len(items) == 1 and found.platform_post_id == items[0]["postId"], platform
+
+
+async def test_a_refused_clipapp_status_after_init_is_looked_at_again_never_failed(
+    world: World,
+) -> None:
+    creds = credentials(world.sandbox, "clipapp", "cleo")
+    item = post(Kind.CLIPAPP, "CLIPAPP", title="status", privacyLevel="SELF_ONLY")
+    progress = MemoryProgress({})
+    refuse_once(world, "clipapp", "post/publish/status/fetch")
+    refused = await world.clipapp().publish(item, IMAGE, creds, progress)
+    assert refused.kind is OutcomeKind.RETRY and progress.recorded["publishId"]
+    done = await world.clipapp().publish(item, IMAGE, creds, progress)
+    assert done.kind is OutcomeKind.EXECUTED
+    assert world.calls("/init") == 1 and len(published(world.sandbox, "clipapp")) == 1

@@ -120,6 +120,10 @@ def test_a_switch_with_times_applies_to_that_many_calls_then_removes_itself(
     codes = [client.simulate_get("/pronet/v1/me", headers=headers).status_code for _ in range(3)]
     assert codes == [400, 400, 200]
     assert client.simulate_get("/_sandbox/switches").json["switches"] == []
+    # `*` stands for one segment (an id); the rest of the path must match.
+    by_id = {**body, "endpoint": "posts/*", "times": 1}
+    client.simulate_put("/_sandbox/switches", json=by_id)
+    assert client.simulate_get("/pronet/v1/posts/123", headers=headers).status_code == 400
     zero = client.simulate_put("/_sandbox/switches", json={**body, "times": 0})
     assert zero.status_code == 400 and "times" in zero.json["error"]["message"]
 
