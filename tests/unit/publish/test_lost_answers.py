@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from publish_svc.drivers.base import OutcomeKind
+from publish_svc.drivers.base import Credentials, Driver, OutcomeKind
 from publish_svc.drivers.clipapp import ClipappDriver
 from publish_svc.drivers.http import PlatformClient
 from publish_svc.drivers.photoapp import PhotoappDriver
 from publish_svc.drivers.social import SocialDriver
-from publish_svc.model import Kind
+from publish_svc.model import Kind, Post
 from publish_svc.progress import TooLate
 from sandbox_net.app import Sandbox
 from sandbox_net.switches import Switch
