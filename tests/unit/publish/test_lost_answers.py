@@ -225,7 +225,7 @@ async def test_a_refused_look_up_after_a_lost_answer_is_looked_at_again_never_fa
     pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={})
     clip_creds = credentials(world.sandbox, "clipapp", "cleo")
     clip = post(Kind.CLIPAPP, "CLIPAPP", title="found", privacyLevel="PUBLIC_TO_EVERYONE")
-    cases = [
+    cases: list[tuple[Driver, Post, Credentials, str]] = [
         (
             photoapp,
             post(Kind.STORY),
