@@ -61,6 +61,7 @@ def pool_settings(
         concurrency=settings.render_concurrency,
         spare_pages=settings.render_spare_pages,
         max_renders=settings.render_browser_max_renders,
+        page_max_renders=settings.render_page_max_renders,
         queue_seconds=settings.render_queue_seconds,
         queue_limit=settings.render_queue_limit,
         browser_nice=settings.render_browser_nice,

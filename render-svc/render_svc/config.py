@@ -35,6 +35,9 @@ class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings
     render_warm_spares: bool = True
     # A browser is replaced after this many renders (bounds leaks in a long-lived process).
     render_browser_max_renders: int = Field(default=200, ge=1, le=100_000)
+    # A page (its renderer process) serves up to this many `html` renders, wiped between them
+    # (browser/pool.py, docs/render.md "Reuse"); 1: a fresh context for every render.
+    render_page_max_renders: int = Field(default=50, ge=1, le=10_000)
     # How long a render may wait for a free slot before RESOURCE_EXHAUSTED (429).
     render_queue_seconds: float = Field(default=30.0, gt=0, le=600)
     # Renders that may wait for a slot at once; beyond that a render is refused at once (429),

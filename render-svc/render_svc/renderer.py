@@ -136,6 +136,7 @@ class Renderer:
         marks.append(("release", time.perf_counter()))
         log.info(
             "rendered",
+            page_render=page.page_render,
             milliseconds={
                 name: round((at - marks[i][1]) * 1000) for i, (name, at) in enumerate(marks[1:])
             },

@@ -61,6 +61,11 @@ class PageSession:
     def page(self) -> Any:
         return self._lease.page
 
+    @property
+    def page_render(self) -> int:
+        """This render's number on its page: 1 on a fresh page, more on a reused one."""
+        return self._lease.renders + 1
+
     async def _bounded[T](self, step: Any, what: str, *, loading: bool = False) -> T:
         """Runs a page step; a crash or running out of time become clear errors.
 

@@ -29,6 +29,9 @@ log = get_logger(__name__)
 
 # A page asking for hundreds of broken things gets a few warnings, not hundreds.
 MAX_NETWORK_WARNINGS = 20
+# Documents and workers at these addresses have no origin of their own that keeps storage
+# (about:blank, srcdoc, data: and blob: of a page that has none).
+OPAQUE_DOCUMENT_SCHEMES = ("about:", "data:", "blob:null/")
 BlobReader = Callable[[BlobRef, int], Awaitable[tuple[str, bytes] | None]]
 
 
@@ -90,6 +93,14 @@ class SessionHolder:
         self.session: RenderSession | None = None
         self._assets = assets
         self._routed: weakref.WeakSet[Request] = weakref.WeakSet()
+        # A document or worker came from an address (http, https): something of an origin
+        # that can keep storage ran in this context, so the pool does not reuse its page.
+        self.opened_origin = False
+
+    def note_document(self, url: str) -> None:
+        """A frame or worker of this context loaded `url` (see `opened_origin`)."""
+        if not url.startswith(OPAQUE_DOCUMENT_SCHEMES):
+            self.opened_origin = True
 
     def on_request_failed(self, request: Request) -> None:
         """Names in the warnings a request Chromium sent by itself, around the routes (a
@@ -103,6 +114,8 @@ class SessionHolder:
 
     async def on_route(self, route: Route) -> None:
         self._routed.add(route.request)
+        if route.request.resource_type == "document":
+            self.opened_origin = True
         session = self.session
         if session is None:
             # A spare page before its render: only our own files (fonts) are served.

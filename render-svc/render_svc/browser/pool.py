@@ -1,10 +1,13 @@
-"""A warm pool of Chromium browsers: a fresh context per render, spares prepared ahead.
+"""A warm pool of Chromium browsers: a clean page per render, spares prepared ahead.
 
-Each render gets a context of its own (no cookies, storage or cache shared with any other
-render or organization) whose every request is routed to render-svc. Creating a context's
-first page starts a renderer process, the slow part, so each browser keeps a few such
-contexts ready. A browser is replaced after `max_renders` renders, and relaunched when it
-crashes.
+Each render gets a page whose context holds nothing of any other render or organization:
+no cookies, storage or cache, and every request routed to render-svc. Creating a context's
+first page starts a renderer process, the slow part, so each browser keeps contexts ready
+and reuses a page after an `html` render in which nothing ran at an address of its own
+(no origin could keep storage), once it is wiped: cookies cleared, a new document (a new
+window: globals, timers and workers of the render end), history reset, `window.name`
+emptied (docs/render.md "Reuse"). Any other render's context is closed. A browser is
+replaced after `max_renders` renders, and relaunched when it crashes.
 """
 
 from __future__ import annotations
@@ -22,7 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    CDPSession,
+    Page,
+    Playwright,
+    async_playwright,
+)
 from playwright.async_api import Error as PlaywrightError
 
 from render_svc.assets import Assets
@@ -51,7 +61,11 @@ BASE_ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--dns-prefetch-disable",
     "--host-resolver-rules=MAP * ~NOTFOUND",
+    # A reused page's previous document must not survive in the back/forward cache.
+    "--disable-features=BackForwardCache",
 )
+# Seconds a reused page's wipe may take; a page that will not be wiped is closed.
+WIPE_SECONDS = 5.0
 # The only variables the browser sees: none of render-svc's settings (database and S3
 # addresses, keys) reaches its environment.
 BROWSER_ENVIRONMENT = (
@@ -97,6 +111,8 @@ class PoolSettings:
     concurrency: int = 4
     spare_pages: int = 1
     max_renders: int = 200
+    # Renders one page serves (wiped between them) before its context is closed.
+    page_max_renders: int = 50
     queue_seconds: float = 30.0
     # Renders that may wait for a slot at once; one more is refused at once (429) instead of
     # holding its caller's connection for queue_seconds only to be refused then.
@@ -123,6 +139,8 @@ class Lease:
     # The name of our component script in this context's pages.
     key: str
     crashed: asyncio.Event = field(default_factory=asyncio.Event)
+    renders: int = 0
+    cdp: CDPSession | None = None
 
 
 @dataclass
@@ -134,8 +152,15 @@ class _Slot:
     spares: deque[Lease] = field(default_factory=deque)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     refilling: bool = False
-    # A render that found no spare while one was being prepared: it gets that one.
-    waiter: asyncio.Future[Lease] | None = None
+    # Used pages being wiped for the next render.
+    wiping: int = 0
+    # Renders that found no spare while one was on its way (prepared or wiped): each gets
+    # the next that comes, in order.
+    waiters: deque[asyncio.Future[Lease]] = field(default_factory=deque)
+
+    def coming(self) -> int:
+        """Pages on their way to the spares: being wiped, or one being prepared."""
+        return self.wiping + self.refilling
 
 
 @dataclass(frozen=True)
@@ -157,6 +182,9 @@ class BrowserPool:
         # The jailed browser's wrapper script, alone in a private directory of its own.
         self._executable: Path | None = None
         self.launches = 0
+        self.reused = 0
+        # Wiped pages kept ready per browser: as many as can render on it at once.
+        self._kept = max(settings.spare_pages, -(-settings.concurrency // settings.browsers))
 
     def stats(self) -> PoolStats:
         return PoolStats(
@@ -265,6 +293,8 @@ class BrowserPool:
             raise
         lease = Lease(context, page, holder, key)
         page.on("crash", lambda _p: lease.crashed.set())
+        page.on("framenavigated", lambda frame: holder.note_document(frame.url))
+        page.on("worker", lambda worker: holder.note_document(worker.url))
         return lease
 
     async def _warm(self, lease: Lease) -> bool:
@@ -288,7 +318,7 @@ class BrowserPool:
 
     @asynccontextmanager
     async def lease(self) -> AsyncIterator[Lease]:
-        """A fresh context and page for one render; closed afterwards whatever happens."""
+        """A clean page for one render; wiped for the next or closed afterwards."""
         if self._free.locked() and self._waiting >= self._s.queue_limit:
             raise _all_slots_busy()
         self._waiting += 1
@@ -302,20 +332,26 @@ class BrowserPool:
         slot = self._pick()
         slot.active += 1
         lease: Lease | None = None
+        completed = False
         try:
             lease = await self._checkout(slot)
             yield lease
+            completed = True
         finally:
             slot.active -= 1
             if lease is None:
                 self._free.release()
             else:
-                # Closing the context is off the render's path; its slot frees once closed.
-                self._spawn(self._release_then_free(slot, lease))
+                lease.renders += 1
+                # Counted at once, so that the next render waits for this page.
+                reuse = completed and self._reusable(slot, lease)
+                slot.wiping += reuse
+                # Wiping or closing is off the render's path; its slot frees once done.
+                self._spawn(self._release_then_free(slot, lease, reuse))
 
-    async def _release_then_free(self, slot: _Slot, lease: Lease) -> None:
+    async def _release_then_free(self, slot: _Slot, lease: Lease, reuse: bool) -> None:
         try:
-            await self._release(slot, lease)
+            await self._release(slot, lease, reuse)
         finally:
             self._free.release()
 
@@ -334,8 +370,8 @@ class BrowserPool:
                 spare = slot.spares.popleft()
                 if not spare.page.is_closed():
                     return spare
-            if slot.refilling and slot.waiter is None:
-                # A spare is on its way: starting a second renderer process beside it would
+            if len(slot.waiters) < slot.coming():
+                # A page is on its way: starting another renderer process beside it would
                 # slow both down.
                 handed = await self._await_spare(slot)
                 if handed is not None and not handed.page.is_closed():
@@ -351,7 +387,7 @@ class BrowserPool:
     async def _await_spare(self, slot: _Slot) -> Lease | None:
         """The spare being prepared, handed to this render; None when it does not come."""
         waiter: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
-        slot.waiter = waiter
+        slot.waiters.append(waiter)
         try:
             async with asyncio.timeout(self._s.warm_up_seconds):
                 await asyncio.wait([waiter])
@@ -363,8 +399,8 @@ class BrowserPool:
                 slot.spares.append(waiter.result())
             raise
         finally:
-            if slot.waiter is waiter:
-                slot.waiter = None
+            with contextlib.suppress(ValueError):
+                slot.waiters.remove(waiter)
         if waiter.done() and not waiter.cancelled():
             return waiter.result()
         waiter.cancel()
@@ -372,26 +408,83 @@ class BrowserPool:
 
     def _hand_over(self, slot: _Slot, lease: Lease) -> None:
         """A prepared spare goes to the render waiting for it, or to the spares."""
-        waiter, slot.waiter = slot.waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(lease)
-        else:
-            slot.spares.append(lease)
+        while slot.waiters:
+            waiter = slot.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(lease)
+                return
+        slot.spares.append(lease)
 
-    async def _release(self, slot: _Slot, lease: Lease) -> None:
-        try:
-            async with asyncio.timeout(10):
-                await lease.context.close()
-        except (PlaywrightError, TimeoutError) as error:
-            # A context that will not close means a wedged browser: replace it.
-            log.warning("closing a render context failed; restarting the browser", error=str(error))
-            await self._close_browser(slot)
+    def _settle_waiters(self, slot: _Slot) -> None:
+        """Renders waiting for more pages than are coming make their own contexts."""
+        while len(slot.waiters) > slot.coming():
+            slot.waiters.pop().cancel()
+
+    async def _release(self, slot: _Slot, lease: Lease, reuse: bool) -> None:
+        if reuse:
+            try:
+                reuse = await self._wipe(slot, lease)
+            finally:
+                slot.wiping -= 1
+        if reuse:
+            self.reused += 1
+            self._hand_over(slot, lease)
         else:
-            slot.renders += 1
-            if slot.renders >= self._s.max_renders and slot.active == 0:
-                log.info("browser reached its render limit; restarting it", slot=slot.number)
+            self._settle_waiters(slot)
+            try:
+                async with asyncio.timeout(10):
+                    await lease.context.close()
+            except (PlaywrightError, TimeoutError) as error:
+                # A context that will not close means a wedged browser: replace it.
+                log.warning(
+                    "closing a render context failed; restarting the browser", error=str(error)
+                )
                 await self._close_browser(slot)
+                self._schedule_refill(slot)
+                return
+        slot.renders += 1
+        if slot.renders >= self._s.max_renders and slot.active == 0:
+            log.info("browser reached its render limit; restarting it", slot=slot.number)
+            await self._close_browser(slot)
         self._schedule_refill(slot)
+
+    def _reusable(self, slot: _Slot, lease: Lease, *, counted: bool = False) -> bool:
+        """Only a page whose every document and worker had no origin of its own is reused:
+        such documents cannot keep storage (localStorage, IndexedDB, Cache Storage and
+        cookies throw or do nothing without an origin), so what is left to wipe is the
+        context's cookies (set by responses), the window and its history. `counted`: this
+        page is already among the slot's pages being wiped."""
+        return (
+            lease.renders < self._s.page_max_renders
+            and len(slot.spares) + slot.wiping - counted < self._kept
+            and not lease.holder.opened_origin
+            and not lease.crashed.is_set()
+            and slot.browser is not None
+            and lease.context.browser is slot.browser
+            and not lease.page.is_closed()
+            and lease.page.url.startswith("about:")
+            and lease.context.pages == [lease.page]
+        )
+
+    async def _wipe(self, slot: _Slot, lease: Lease) -> bool:
+        """Readies a used page for the next render; False when it is not to be reused."""
+        page = lease.page
+        try:
+            async with asyncio.timeout(WIPE_SECONDS):
+                await lease.context.clear_cookies()
+                # A new document is a new window: the render's globals, timers, workers and
+                # performance entries end with the old one (no back/forward cache: BASE_ARGS).
+                await page.goto("about:blank")
+                if lease.cdp is None:
+                    lease.cdp = await lease.context.new_cdp_session(page)
+                await lease.cdp.send("Page.resetNavigationHistory")
+                # A window's name outlives its documents.
+                await page.evaluate("window.name = ''")
+        except (PlaywrightError, TimeoutError) as error:
+            log.info("a used page could not be wiped; its context is closed", error=str(error))
+            return False
+        # Checked again: the old document could still act while it was being replaced.
+        return self._reusable(slot, lease, counted=True)
 
     def _schedule_refill(self, slot: _Slot) -> None:
         if slot.refilling or len(slot.spares) >= self._s.spare_pages:
@@ -407,7 +500,7 @@ class BrowserPool:
                 browser = await self._ensure_browser(slot)
                 lease = await self._new_lease(browser)
                 # A render already waiting for this spare takes it as it is.
-                if slot.waiter is None and not await self._warm(lease):
+                if not slot.waiters and not await self._warm(lease):
                     if slot.browser is not browser or not browser.is_connected():
                         continue
                     break  # a browser that cannot warm a page: try again on the next lease
@@ -420,6 +513,4 @@ class BrowserPool:
             log.warning("preparing a spare context failed", error=str(error))
         finally:
             slot.refilling = False
-            if slot.waiter is not None and not slot.waiter.done():
-                # Nothing is coming: the waiting render makes its own context.
-                slot.waiter.cancel()
+            self._settle_waiters(slot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.server
 import subprocess
@@ -117,6 +118,12 @@ def mean_color(rgb: bytes) -> tuple[float, float, float]:
     return (sum(rgb[0::3]) / n, sum(rgb[1::3]) / n, sum(rgb[2::3]) / n)
 
 
+# A 1x1 PNG: what an <img> of a page asks for and keeps in its renderer's memory cache.
+PIXEL_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
 @dataclass
 class PageServer:
     """Serves test pages and files on 127.0.0.1; remembers every path asked for."""
@@ -182,10 +189,11 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
                         break
                 self._send(200, b"held", "text/plain", Access_Control_Allow_Origin="*")
             elif parts.path == "/cacheable":
+                image = parts.query == "image"
                 self._send(
                     200,
-                    b"cacheable",
-                    "text/plain",
+                    PIXEL_PNG if image else b"cacheable",
+                    "image/png" if image else "text/plain",
                     Cache_Control="public, max-age=3600, immutable",
                     Access_Control_Allow_Origin="*",
                 )

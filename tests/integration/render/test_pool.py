@@ -1,4 +1,5 @@
-"""The browser pool against real Chromium: warmed spares, a fresh context per render, and a
+"""The browser pool against real Chromium: warmed spares, a page reused only once wiped and
+only when nothing ran at an address of its own (issue #21), a fresh context otherwise, and a
 render that arrives while a spare is being prepared getting that spare (issue #5)."""
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ async def running_pool(**settings: Any) -> AsyncIterator[BrowserPool]:
 
 @pytest.fixture
 async def pool_and_warmups() -> AsyncIterator[tuple[BrowserPool, Recorder]]:
+    """A pool that reuses no page (one render per page): every render ends its context."""
     recorder = Recorder()
-    async with running_pool(concurrency=2, spare_pages=1, warm_up=recorder) as pool:
+    async with running_pool(
+        concurrency=2, spare_pages=1, page_max_renders=1, warm_up=recorder
+    ) as pool:
         yield pool, recorder
 
 
@@ -87,6 +91,51 @@ async def test_spares_are_warmed_and_every_render_gets_a_new_context(
     assert len({id(c) for c in contexts}) == 3
     # Contexts of past renders are closed.
     assert all(not c.pages for c in contexts)
+
+
+LEAVE = """() => {
+  window.name = "left";
+  globalThis.leftBehind = 1;
+  history.pushState({}, "", "#left");
+}"""
+READ = "() => [window.name, typeof globalThis.leftBehind, history.length]"
+
+
+async def test_a_used_page_is_wiped_and_reused_up_to_its_limit() -> None:
+    async with running_pool(concurrency=1, spare_pages=1, page_max_renders=3) as pool:
+        pages = []
+        for _ in range(4):
+            async with pool.lease() as lease:
+                pages.append(lease.page)
+                # What every earlier render left is gone: a new window, one history entry.
+                assert await lease.page.evaluate(READ) == ["", "undefined", 1]
+                await lease.page.set_content("<p>a design</p>")
+                await lease.page.evaluate(LEAVE)
+                await lease.context.add_cookies(
+                    [{"name": "left", "value": "1", "url": "https://example.com/"}]
+                )
+            await wait_for(lambda: pool.stats().spares == 1)
+            if not pages[-1].is_closed():
+                # The cookies a response set are gone with the render.
+                assert await pages[-1].context.cookies() == []
+        # Three renders on the first page, then a new one (itself wiped for a fifth).
+        assert pages[0] is pages[1] is pages[2]
+        assert pages[3] is not pages[0] and pages[0].is_closed()
+        assert pool.reused == 3
+
+
+async def test_a_page_where_a_document_came_from_an_address_is_not_reused() -> None:
+    async with running_pool(concurrency=1, spare_pages=1) as pool:
+        async with pool.lease() as lease:
+            used = lease.page
+            # The frame's document is asked for (and refused: no render is running); that it
+            # was asked for is enough: an origin could have kept storage in this context.
+            await used.set_content("<iframe src='https://example.com/'></iframe>")
+            await wait_for(lambda: lease.holder.opened_origin)
+        await wait_for(lambda: pool.stats().spares == 1)
+        assert used.is_closed() and pool.reused == 0
+        async with pool.lease() as lease:
+            assert lease.page is not used
 
 
 async def test_render_waits_for_the_spare_being_prepared_instead_of_starting_another(
