@@ -27,7 +27,9 @@ venv: $(VENV)/.installed
 # requirements.lock: the exact version and hashes of every package the venv, CI and the images
 # install (docs/dev-stack.md). Installed with its hashes checked, then storypost and its SDK as
 # editable installs without dependencies, built by the locked hatchling (no index needed for
-# that). The stamp is newer than the lock and both pyproject files: nothing to do otherwise.
+# that); last, pip checks offline that the installed set has all the pyproject files ask for (a
+# requirement added without `make lock` fails here). The stamp is newer than the lock and both
+# pyproject files: nothing to do otherwise.
 LOCK := requirements.lock
 $(VENV)/.installed: $(LOCK) pyproject.toml client/pyproject.toml
 	@PYTHON=$$(scripts/find-python.sh); \
@@ -36,6 +38,8 @@ $(VENV)/.installed: $(LOCK) pyproject.toml client/pyproject.toml
 	fi
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e '.[all,dev]' -e ./client
+	@$(PY) -m pip install -q --dry-run --no-index --no-build-isolation -e '.[all,dev]' -e ./client \
+	  || { echo "requirements.lock lacks what pyproject.toml asks for (above): run make lock" >&2; exit 1; }
 	@touch $@
 
 # Rewrites requirements.lock from pyproject.toml and client/pyproject.toml: every version the
