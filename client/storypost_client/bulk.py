@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from storypost_client.errors import ApiError, RateLimitedError, StorypostError
+from storypost_client.generated.procedures import ProcedureName
 from storypost_client.generated.types import CreateDraftRequest, SchedulePhotoappStoryRequest
 from storypost_client.polling import KINDS
 from storypost_client.retry import RetryPolicy
@@ -43,7 +44,7 @@ _RAW_TEXT = frozenset({"script", "style"})
 
 # minLength/maxLength of the string fields a bulk row fills, as the catalog's input schemas
 # give them (tests/unit/test_client_bulk.py compares them with `edge.catalog`).
-LENGTH_LIMITS: Mapping[str, Mapping[str, tuple[int, int]]] = {
+LENGTH_LIMITS: Mapping[ProcedureName, Mapping[str, tuple[int, int]]] = {
     "schedule-photoapp-story": {"html": (1, 10_485_760), "photoappUsername": (1, 64)},
     "create-draft": {"html": (1, 10_485_760), "name": (1, 200), "folderName": (1, 512)},
 }
@@ -69,7 +70,7 @@ DONE_STATUSES = frozenset({SCHEDULED, CREATED, ALREADY_SCHEDULED, ALREADY_CREATE
 
 @dataclass(frozen=True)
 class _KindFacts:
-    procedure: str
+    procedure: ProcedureName
     uuid_field: str
     status_procedure: str
     sent: str
@@ -77,7 +78,7 @@ class _KindFacts:
     final_states: frozenset[str]
 
 
-def _facts(kind: BulkKind, procedure: str, sent: str, already: str) -> _KindFacts:
+def _facts(kind: BulkKind, procedure: ProcedureName, sent: str, already: str) -> _KindFacts:
     return _KindFacts(
         procedure=procedure,
         uuid_field=KINDS[kind].uuid_field,
@@ -256,7 +257,7 @@ def row_uuid(
     return str(uuid.uuid5(BULK_NAMESPACE, serialized))
 
 
-def length_problems(procedure: str, body: Mapping[str, Any]) -> list[str]:
+def length_problems(procedure: ProcedureName, body: Mapping[str, Any]) -> list[str]:
     """The string fields of a request body outside the catalog's length limits."""
     problems = []
     for key, (shortest, longest) in LENGTH_LIMITS.get(procedure, {}).items():
@@ -681,11 +682,18 @@ async def run_async(
                 result = await _preview_async(client, plan, result, preview_timeout)
             return result
 
-    for finished in asyncio.as_completed([one(item) for item in to_send]):
-        result = await finished
-        results.append(result)
-        if progress:
-            progress(result, len(results), plan.total)
+    tasks = [asyncio.ensure_future(one(item)) for item in to_send]
+    try:
+        for finished in asyncio.as_completed(tasks):
+            result = await finished
+            results.append(result)
+            if progress:
+                progress(result, len(results), plan.total)
+    finally:
+        # A failure that is not an API error (or a cancel) stops the rows still in flight.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return _finish(plan, results)
 
 

@@ -123,6 +123,14 @@ def test_row_uuids_are_stable_uuid5() -> None:
     )
 
 
+def test_row_uuids_never_change_between_releases() -> None:
+    # A changed serialization would make every earlier run's rows new posts: these are fixed.
+    story = row_uuid("story", "<p>{{t}}</p>", {"t": "x"}, "alice", date="2026-12-01T09:00:00Z")
+    draft = row_uuid("draft", "<p>{{t}}</p>", {"t": "x"}, "F", name="{{t}}")
+    assert story == "ddcd6941-021f-5296-9b31-87ab152459e9"
+    assert draft == "f32745ef-10f2-5383-a307-0f5a6e8c1701"
+
+
 @pytest.mark.parametrize(
     "change",
     [

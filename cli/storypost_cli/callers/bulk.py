@@ -74,6 +74,8 @@ def _files(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]], Path, l
     data = Path(args.data)
     rows = read_rows(data)
     results = Path(args.results) if args.results else default_results_path(data)
+    if results.resolve() in (data.resolve(), Path(args.template).resolve()):
+        raise ValueError(f"--results {results} would overwrite the data or the template")
     previous = [] if args.fresh else read_results(results)
     return template, rows, results, previous
 
