@@ -42,8 +42,9 @@ $(VENV)/.installed: $(LOCK) pyproject.toml client/pyproject.toml
 	  || { echo "requirements.lock lacks what pyproject.toml asks for (above): run make lock" >&2; exit 1; }
 	@touch $@
 
-# Rewrites requirements.lock from pyproject.toml and client/pyproject.toml: every version the
-# lock already pins is kept while it still satisfies them, only what changed is resolved anew.
+# Rewrites requirements.lock from pyproject.toml and client/pyproject.toml, every extra of both
+# (uv, for Python 3.13 on any platform): every version the lock already pins is kept while it
+# still satisfies them, only what changed is resolved anew.
 # LOCK_ARGS=--upgrade takes the newest of everything, --upgrade-package NAME of one package.
 LOCK_ARGS ?=
 lock:
@@ -51,7 +52,7 @@ lock:
 	  $(PY) -m pip install -q uv; }
 	$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.13 --generate-hashes \
 	  --custom-compile-command 'make lock' --output-file $(LOCK) $(LOCK_ARGS) \
-	  pyproject.toml client/pyproject.toml --extra all --extra dev
+	  pyproject.toml client/pyproject.toml --all-extras
 
 protos: venv
 	$(PY) scripts/protogen.py protos
