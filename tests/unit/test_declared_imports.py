@@ -24,7 +24,10 @@ from packaging.utils import NormalizedName, canonicalize_name
 from tests.unit.dependency_support import ROOT, client_project, names, requirements
 
 # The folders on sys.path of the editable install (pyproject.toml's dev-mode-dirs), the SDK's,
-# and the repository root (tests, scripts, bench).
+# and the repository root (tests, scripts, bench): their modules are first-party. The SDK
+# (storypost_client, which the CLI's caller commands import) counts as first-party too: it is
+# this repository's own distribution, installed beside storypost by `make venv`; the `cli`
+# extra cannot name it while it is on no index.
 SOURCE_ROOTS = [
     ROOT / d
     for d in (
