@@ -117,6 +117,10 @@ class FakeAccounts:
             token="sp_" + "x" * 43,
         )
 
+    def ListConnectedAccounts(self, request: Any, **_: Any) -> pb.ListConnectedAccountsResponse:
+        account = pb.ConnectedAccount(social_account_id="sa_1", username="sunny.pages")
+        return pb.ListConnectedAccountsResponse(accounts=[account])
+
     def GetCredits(self, request: pb.GetCreditsRequest, **_: Any) -> pb.CreditBalance:
         return pb.CreditBalance(organization_id=ORG, balance=self.credits)
 
@@ -200,6 +204,16 @@ class FakePublish:
     def ListPosts(self, request: publish_pb2.ListPostsRequest, **_: Any) -> Any:
         self.limits.append(request.limit)
         return publish_pb2.ListPostsResponse(posts=self.posts[: request.limit])
+
+    def CancelStory(self, request: publish_pb2.GetPostRequest, **_: Any) -> publish_pb2.Post:
+        self.limits.append(-1)
+        return publish_pb2.Post(post_uuid=request.post_uuid)
+
+    def _unknown(self, request: Any, **_: Any) -> publish_pb2.Post:
+        raise rpc_error(NotFound("no such post"))
+
+    GetReel = GetClipappPost = GetSocialPost = _unknown
+    CancelReel = CancelClipappPost = CancelSocialPost = _unknown
 
     @property
     def GetStory(self) -> Any:
@@ -611,7 +625,12 @@ def test_the_calendar_shows_a_week_and_a_month_and_moves(world: World) -> None:
         social_account_id="<b>acct</b>",
     )
     social.date.FromDatetime(monday + timedelta(days=2))
+    named = publish_pb2.Post(
+        post_uuid="s2", kind=publish_pb2.POST_KIND_SOCIAL, social_account_id="sa_1"
+    )
+    named.date.FromDatetime(monday + timedelta(days=3))
     world.publish.posts = [
+        named,
         social,
         story(from_draft, monday + timedelta(hours=1)),
         story("api-story", monday, publish_pb2.POST_STATUS_EXECUTED),
@@ -627,7 +646,8 @@ def test_the_calendar_shows_a_week_and_a_month_and_moves(world: World) -> None:
     assert 'class="cal-post b-failed"' in week.text and 'class="cal-post b-executed"' in week.text
     assert "&lt;b&gt;acct&lt;/b&gt;" in week.text and "<b>acct</b>" not in week.text
     assert "next-month" not in week.text
-    assert 'data-testid="credits"><span class="stat-value">7</span>' in week.text
+    assert "@sunny.pages" in week.text  # a social post shows its account's username
+    assert '<span class="stat-value">7</span> credits left' in week.text
     assert "date=2026-11-19" in week.text and "date=2026-12-03" in week.text  # previous / next
     # The API story comes first on Monday: a day's posts are in time order.
     assert week.text.index("api-story") < week.text.index(from_draft)
@@ -668,3 +688,21 @@ def test_the_posts_list_pages_past_100(world: World) -> None:
             f"/o/{ORG}/posts", query_string=bad, headers=session_cookie()
         )
         assert answer.status_code == 404
+
+
+def test_a_post_has_its_own_page_and_cancel_comes_back_to_it(world: World) -> None:
+    world.publish.posts = [story("p1", datetime(2026, 11, 23, 9, 0, tzinfo=UTC))]
+    page = world.client.simulate_get(f"/o/{ORG}/posts/story/p1", headers=session_cookie())
+    assert page.status_code == 200
+    assert "Photoapp story" in page.text and "23 Nov 2026, 09:00 UTC" in page.text
+    assert 'name="back" value="post"' in page.text and "Cancel post" in page.text
+    answer = admin_post(
+        world,
+        f"/o/{ORG}/posts",
+        {"action": "cancel", "kind": "story", "post_uuid": "p1", "back": "post"},
+    )
+    assert answer.status_code == 303
+    assert answer.headers["location"] == f"/o/{ORG}/posts/story/p1"
+    for missing in ("story/nope", "tweet/p1"):
+        gone = world.client.simulate_get(f"/o/{ORG}/posts/{missing}", headers=session_cookie())
+        assert gone.status_code == 404

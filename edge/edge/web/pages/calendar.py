@@ -15,7 +15,14 @@ from edge.web.base import Page
 from edge.web.calendar_span import VIEWS, Span, parse_day, span
 from edge.web.draft_posts import drafts_of_stories
 from edge.web.failures import PageError, page_error
-from edge.web.pages.posts import LISTED, busy, credit_balance, post_row, story_previews
+from edge.web.pages.posts import (
+    LISTED,
+    account_names,
+    busy,
+    credit_balance,
+    post_row,
+    story_previews,
+)
 from edge.web.session import Viewer
 from edge.web.views import as_datetime
 from storypost.publish.v1 import publish_pb2 as pb
@@ -47,6 +54,7 @@ class CalendarPage(Page):
         except grpc.RpcError as error:
             raise page_error(error) from None
         posts = sorted((p for p in listed if start <= when_of(p) < end), key=when_of)
+        previews = story_previews(self.web, organization_id, posts)
         self.show(
             req,
             resp,
@@ -56,26 +64,29 @@ class CalendarPage(Page):
             title=f"Calendar · {shown.title}",
             span=shown,
             today=today,
-            days=self._days(viewer, shown, posts),
+            days=self._days(viewer, shown, posts, previews),
             count=len(posts),
             # ListPosts reaches the newest posts only: say when older ones may be missing.
             partial=len(listed) >= LISTED and when_of(listed[-1]) > start,
             credits=credit_balance(self.web, organization_id),
-            refresh=5 if busy(posts) else 0,
+            refresh=5 if busy(posts, previews) else 0,
         )
 
-    def _days(self, viewer: Viewer, shown: Span, posts: list[pb.Post]) -> list[dict[str, Any]]:
+    def _days(
+        self, viewer: Viewer, shown: Span, posts: list[pb.Post], previews: dict[str, str]
+    ) -> list[dict[str, Any]]:
         org = viewer.organization_id
-        previews = story_previews(self.web, org, posts)
         stories = {p.post_uuid for p in posts if p.kind == pb.POST_KIND_STORY}
         try:
             drafts = drafts_of_stories(self.web.render, org, stories, self.web.app_url(org))
         except grpc.RpcError:
             drafts = {}  # the calendar still shows the posts, linked to their own pages
+        social = any(p.kind == pb.POST_KIND_SOCIAL for p in posts)
+        names = account_names(self.web, org) if social else {}
         by_day: dict[date, list[dict[str, Any]]] = defaultdict(list)
         for post in posts:
             local = when_of(post).astimezone(viewer.zone)
-            row = post_row(post, previews.get(post.post_uuid, ""))
+            row = post_row(post, previews.get(post.post_uuid, ""), names)
             draft = drafts.get(post.post_uuid)
             row["time"] = f"{local:%H:%M}"
             row["draft"] = draft.name if draft else ""

@@ -4,6 +4,7 @@ due social posts wait while it is not positive."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import falcon
@@ -12,6 +13,7 @@ import grpc
 from edge.web.base import Page, Web, field
 from edge.web.draft_posts import POST_STATUS
 from edge.web.failures import PageError, page_error
+from edge.web.views import as_datetime
 from storypost.account.v1 import account_pb2
 from storypost.publish.v1 import publish_pb2 as pb
 
@@ -50,8 +52,12 @@ def kind_label(post: pb.Post) -> str:
     return KIND_LABEL.get(post.kind, "Post")
 
 
-def post_row(post: pb.Post, preview: str = "") -> dict[str, Any]:
-    """What the posts list, a post's page and the calendar show of one post."""
+def post_row(
+    post: pb.Post, preview: str = "", names: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """What the posts list, a post's page and the calendar show of one post. `names`: the
+    usernames of social accounts (a social post names only its account's id)."""
+    social = (names or {}).get(post.social_account_id, "")
     return {
         "p": post,
         "preview": post.preview_url or preview,
@@ -59,18 +65,22 @@ def post_row(post: pb.Post, preview: str = "") -> dict[str, Any]:
         "kind_key": KIND_KEY.get(post.kind, ""),
         "status": POST_STATUS.get(post.status, "scheduled"),
         "cancelable": post.status in CANCELABLE.get(post.kind, set()),
-        "account": post.account or post.social_account_id,
+        "account": f"@{social}" if social else post.account or post.social_account_id,
     }
 
 
-def busy(posts: list[pb.Post]) -> bool:
-    """A post still rendering (no preview yet) or being published: its page updates itself."""
+def busy(posts: list[pb.Post], previews: dict[str, str]) -> bool:
+    """A post being published or due, or a story still rendering (asked for its preview, it
+    has none yet): the page updates itself."""
+    now = datetime.now(UTC)
     return any(
         p.status == pb.POST_STATUS_IN_PROGRESS
+        or (p.status == pb.POST_STATUS_SCHEDULED and (as_datetime(p.date) or now) <= now)
         or (
             p.status == pb.POST_STATUS_SCHEDULED
             and p.kind == pb.POST_KIND_STORY
             and not p.preview_url
+            and previews.get(p.post_uuid) == ""
         )
         for p in posts
     )
@@ -96,6 +106,17 @@ def story_previews(web: Web, organization_id: str, posts: list[pb.Post]) -> dict
         except grpc.RpcError:
             continue
     return found
+
+
+def account_names(web: Web, organization_id: str) -> dict[str, str]:
+    """Social account id -> username; empty (ids shown) when account-svc cannot say now."""
+    try:
+        accounts = web.accounts.ListConnectedAccounts(
+            account_pb2.ListConnectedAccountsRequest(organization_id=organization_id)
+        ).accounts
+    except grpc.RpcError:
+        return {}
+    return {a.social_account_id: a.username for a in accounts if a.username}
 
 
 def credit_balance(web: Web, organization_id: str) -> int | None:
@@ -140,6 +161,11 @@ class PostsPage(Page):
             raise page_error(error) from None
         posts = listed[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
         previews = story_previews(self.web, organization_id, posts)
+        names = (
+            account_names(self.web, organization_id)
+            if any(p.kind == pb.POST_KIND_SOCIAL for p in posts)
+            else {}
+        )
         self.show(
             req,
             resp,
@@ -147,7 +173,7 @@ class PostsPage(Page):
             "posts.html",
             active="posts",
             title="Posts",
-            posts=[post_row(p, previews.get(p.post_uuid, "")) for p in posts],
+            posts=[post_row(p, previews.get(p.post_uuid, ""), names) for p in posts],
             kind=kind if kind in KINDS else "",
             status_filter=status if status in STATUSES else "",
             kinds=list(KINDS),
@@ -158,7 +184,7 @@ class PostsPage(Page):
             # Past the deepest page ListPosts reaches: say so instead of stopping silently.
             deepest=number * PAGE_SIZE >= LISTED and len(listed) >= LISTED,
             credits=credit_balance(self.web, organization_id),
-            refresh=5 if busy(posts) else 0,
+            refresh=5 if busy(posts, previews) else 0,
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
@@ -216,7 +242,8 @@ class PostPage(Page):
             post = get(pb.GetPostRequest(organization_id=organization_id, post_uuid=post_uuid))
         except grpc.RpcError as error:
             raise page_error(error, what="This post") from None
-        row = post_row(post)
+        social = post.kind == pb.POST_KIND_SOCIAL
+        row = post_row(post, names=account_names(self.web, organization_id) if social else None)
         self.show(
             req,
             resp,
@@ -225,8 +252,6 @@ class PostPage(Page):
             active="posts",
             title=row["kind"],
             row=row,
-            credits=credit_balance(self.web, organization_id)
-            if post.kind == pb.POST_KIND_SOCIAL
-            else None,
-            refresh=5 if busy([post]) else 0,
+            credits=credit_balance(self.web, organization_id) if social else None,
+            refresh=5 if busy([post], {post.post_uuid: post.preview_url}) else 0,
         )
