@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import pytest
 from argon2 import PasswordHasher
@@ -16,11 +17,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 from account_svc.connect_links import ConnectLinks
 from account_svc.organizations import Organizations
 from account_svc.records import AccountCollections
+from account_svc.servicer import role_of, session_pb
 from account_svc.sessions import AppSessions, hash_session_token
 from account_svc.signin_limits import Bucket, SignInLimits
 from account_svc.token_crypto import TokenCipher
 from account_svc.users import Users
 from account_svc.workspace_users import NOT_ADMIN, WorkspaceUsers
+from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.errors import (
     FailedPrecondition,
@@ -307,3 +310,21 @@ async def test_the_time_zone_is_kept_per_user_and_reaches_their_sessions(world: 
     for bad in ("Mars/Olympus", "../etc/passwd", ""):
         with pytest.raises(InvalidArgument):
             await manage.set_time_zone(org, first, bad)
+
+
+async def test_roles_default_to_admin_for_the_operator_and_member_in_the_app(
+    world: World,
+) -> None:
+    assert role_of(pb.USER_ROLE_UNSPECIFIED, unspecified="admin") == "admin"  # CreateUser
+    assert role_of(pb.USER_ROLE_UNSPECIFIED, unspecified="member") == "member"  # AddUser
+    assert role_of(pb.USER_ROLE_ADMIN, unspecified="member") == "admin"
+    with pytest.raises(InvalidArgument):
+        role_of(cast(Any, 7), unspecified="member")
+    # Users and sessions stored before roles existed were the operator's: admins, in UTC.
+    org = await _org_with_user(world)
+    token = await _signed_in(world, org, "ana@example.com")
+    await world.records.users.update_many({}, {"$unset": {"role": "", "timeZone": ""}})
+    await world.records.app_sessions.update_many({}, {"$unset": {"role": "", "timeZone": ""}})
+    session = session_pb(await world.sessions.get(org, token))
+    assert (session.role, session.time_zone) == (pb.USER_ROLE_ADMIN, "UTC")
+    assert (await world.users.of_organization(org))[0].role == "admin"
