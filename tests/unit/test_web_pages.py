@@ -659,6 +659,16 @@ def test_the_calendar_shows_a_week_and_a_month_and_moves(world: World) -> None:
     assert 'data-day="2026-11-30"' in month.text and 'data-day="2027-01-03"' in month.text
     assert 'data-post="next-month"' in month.text and "api-story" not in month.text
     assert "date=2026-11-01" in month.text and "date=2027-01-01" in month.text
+    assert "may be missing" not in month.text
+    # Past the newest 500 posts ListPosts answers, the calendar says what it may miss.
+    world.publish.posts = [
+        story(f"late-{n}", datetime(2027, 6, 1, tzinfo=UTC) - timedelta(hours=n))
+        for n in range(500)
+    ]
+    old = world.client.simulate_get(
+        f"/o/{ORG}/calendar", query_string="view=month&date=2026-12-10", headers=session_cookie()
+    )
+    assert "newest 500 posts: older posts of this month may be missing" in old.text
     for bad in ("view=year", "date=2026-13-01"):
         answer = world.client.simulate_get(
             f"/o/{ORG}/calendar", query_string=bad, headers=session_cookie()

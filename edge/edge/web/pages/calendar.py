@@ -67,7 +67,7 @@ class CalendarPage(Page):
             days=self._days(viewer, shown, posts, previews),
             count=len(posts),
             # ListPosts reaches the newest posts only: say when older ones may be missing.
-            partial=len(listed) >= LISTED and when_of(listed[-1]) > start,
+            partial=LISTED if len(listed) >= LISTED and when_of(listed[-1]) > start else 0,
             credits=credit_balance(self.web, organization_id),
             refresh=5 if busy(posts, previews) else 0,
         )
