@@ -24,6 +24,7 @@ from render_svc.browser.pool import BrowserPool, PoolSettings
 from render_svc.browser.warmup import warm_up
 from render_svc.config import MIB, RenderSettings
 from render_svc.drafts import Drafts
+from render_svc.fair import FairSlots
 from render_svc.ffmpeg import MediaTools, VideoSettings
 from render_svc.finisher import Finisher, finish_durations
 from render_svc.mentions import AccountMentionLookup
@@ -39,6 +40,7 @@ from storypost.account.v1 import account_pb2_grpc
 from storypost.render.v1 import render_pb2, render_pb2_grpc
 from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
 from storypost_runtime.clock import Clock, SystemClock
+from storypost_runtime.errors import ResourceExhausted
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.mongo import mongo_client
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
@@ -64,10 +66,26 @@ def pool_settings(
         page_max_renders=settings.render_page_max_renders,
         queue_seconds=settings.render_queue_seconds,
         queue_limit=settings.render_queue_limit,
+        per_org_queue_limit=settings.render_org_queue_limit,
         browser_nice=settings.render_browser_nice,
         js_heap_mib=settings.render_js_heap_mib,
         page_script=page_script,
         warm_up=warm_up if settings.render_warm_spares else None,
+    )
+
+
+def source_slots(settings: RenderSettings) -> FairSlots:
+    """Video sources fetched and kept for a render at once: as many as render slots (the
+    scratch space of deploy/ is sized so), shared fairly between organizations."""
+    return FairSlots(
+        settings.render_concurrency,
+        queue_seconds=settings.render_queue_seconds,
+        queue_limit=settings.render_queue_limit,
+        per_org_queue_limit=settings.render_org_queue_limit,
+        busy=lambda: ResourceExhausted(
+            "every video source slot is busy; retry later with the same UUID",
+            retry_after_seconds=5,
+        ),
     )
 
 
@@ -165,6 +183,7 @@ async def build(
         tools,
         AccountMentionLookup(account_pb2_grpc.AccountServiceStub(accounts)),
         clock,
+        source_slots(settings),
     )
     renderings = Renderings(
         records,

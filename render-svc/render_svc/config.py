@@ -43,6 +43,9 @@ class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings
     # Renders that may wait for a slot at once; beyond that a render is refused at once (429),
     # so an overloaded render-svc answers quickly instead of tying up the edge's threads.
     render_queue_limit: int = Field(default=16, ge=0, le=10_000)
+    # Of the waiting renders, at most this many of one organization (render_svc/fair.py): one
+    # organization's burst is refused (429) before it fills the queue of every other.
+    render_org_queue_limit: int = Field(default=4, ge=0, le=10_000)
     # Nice value of the browsers (0-19; 0: the service's own priority). Renders take what CPU
     # the calls beside them leave, so a burst of renders does not slow every other call.
     render_browser_nice: int = Field(default=10, ge=0, le=19)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from render_svc.browser.capture import PageCapture
+from render_svc.browser.capture import PageCapture, PageSession
+from render_svc.fair import FairSlots
 from render_svc.ffmpeg import MediaToolError, MediaTools
 from render_svc.mentions import MentionLookup, resolve_mentions
 from render_svc.sources import VideoSources
@@ -24,6 +24,10 @@ log = get_logger(__name__)
 HTML_MAX_CHARS = 10_485_760
 URL_MAX_CHARS = 2048
 SOURCE_FILE = "source.video"
+CHANGED_SRC = (
+    "the <photoapp-story> src changed between two loads of the page: a design must name one video"
+)
+Marks = list[tuple[str, float]]
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,10 @@ class Renderer:
         tools: MediaTools,
         mentions: MentionLookup,
         clock: Clock,
+        source_slots: FairSlots,
     ) -> None:
         self._capture = capture
+        self._source_slots = source_slots
         self._sources = sources
         self._tools = tools
         self._mentions = mentions
@@ -100,40 +106,77 @@ class Renderer:
     ) -> Capture:
         now_ms = int(self._clock.now().timestamp() * 1000)
         marks = [("start", time.perf_counter())]
-        async with self._capture.open() as page:
+        async with self._capture.open(organization_id) as page:
             marks.append(("lease", time.perf_counter()))
-            await page.load(design.html, design.url)
-            marks.append(("load", time.perf_counter()))
-            plan = plan_page(await page.collect())
-            marks.append(("collect", time.perf_counter()))
+            plan = await self._load(page, design, marks)
             if bounds.video_required and not plan.video_src:
                 raise InvalidArgument(
                     f"a {bounds.label} needs a video: give <photoapp-story> a src attribute"
                 )
-            facts, mention_warnings = await self._video_and_mentions(
-                organization_id, plan, bounds, work
-            )
-            video = facts is not None
-            marks.append(("video_mentions", time.perf_counter()))
-            drawn = await page.draw(plan.stickers, video=video, now_ms=now_ms)
-            marks.append(("draw", time.perf_counter()))
-            stickers, geometry = place_stickers(plan.stickers, drawn.boxes)
-            # A closed shadow root of the page's own is only found when drawing fails.
-            kept = [
-                f"{p.label} already has a shadow root from the page; it is kept as the page drew it"
-                for p in plan.stickers
-                if p.index in drawn.failed and not p.page_shadow
-            ]
-            image = await page.screenshot(transparent=video)
-            marks.append(("capture", time.perf_counter()))
-            warnings = [
-                *plan.warnings,
-                *mention_warnings,
-                *kept,
-                *geometry,
-                *page.network.all_warnings(),
-            ]
-        marks.append(("release", time.perf_counter()))
+            if not plan.video_src:
+                return await self._capture_page(page, organization_id, plan, None, now_ms, marks)
+        # A video design: its source is fetched and probed (up to minutes from a slow
+        # server) with no browser slot held, then the page is loaded again to be captured.
+        # A source slot (the organization's fair share) is held until then: it bounds the
+        # sources on disk (deploy/: render-svc's /tmp is sized for as many as render slots).
+        src = plan.video_src
+        async with self._source_slots.slot(organization_id):
+            facts = await self.check_video(src, bounds, work / SOURCE_FILE)
+            marks.append(("video", time.perf_counter()))
+            async with self._capture.open(organization_id) as page:
+                marks.append(("lease", time.perf_counter()))
+                again = await self._load(page, design, marks)
+                if again.video_src != src:
+                    raise InvalidArgument(CHANGED_SRC)
+                capture = await self._capture_page(
+                    page, organization_id, again, facts, now_ms, marks
+                )
+        return replace(
+            capture,
+            video_src=src,
+            video_path=work / SOURCE_FILE,
+            duration_seconds=facts.duration,
+        )
+
+    async def _load(self, page: PageSession, design: DesignInput, marks: Marks) -> PagePlan:
+        await page.load(design.html, design.url)
+        marks.append(("load", time.perf_counter()))
+        plan = plan_page(await page.collect())
+        marks.append(("collect", time.perf_counter()))
+        return plan
+
+    async def _capture_page(
+        self,
+        page: PageSession,
+        organization_id: str,
+        plan: PagePlan,
+        facts: VideoFacts | None,
+        now_ms: int,
+        marks: Marks,
+    ) -> Capture:
+        """Mentions resolved, stickers drawn and measured, the page captured (a transparent
+        PNG over a video, else a JPEG)."""
+        video = facts is not None
+        mention_warnings = await resolve_mentions(self._mentions, organization_id, plan.mentions)
+        marks.append(("mentions", time.perf_counter()))
+        drawn = await page.draw(plan.stickers, video=video, now_ms=now_ms)
+        marks.append(("draw", time.perf_counter()))
+        stickers, geometry = place_stickers(plan.stickers, drawn.boxes)
+        # A closed shadow root of the page's own is only found when drawing fails.
+        kept = [
+            f"{p.label} already has a shadow root from the page; it is kept as the page drew it"
+            for p in plan.stickers
+            if p.index in drawn.failed and not p.page_shadow
+        ]
+        image = await page.screenshot(transparent=video)
+        marks.append(("capture", time.perf_counter()))
+        warnings = [
+            *plan.warnings,
+            *mention_warnings,
+            *kept,
+            *geometry,
+            *page.network.all_warnings(),
+        ]
         log.info(
             "rendered",
             page_render=page.page_render,
@@ -141,40 +184,4 @@ class Renderer:
                 name: round((at - marks[i][1]) * 1000) for i, (name, at) in enumerate(marks[1:])
             },
         )
-        if facts is None:
-            return Capture("image", image, stickers, warnings)
-        return Capture(
-            "video",
-            image,
-            stickers,
-            warnings,
-            video_src=plan.video_src,
-            video_path=work / SOURCE_FILE,
-            duration_seconds=facts.duration,
-        )
-
-    async def _video_and_mentions(
-        self, organization_id: str, plan: PagePlan, bounds: DurationBounds, work: Path
-    ) -> tuple[VideoFacts | None, list[str]]:
-        """The video check and mention resolution run side by side; either may fail the call."""
-        try:
-            async with asyncio.TaskGroup() as group:
-                video = (
-                    group.create_task(self.check_video(plan.video_src, bounds, work / SOURCE_FILE))
-                    if plan.video_src
-                    else None
-                )
-                mentions = group.create_task(
-                    resolve_mentions(self._mentions, organization_id, plan.mentions)
-                )
-        except BaseExceptionGroup as failed:
-            # Callers (and the gRPC layer) expect the domain error itself.
-            raise first_error(failed) from None
-        return (video.result() if video else None), mentions.result()
-
-
-def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
+        return Capture("video" if video else "image", image, stickers, warnings)

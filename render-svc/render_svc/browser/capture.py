@@ -225,8 +225,8 @@ class PageCapture:
         self._settings = settings
 
     @asynccontextmanager
-    async def open(self) -> AsyncIterator[PageSession]:
-        async with self._pool.lease() as lease:
+    async def open(self, organization_id: str) -> AsyncIterator[PageSession]:
+        async with self._pool.lease(organization_id) as lease:
             network = RenderSession(
                 fetcher=self._fetcher,
                 blobs=self._blobs,

@@ -39,6 +39,7 @@ from render_svc.assets import Assets
 from render_svc.browser import jail
 from render_svc.browser.network import SessionHolder
 from render_svc.browser.priority import at_lower_priority, lower_sessions
+from render_svc.fair import FairSlots
 from storypost_runtime.errors import ResourceExhausted, Unavailable
 from storypost_runtime.logs import get_logger
 
@@ -117,6 +118,8 @@ class PoolSettings:
     # Renders that may wait for a slot at once; one more is refused at once (429) instead of
     # holding its caller's connection for queue_seconds only to be refused then.
     queue_limit: int = 16
+    # Of which one organization's at most (its excess is refused, not the others').
+    per_org_queue_limit: int = 4
     # Nice value of the browsers (0: the service's own); see browser/priority.py.
     browser_nice: int = 0
     js_heap_mib: int = 512
@@ -176,8 +179,14 @@ class BrowserPool:
         self._assets = assets
         self._playwright: Playwright | None = None
         self._slots = [_Slot(n) for n in range(settings.browsers)]
-        self._free = asyncio.Semaphore(settings.concurrency)
-        self._waiting = 0
+        # Render slots, shared fairly between organizations (render_svc/fair.py).
+        self._free = FairSlots(
+            settings.concurrency,
+            queue_seconds=settings.queue_seconds,
+            queue_limit=settings.queue_limit,
+            per_org_queue_limit=settings.per_org_queue_limit,
+            busy=_all_slots_busy,
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         # The jailed browser's wrapper script, alone in a private directory of its own.
         self._executable: Path | None = None
@@ -317,18 +326,10 @@ class BrowserPool:
         return min(self._slots, key=lambda s: (s.active - len(s.spares), s.number))
 
     @asynccontextmanager
-    async def lease(self) -> AsyncIterator[Lease]:
-        """A clean page for one render; wiped for the next or closed afterwards."""
-        if self._free.locked() and self._waiting >= self._s.queue_limit:
-            raise _all_slots_busy()
-        self._waiting += 1
-        try:
-            async with asyncio.timeout(self._s.queue_seconds):
-                await self._free.acquire()
-        except TimeoutError:
-            raise _all_slots_busy() from None
-        finally:
-            self._waiting -= 1
+    async def lease(self, organization_id: str) -> AsyncIterator[Lease]:
+        """A clean page for one render of the organization, once a slot is its turn;
+        wiped for the next render or closed afterwards."""
+        await self._free.acquire(organization_id)
         slot = self._pick()
         slot.active += 1
         lease: Lease | None = None
@@ -340,20 +341,22 @@ class BrowserPool:
         finally:
             slot.active -= 1
             if lease is None:
-                self._free.release()
+                self._free.release(organization_id)
             else:
                 lease.renders += 1
                 # Counted at once, so that the next render waits for this page.
                 reuse = completed and self._reusable(slot, lease)
                 slot.wiping += reuse
                 # Wiping or closing is off the render's path; its slot frees once done.
-                self._spawn(self._release_then_free(slot, lease, reuse))
+                self._spawn(self._release_then_free(slot, lease, reuse, organization_id))
 
-    async def _release_then_free(self, slot: _Slot, lease: Lease, reuse: bool) -> None:
+    async def _release_then_free(
+        self, slot: _Slot, lease: Lease, reuse: bool, organization_id: str
+    ) -> None:
         try:
             await self._release(slot, lease, reuse)
         finally:
-            self._free.release()
+            self._free.release(organization_id)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)

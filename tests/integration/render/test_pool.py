@@ -18,6 +18,7 @@ from render_svc.config import RenderSettings
 from storypost_runtime.errors import ResourceExhausted
 
 pytestmark = pytest.mark.integration
+ORG = "pool-org"
 
 
 class Recorder:
@@ -78,7 +79,7 @@ async def test_spares_are_warmed_and_every_render_gets_a_new_context(
     assert len(recorder.warmed) == 1
     contexts = []
     for _ in range(3):
-        async with pool.lease() as lease:
+        async with pool.lease(ORG) as lease:
             contexts.append(lease.context)
             drawn = await lease.page.evaluate(
                 "() => document.querySelectorAll('photoapp-hashtag').length"
@@ -105,7 +106,7 @@ async def test_a_used_page_is_wiped_and_reused_up_to_its_limit() -> None:
     async with running_pool(concurrency=1, spare_pages=1, page_max_renders=3) as pool:
         pages = []
         for _ in range(4):
-            async with pool.lease() as lease:
+            async with pool.lease(ORG) as lease:
                 pages.append(lease.page)
                 # What every earlier render left is gone: a new window, one history entry.
                 assert await lease.page.evaluate(READ) == ["", "undefined", 1]
@@ -126,7 +127,7 @@ async def test_a_used_page_is_wiped_and_reused_up_to_its_limit() -> None:
 
 async def test_a_page_where_a_document_came_from_an_address_is_not_reused() -> None:
     async with running_pool(concurrency=1, spare_pages=1) as pool:
-        async with pool.lease() as lease:
+        async with pool.lease(ORG) as lease:
             used = lease.page
             # The frame's document is asked for (and refused: no render is running); that it
             # was asked for is enough: an origin could have kept storage in this context.
@@ -134,7 +135,7 @@ async def test_a_page_where_a_document_came_from_an_address_is_not_reused() -> N
             await wait_for(lambda: lease.holder.opened_origin)
         await wait_for(lambda: pool.stats().spares == 1)
         assert used.is_closed() and pool.reused == 0
-        async with pool.lease() as lease:
+        async with pool.lease(ORG) as lease:
             assert lease.page is not used
 
 
@@ -143,14 +144,14 @@ async def test_render_waits_for_the_spare_being_prepared_instead_of_starting_ano
 ) -> None:
     pool, recorder = pool_and_warmups
     recorder.gate = asyncio.Event()
-    async with pool.lease():
+    async with pool.lease(ORG):
         pass
     # The refill prepares the next spare; the gate holds it in its warm-up.
     await asyncio.wait_for(recorder.entered.wait(), 20)
     contexts_before = pool.stats().contexts
 
     async def render() -> Any:
-        async with pool.lease() as lease:
+        async with pool.lease(ORG) as lease:
             return lease.context
 
     waiting = asyncio.create_task(render())
@@ -168,7 +169,7 @@ async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
         done = asyncio.Event()
 
         async def render(hold: bool) -> None:
-            async with pool.lease():
+            async with pool.lease(ORG):
                 if hold:
                     held.set()
                     await done.wait()

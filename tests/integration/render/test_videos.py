@@ -177,3 +177,28 @@ async def test_a_video_design_is_composited_with_a_preview_and_an_event(
         assert body["data"]["state"] == "finished" and body["data"]["mediaKind"] == "video"
     finally:
         await client.close()
+
+
+async def test_slow_video_sources_hold_no_browser_slot(
+    render: render_pb2_grpc.RenderServiceAsyncStub, page_server: PageServer
+) -> None:
+    """Issue #21 item 5: an organization whose video sources trickle in keeps no render of
+    another organization waiting. Three slow sources (more than the instance's two render
+    slots) are fetched while another organization's image design is rendered at once."""
+    slow = [
+        asyncio.create_task(
+            prepare(render, pb.Design(html=video_page(page_server.url(f"/slow?{n}"))), org="slow")
+        )
+        for n in range(3)
+    ]
+    try:
+        while page_server.count("/slow") < 2:  # both source slots are fetching
+            await asyncio.sleep(0.1)
+        rendering = await prepare(render, pb.Design(html=story_page("<h1>quick</h1>")), org="quick")
+        assert rendering.state == pb.RENDERING_STATE_PREPARED, rendering
+        # Rendered while every slow source was still on its way.
+        assert not any(task.done() for task in slow)
+    finally:
+        for task in slow:
+            task.cancel()
+        await asyncio.gather(*slow, return_exceptions=True)
