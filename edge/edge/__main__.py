@@ -16,11 +16,14 @@ from edge.serve import serve
 from storypost_runtime.logs import configure_logging
 from storypost_runtime.metrics import serve_metrics
 from storypost_runtime.settings import load_settings
+from storypost_runtime.tracing import configure_tracing
 
 
 def main() -> None:
     settings = load_settings(EdgeSettings)
     configure_logging("edge", settings.log_level)
+    # Before the channels are made: they are instrumented only when tracing is on.
+    traces = configure_tracing("edge")
     registry = CollectorRegistry()
     catalog = build_catalog()
     backends = Backends.connect(settings)
@@ -35,6 +38,8 @@ def main() -> None:
     serve_metrics(registry, settings.metrics_host, settings.metrics_port)
     serve(create_app(settings, deps), settings, deps.draining, deps.in_flight)
     backends.close()
+    if traces is not None:
+        traces.shutdown()  # exports the spans still batched
 
 
 if __name__ == "__main__":

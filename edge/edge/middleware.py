@@ -1,4 +1,5 @@
-"""Per-request work around every answer: request id, access log, metrics, in-flight count."""
+"""Per-request work around every answer: request id, trace span, access log, metrics, in-flight
+count."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import falcon
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Tracer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import LATENCY_BUCKETS
+from storypost_runtime.tracing import extract, tracer
 
 log = get_logger("edge.access")
 REQUEST_ID_ENV = "storypost.request_id"
@@ -56,19 +60,48 @@ class InFlight:
             return self._cond.wait_for(lambda: self._count == 0, timeout=timeout)
 
 
-class RequestScopeApp:
-    """WSGI wrapper: the request id is bound for the whole call (logs, gRPC metadata)."""
+def _trace_headers(environ: dict[str, Any]) -> dict[str, str]:
+    """A caller's W3C trace context, so a traced caller sees our spans under its own."""
+    return {
+        name: environ[key]
+        for name, key in (("traceparent", "HTTP_TRACEPARENT"), ("tracestate", "HTTP_TRACESTATE"))
+        if key in environ
+    }
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], in_flight: InFlight) -> None:
+
+class RequestScopeApp:
+    """WSGI wrapper: a server span and the request id for the whole call (logs, gRPC
+    metadata, the span's attribute). With tracing off the span is a no-op.
+
+    Our own span rather than opentelemetry-instrumentation-falcon, which patches falcon.App
+    for the whole process: the access log names the span after the procedure it resolved."""
+
+    def __init__(
+        self,
+        app: Callable[..., Iterable[bytes]],
+        in_flight: InFlight,
+        spans: Tracer | None = None,
+    ) -> None:
         self._app = app
         self._in_flight = in_flight
+        self._spans = spans or tracer()
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         request_id = clean_request_id(environ.get("HTTP_X_REQUEST_ID"))
         environ[REQUEST_ID_ENV] = request_id
-        with self._in_flight, request_scope(request_id):
+        method = str(environ.get("REQUEST_METHOD", "GET"))
+        with (
+            self._in_flight,
+            self._spans.start_as_current_span(
+                method,
+                context=extract(_trace_headers(environ)),
+                kind=SpanKind.SERVER,
+                attributes={"http.request.method": method},
+            ),
+            request_scope(request_id),
+        ):
             # Falcon builds the whole body before returning, so the scope covers all work.
             return list(self._app(environ, start_response))
 
@@ -91,6 +124,21 @@ class EdgeMetrics:
         self.in_flight = Gauge(
             "storypost_edge_requests_in_flight", "requests being served", registry=registry
         )
+
+
+def _name_span(req: falcon.Request, label: str, status: int) -> None:
+    """The server span is named after the procedure (or route template), as the metrics are."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    span.update_name(f"{req.method} {label}")
+    span.set_attribute("http.response.status_code", status)
+    if req.uri_template:
+        span.set_attribute("http.route", req.uri_template)
+    if req.context.organization_id:
+        span.set_attribute("storypost.organization_id", req.context.organization_id)
+    if status >= 500:
+        span.set_status(trace.StatusCode.ERROR)
 
 
 class AccessLog:
@@ -121,6 +169,7 @@ class AccessLog:
         label = label or req.uri_template or "other"
         self._metrics.requests.labels(label, str(status)).inc()
         self._metrics.latency.labels(label).observe(elapsed)
+        _name_span(req, label, status)
         log.info(
             "request",
             method=req.method,

@@ -10,6 +10,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
+from opentelemetry.trace import SpanKind, Tracer
 from tenacity import (
     AsyncRetrying,
     retry_if_exception_type,
@@ -20,6 +21,7 @@ from tenacity import (
 
 from storypost_runtime.logs import get_logger
 from storypost_runtime.settings import NatsSettings
+from storypost_runtime.tracing import inject, tracer
 
 log = get_logger(__name__)
 
@@ -97,12 +99,40 @@ async def ensure_events_stream(js: JetStreamContext, settings: NatsSettings) -> 
     await js.update_stream(config)
 
 
-class JetStreamPublisher:
-    """Publishes one message and waits for JetStream's acknowledgement."""
+def publish_span_name(subject: str) -> str:
+    return f"{subject} publish"
 
-    def __init__(self, js: JetStreamContext, timeout_seconds: float = 5.0) -> None:
+
+def process_span_name(subject: str) -> str:
+    return f"{subject} process"
+
+
+class JetStreamPublisher:
+    """Publishes one message and waits for JetStream's acknowledgement.
+
+    The publish is a producer span (child of the current context) whose `traceparent` travels
+    in the message's headers, so a consumer's span joins the trace. nats-py has no OpenTelemetry
+    instrumentation of its own.
+    """
+
+    def __init__(
+        self, js: JetStreamContext, timeout_seconds: float = 5.0, *, tracer: Tracer | None = None
+    ) -> None:
         self._js = js
         self._timeout = timeout_seconds
+        self._tracer = tracer
 
     async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None:
-        await self._js.publish(subject, payload, timeout=self._timeout, headers=dict(headers))
+        spans = self._tracer or tracer()
+        with spans.start_as_current_span(
+            publish_span_name(subject),
+            kind=SpanKind.PRODUCER,
+            attributes={
+                "messaging.system": "nats",
+                "messaging.operation.type": "send",
+                "messaging.destination.name": subject,
+            },
+        ):
+            sent = dict(headers)
+            inject(sent)
+            await self._js.publish(subject, payload, timeout=self._timeout, headers=sent)

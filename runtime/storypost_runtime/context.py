@@ -10,6 +10,8 @@ from contextvars import ContextVar
 
 import structlog
 
+from storypost_runtime.tracing import mark_request_id
+
 REQUEST_ID_HEADER = "X-Request-Id"
 # gRPC metadata keys must be lower-case.
 REQUEST_ID_METADATA_KEY = "x-request-id"
@@ -35,8 +37,10 @@ def current_request_id() -> str | None:
 
 @contextmanager
 def request_scope(request_id: str) -> Iterator[str]:
-    """Binds the request id for logs and outgoing calls for the duration of the block."""
+    """Binds the request id for logs and outgoing calls for the duration of the block, and
+    puts it on the current span (the trace id does not replace it: logs are searched by it)."""
     token = _request_id.set(request_id)
+    mark_request_id(request_id)
     structlog.contextvars.bind_contextvars(request_id=request_id)
     try:
         yield request_id

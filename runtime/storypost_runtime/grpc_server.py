@@ -11,6 +11,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
+from opentelemetry.trace import TracerProvider
 from pymongo.errors import ConnectionFailure, ExecutionTimeout, NetworkTimeout, PyMongoError
 
 from storypost_runtime.context import request_id_from_metadata, request_scope
@@ -20,6 +22,7 @@ from storypost_runtime.metrics import RpcMetrics
 from storypost_runtime.service_auth import CallerCheck, Restrictions, caller_verifier
 from storypost_runtime.settings import GrpcServerSettings
 from storypost_runtime.status import status_for
+from storypost_runtime.tracing import provider_for
 
 log = get_logger(__name__)
 
@@ -176,17 +179,22 @@ class GrpcServer:
         register: Registrar,
         metrics: RpcMetrics,
         restrictions: Restrictions | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         self._settings = settings
         self._names = list(service_names)
         self.verifier = caller_verifier(settings.service_public_keys)
-        self._server = grpc.aio.server(
-            interceptors=[
-                ServiceInterceptor(metrics),
-                CallerCheck(self.verifier, restrictions or {}),
-            ],
-            options=_server_options(settings),
-        )
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            ServiceInterceptor(metrics),
+            CallerCheck(self.verifier, restrictions or {}),
+        ]
+        provider = provider_for(tracer_provider)
+        if provider is not None:
+            # Outermost: the server span (its parent from the caller's `traceparent`) is
+            # current while the request id is bound, so the span gets it as an attribute.
+            traced = aio_server_interceptor(tracer_provider=provider)  # type: ignore[no-untyped-call]
+            interceptors.insert(0, traced)
+        self._server = grpc.aio.server(interceptors=interceptors, options=_server_options(settings))
         self._health = health.aio.HealthServicer()
         register(self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)

@@ -1,19 +1,41 @@
-"""MongoDB client factory (PyMongo async): few pooled connections, bounded operation time."""
+"""MongoDB client factory (PyMongo async): few pooled connections, bounded operation time.
+
+With tracing on, every command is a client span: opentelemetry-instrumentation-pymongo's
+command listener, given to this client only (its instrumentor would register it for every
+client in the process). PyMongo's async client fires the listener in the task that runs the
+command, so the span's parent is the caller's current span.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from opentelemetry.instrumentation.pymongo import CommandTracer
+from opentelemetry.trace import TracerProvider, get_tracer
 from pymongo import AsyncMongoClient, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.monitoring import CommandListener
 
 from storypost_runtime.settings import MongoSettings
+from storypost_runtime.tracing import provider_for
 
 Document = dict[str, Any]
 
 
-def mongo_client(settings: MongoSettings, app_name: str) -> AsyncMongoClient[Document]:
+def command_listeners(tracer_provider: TracerProvider | None = None) -> list[CommandListener]:
+    """The span-making listener when tracing is on; none otherwise (no per-command cost).
+    Statements are not captured: filters hold tenants' values."""
+    provider = provider_for(tracer_provider)
+    if provider is None:
+        return []
+    tracer = get_tracer("opentelemetry.instrumentation.pymongo", tracer_provider=provider)
+    return [CommandTracer(tracer)]
+
+
+def mongo_client(
+    settings: MongoSettings, app_name: str, *, tracer_provider: TracerProvider | None = None
+) -> AsyncMongoClient[Document]:
     """A client with timeoutMS set, so a database that does not answer fails the call."""
     timeout_ms = int(settings.mongo_timeout_seconds * 1000)
     return AsyncMongoClient(
@@ -25,6 +47,7 @@ def mongo_client(settings: MongoSettings, app_name: str) -> AsyncMongoClient[Doc
         connectTimeoutMS=min(timeout_ms, 5000),
         tz_aware=True,
         uuidRepresentation="standard",
+        event_listeners=command_listeners(tracer_provider),
     )
 
 

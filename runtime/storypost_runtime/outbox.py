@@ -6,6 +6,10 @@ together. The relay finds records with `outboxPending: true`, publishes each eve
 with `Nats-Msg-Id` = event id (JetStream drops re-published ids inside its duplicate window),
 then removes exactly the events it published. A crash between publish and removal re-publishes
 the same ids: nothing is lost, nothing is invented.
+
+An event keeps the W3C `traceparent` of the span that made it (optional: records written
+before traces, or with tracing off, have none), so the relay's publish, though later and in
+another task, joins the trace of the call that changed the record.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from opentelemetry import context as otel_context
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from pymongo.asynchronous.collection import AsyncCollection
 
@@ -26,6 +31,7 @@ from storypost_runtime.bus import event_subject
 from storypost_runtime.clock import iso_utc
 from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
 from storypost_runtime.logs import get_logger
+from storypost_runtime.tracing import context_of_traceparent, current_traceparent
 
 log = get_logger(__name__)
 
@@ -45,6 +51,8 @@ class Event:
     # The event's payload fields exactly as webhooks send them (camelCase, spec names).
     data: Mapping[str, Any]
     request_id: str | None = None
+    # The trace of the change that made the event (W3C traceparent), when one was recorded.
+    traceparent: str | None = None
 
     @classmethod
     def new(
@@ -57,10 +65,11 @@ class Event:
             occurred_at=occurred_at,
             data=dict(data),
             request_id=current_request_id(),
+            traceparent=current_traceparent(),
         )
 
     def to_document(self) -> Document:
-        return {
+        doc: Document = {
             "id": self.id,
             "type": self.type,
             "organizationId": self.organization_id,
@@ -68,6 +77,9 @@ class Event:
             "data": dict(self.data),
             "requestId": self.request_id,
         }
+        if self.traceparent:
+            doc["traceparent"] = self.traceparent
+        return doc
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any]) -> Event:
@@ -78,6 +90,7 @@ class Event:
             occurred_at=doc["occurredAt"],
             data=doc["data"],
             request_id=doc.get("requestId"),
+            traceparent=doc.get("traceparent"),
         )
 
     def to_message(self) -> bytes:
@@ -218,9 +231,7 @@ class OutboxRelay:
         events = list(doc.get(OUTBOX_FIELD) or [])
         for raw in events:
             event = Event.from_document(raw)
-            await self._publisher.publish(
-                event_subject(event.type), event.to_message(), event.headers()
-            )
+            await self._publish(event)
         # Clear in one round trip when nothing new arrived meanwhile; else remove what we sent.
         cleared = await collection.update_one(
             {"_id": doc["_id"], OUTBOX_FIELD: events},
@@ -232,6 +243,18 @@ class OutboxRelay:
                 {"_id": doc["_id"]}, {"$pull": {OUTBOX_FIELD: {"id": {"$in": sent}}}}
             )
         return len(events)
+
+    async def _publish(self, event: Event) -> None:
+        """Publishes in the stored trace's context, so the publish span joins that trace."""
+        stored = context_of_traceparent(event.traceparent)
+        token = otel_context.attach(stored) if stored is not None else None
+        try:
+            await self._publisher.publish(
+                event_subject(event.type), event.to_message(), event.headers()
+            )
+        finally:
+            if token is not None:
+                otel_context.detach(token)
 
     async def run(self) -> None:
         """Relays until cancelled; errors (bus or database down) are logged and retried."""

@@ -14,6 +14,7 @@ from storypost_runtime.logs import configure_logging, get_logger
 from storypost_runtime.metrics import RpcMetrics, serve_metrics
 from storypost_runtime.service_auth import Restrictions
 from storypost_runtime.settings import GrpcServerSettings, load_settings
+from storypost_runtime.tracing import configure_tracing
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,15 @@ async def serve(name: str, settings: GrpcServerSettings, build: Builder) -> None
 
 
 def run(name: str, settings: GrpcServerSettings, build: Builder) -> None:
-    """Process entry point: logging, then serve() under asyncio.run()."""
+    """Process entry point: logging and traces (before any channel or client is made: they
+    are instrumented only when tracing is on), then serve() under asyncio.run()."""
     configure_logging(name, settings.log_level)
-    asyncio.run(serve(name, settings, build))
+    traces = configure_tracing(name)
+    try:
+        asyncio.run(serve(name, settings, build))
+    finally:
+        if traces is not None:
+            traces.shutdown()  # exports the spans still batched
 
 
 def main[S: GrpcServerSettings](

@@ -4,6 +4,9 @@ Every replica pulls from one durable consumer, so each event goes to one replica
 An event is acknowledged only after its delivery records are stored; a crash before that
 makes JetStream hand it out again (after the ack wait), and the derived delivery ids make
 the second pass find the records instead of creating new ones.
+
+Each event is handled in a consumer span whose parent is the publish span named by the
+message's `traceparent` header, so its deliveries join the trace of the change that made it.
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from opentelemetry.trace import SpanKind, Tracer
+
+from storypost_runtime.bus import process_span_name
 from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
+from storypost_runtime.tracing import extract, tracer
 from webhook_svc.deliveries import DeliveryStore, NewDelivery, delivery_uuid
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.dispatcher import Dispatcher
@@ -104,8 +111,10 @@ class EventConsumer:
         batch: int,
         max_inflight: int,
         ack_wait_seconds: float,
+        spans: Tracer | None = None,
     ) -> None:
         self._subscription = subscription
+        self._spans = spans or tracer()
         self._webhooks = webhooks
         self._deliveries = store
         self._dispatcher = dispatcher
@@ -201,8 +210,24 @@ class EventConsumer:
     async def _deliver(
         self, message: Message, event: BusEvent, todo: list[tuple[NewDelivery, Webhook]]
     ) -> None:
-        request_id = clean_request_id((message.headers or {}).get(REQUEST_ID_HEADER))
-        with request_scope(request_id):
+        headers = message.headers or {}
+        request_id = clean_request_id(headers.get(REQUEST_ID_HEADER))
+        with (
+            self._spans.start_as_current_span(
+                process_span_name(message.subject),
+                context=extract(headers),
+                kind=SpanKind.CONSUMER,
+                attributes={
+                    "messaging.system": "nats",
+                    "messaging.operation.type": "process",
+                    "messaging.destination.name": message.subject,
+                    "messaging.message.id": event.id,
+                    "storypost.organization_id": event.organization_id,
+                    "storypost.deliveries": len(todo),
+                },
+            ),
+            request_scope(request_id),
+        ):
             if not todo:
                 self._metrics.events.labels("no_subscriber_or_duplicate").inc()
                 await _quietly(message.ack())

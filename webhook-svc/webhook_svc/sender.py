@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from urllib.parse import urlsplit
 
 import certifi
 import httpcore
 import httpx
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Tracer
 
 from storypost_runtime.clock import Clock
+from storypost_runtime.tracing import tracer
 from webhook_svc.deliveries import AttemptResult
 from webhook_svc.signing import SIGNATURE_HEADER, signature
 from webhook_svc.targets import AddressPolicy, GuardedNetworkBackend, RefusedAddress
@@ -66,14 +70,47 @@ def _short(text: str) -> str:
 
 
 class Sender:
-    """POSTs a delivery's body; any 2xx is success, everything else a failed attempt."""
+    """POSTs a delivery's body; any 2xx is success, everything else a failed attempt.
 
-    def __init__(self, client: httpx.AsyncClient, clock: Clock, timeout_seconds: float) -> None:
+    Each attempt is a client span (own code: httpx's instrumentation would also send our
+    `traceparent` to the tenant's receiver, which has no use for our trace ids). Its attributes
+    name the host, not the URL, whose path or query may hold the receiver's secret.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        clock: Clock,
+        timeout_seconds: float,
+        spans: Tracer | None = None,
+    ) -> None:
         self._client = client
         self._clock = clock
         self._timeout = timeout_seconds
+        self._spans = spans or tracer()
 
     async def attempt(
+        self, url: str, delivery_id: str, event: str, body: str, secret: str | None
+    ) -> AttemptResult:
+        with self._spans.start_as_current_span(
+            "webhook delivery",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "http.request.method": "POST",
+                "server.address": urlsplit(url).hostname or "",
+                "storypost.delivery_id": delivery_id,
+                "storypost.event": event,
+            },
+        ) as span:
+            result = await self._attempt(url, delivery_id, event, body, secret)
+            if span.is_recording():
+                if result.status_code:
+                    span.set_attribute("http.response.status_code", result.status_code)
+                if not result.ok:
+                    span.set_status(trace.StatusCode.ERROR, result.error)
+            return result
+
+    async def _attempt(
         self, url: str, delivery_id: str, event: str, body: str, secret: str | None
     ) -> AttemptResult:
         started_at = self._clock.now()
