@@ -15,8 +15,9 @@ class SandboxSettings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8090, ge=0, le=65535)
-    # Worker threads: concurrent requests (a `slow` switch holds one per request).
-    threads: int = Field(default=32, ge=1, le=512)
+    # Worker threads: concurrent requests (a `slow` or `late-answer` switch holds one per
+    # request while it waits; the failure matrix holds dozens at once).
+    threads: int = Field(default=128, ge=1, le=512)
     # When set, the state (accounts, published posts, switches, containers) is kept in
     # <data_dir>/sandbox-state.json and survives restarts; else it lives in memory only.
     data_dir: Path | None = None

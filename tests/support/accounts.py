@@ -76,8 +76,9 @@ async def connect_account(
 async def set_switch(
     stack: StackHandle, platform: str, mode: str, *, account: str | None = None, **extra: Any
 ) -> dict[str, Any]:
-    """mode: ok, fail (message=, status=), slow (seconds=), offline, rate-limited
-    (retryAfterSeconds=), token-expired. `account`: id or username; None: the whole platform."""
+    """mode: ok, fail (message=, status=), slow (seconds=), late-answer (seconds=), offline,
+    rate-limited (retryAfterSeconds=), token-expired; endpoint= and times= limit it to some
+    calls. `account`: id or username; None: the whole platform."""
     body: dict[str, Any] = {"platform": platform, "mode": mode, **extra}
     if account:
         body["account"] = account
@@ -123,6 +124,27 @@ async def published(
     answer.raise_for_status()
     items: list[dict[str, Any]] = answer.json()["published"]
     return items
+
+
+async def held(stack: StackHandle) -> list[dict[str, Any]]:
+    """The calls the sandbox performed whose answers a late-answer switch holds right now."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        answer = await http.get(f"{sandbox_url(stack)}/_sandbox/held")
+    answer.raise_for_status()
+    items: list[dict[str, Any]] = answer.json()["held"]
+    return items
+
+
+async def release_held(
+    stack: StackHandle, platform: str | None = None, account: str | None = None
+) -> int:
+    """Answers held calls at once (all, a platform's, or one account's)."""
+    params = {k: v for k, v in (("platform", platform), ("account", account)) if v}
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        answer = await http.delete(f"{sandbox_url(stack)}/_sandbox/held", params=params)
+    answer.raise_for_status()
+    released: int = answer.json()["released"]
+    return released
 
 
 def in_process_sandbox(**settings: Any) -> Sandbox:
