@@ -80,8 +80,8 @@ def lower(pids: set[int], nice: int, proc: Path = Path("/proc")) -> None:
                 continue
 
 
-def lower_sessions(nice: int, proc: Path = Path("/proc")) -> list[int]:
-    """Sets the autogroup nice value of every process below this one that runs in a
+def lower_sessions(nice: int, proc: Path = Path("/proc"), root: int | None = None) -> list[int]:
+    """Sets the autogroup nice value of every process below this one (or `root`) that runs in a
     scheduling group other than this process's own to at least `nice`; returns the
     pids whose group it lowered (one per session in practice). Children in this process's
     group (ffmpeg) are left alone: lowering their group would lower this service.
@@ -92,7 +92,7 @@ def lower_sessions(nice: int, proc: Path = Path("/proc")) -> list[int]:
     if own is None:
         return []  # the kernel has no autogroup: the threads' nice values already count
     lowered = []
-    for pid in descendants(os.getpid(), processes(proc)):
+    for pid in descendants(os.getpid() if root is None else root, processes(proc)):
         path = proc / str(pid) / "autogroup"
         group = _autogroup(path)
         if group is None or group[0] == own[0] or group[1] >= nice:
