@@ -335,7 +335,6 @@ def methods_module(procedures: Iterable[Procedure], *, is_async: bool) -> str:
     lines = [
         HEADER.format(v=CATALOG_VERSION).rstrip("\n"),
         # `timeout` is the HTTP read timeout handed to httpx, not a cancel scope.
-        *(["# ruff: noqa: ASYNC109"] if is_async else []),
         f'"""One typed method per procedure for the {kind} client (generated)."""',
         "",
         "from __future__ import annotations",
@@ -414,13 +413,35 @@ def types_module(procedures: Iterable[Procedure]) -> str:
         '"""Request and response types of every procedure, from the catalog\'s JSON Schemas."""',
         "",
         # No `from __future__ import annotations`: TypedDict must see NotRequired at runtime.
-        f"from typing import {', '.join(typing)}",
+        *typing_imports(typing),
     ]
     for name, values in registry.aliases.items():
         lines += ["", *alias_lines(name, values)]
     for name in order:
         lines += ["", "", *registry.classes[name]]
     return "\n".join(lines) + "\n"
+
+
+# typing has NotRequired from Python 3.11 on; on 3.10 (the oldest the SDK supports) both it and a
+# TypedDict that honours it come from typing_extensions.
+BACKPORTED = ("NotRequired", "TypedDict")
+
+
+def typing_imports(names: list[str]) -> list[str]:
+    """The types module's typing imports, with NotRequired from typing_extensions on 3.10."""
+    backported = [name for name in names if name in BACKPORTED]
+    if "NotRequired" not in backported:
+        return [f"from typing import {', '.join(names)}"]
+    plain = [name for name in names if name not in BACKPORTED]
+    return [
+        "import sys",
+        f"from typing import {', '.join(plain)}",
+        "",
+        "if sys.version_info >= (3, 11):",
+        f"    from typing import {', '.join(backported)}",
+        "else:",
+        f"    from typing_extensions import {', '.join(backported)}",
+    ]
 
 
 def procedures_module(procedures: Iterable[Procedure]) -> str:

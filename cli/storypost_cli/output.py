@@ -8,13 +8,26 @@ from typing import Any, NoReturn
 
 import grpc
 
+from storypost_client.cli.exits import (
+    EXIT_AUTH,
+    EXIT_BAD_INPUT,
+    EXIT_RATE_LIMITED,
+    EXIT_SERVER,
+    EXIT_UNAVAILABLE,
+)
 from storypost_runtime.status import details_from
 
-EXIT_BAD_INPUT = 3
-EXIT_AUTH = 4
-EXIT_RATE_LIMITED = 5
-EXIT_UNAVAILABLE = 6
-EXIT_SERVER = 7
+# The exit codes are the caller CLI's (storypost_client.cli.exits), shared by every command.
+__all__ = [
+    "EXIT_AUTH",
+    "EXIT_BAD_INPUT",
+    "EXIT_RATE_LIMITED",
+    "EXIT_SERVER",
+    "EXIT_UNAVAILABLE",
+    "fail",
+    "fail_rpc",
+    "print_json",
+]
 
 _EXIT_FOR_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: EXIT_BAD_INPUT,

@@ -1,8 +1,5 @@
 """`AsyncStorypostClient`: the asyncio client, the same surface as `StorypostClient`."""
 
-# `timeout` parameters here are HTTP read timeouts and polling deadlines, not cancel scopes.
-# ruff: noqa: ASYNC109
-
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
@@ -42,6 +39,9 @@ from storypost_client.uploads import (
     inline_body,
     plan_upload,
 )
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11+: annotations only
 
 StatusHook = Callable[[Mapping[str, Any]], None]
 

@@ -20,12 +20,13 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from storypost_client.errors import ApiError, RateLimitedError, StorypostError
 from storypost_client.generated.procedures import ProcedureName
 from storypost_client.generated.types import CreateDraftRequest, SchedulePhotoappStoryRequest
+from storypost_client.isodate import parse_iso
 from storypost_client.polling import KINDS
 from storypost_client.retry import RetryPolicy
 from storypost_client.transport import iso_date
@@ -213,7 +214,7 @@ def cell_text(value: Any) -> str | None:
 def parse_date(text: str, what: str = "date") -> datetime:
     """An ISO 8601 date-time with a UTC offset (a time without a zone is ambiguous)."""
     try:
-        when = datetime.fromisoformat(text.strip())
+        when = parse_iso(text.strip())
     except ValueError:
         raise ValueError(
             f"{what} {text!r} is not an ISO 8601 date-time (e.g. 2026-07-01T09:30:00Z)"
@@ -435,7 +436,7 @@ def _plan(
         raise TemplateError("the name template has an empty {{}}")
     used = tuple(dict.fromkeys(placeholders(template) + placeholders(name_template or "")))
     needed = tuple(dict.fromkeys(used + ((when.at_column,) if when.at_column else ())))
-    moment = now or datetime.now(UTC)
+    moment = now or datetime.now(timezone.utc)
     data: list[Any] = list(rows)  # JSON data may hold other things than objects
     columns = tuple(
         dict.fromkeys(key for row in data if isinstance(row, Mapping) for key in row if key)

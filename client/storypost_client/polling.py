@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
 
-KindName = Literal["story", "reel", "clipapp", "social", "draft"]
+from storypost_client.kinds import KindName
+
+__all__ = ["KINDS", "Kind", "KindName", "PollPolicy", "kind_of"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
@@ -37,6 +37,9 @@ from storypost_client.uploads import (
     plan_upload,
     read_chunks,
 )
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11+: annotations only
 
 StatusHook = Callable[[Mapping[str, Any]], None]
 

@@ -6,7 +6,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import httpx
@@ -23,8 +23,8 @@ from storypost_client.errors import (
 from storypost_client.generated.procedures import PROCEDURES
 from storypost_client.procedure import ProcedureInfo, unknown_procedure
 from storypost_client.retry import RetryPolicy
+from storypost_client.version import __version__
 
-__version__ = "0.1.0"
 USER_AGENT = f"storypost-client-python/{__version__}"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
@@ -51,8 +51,8 @@ def iso_date(value: str | datetime) -> str:
     if isinstance(value, str):
         return value
     if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError("a date needs a timezone, e.g. datetime.now(UTC)")
-    text = value.astimezone(UTC).isoformat(
+        raise ValueError("a date needs a timezone, e.g. datetime.now(timezone.utc)")
+    text = value.astimezone(timezone.utc).isoformat(
         timespec="milliseconds" if value.microsecond else "seconds"
     )
     return text.replace("+00:00", "Z")

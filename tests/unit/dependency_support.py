@@ -71,6 +71,7 @@ def every_requirement() -> list[Requirement]:
     return [
         *requirements(project()["optional-dependencies"]),
         *(Requirement(r) for r in client_project()["dependencies"]),
+        *(Requirement(r) for e in client_project()["optional-dependencies"].values() for r in e),
         *(Requirement(r) for r in build),
     ]
 

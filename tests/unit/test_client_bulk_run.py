@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from storypost_cli.__main__ import main
-from storypost_cli.callers.bulk import EXIT_ROWS_FAILED
 from storypost_cli.output import EXIT_BAD_INPUT
 from storypost_client import AsyncStorypostClient, RetryPolicy, StorypostClient
 from storypost_client.bulk import BadRowsError, RowResult
 from storypost_client.bulk_files import read_results
+from storypost_client.cli.exits import EXIT_ROWS_FAILED
 from tests.unit.test_client_support import Reply, Seen, scripted
 
 TOKEN = "sp_bulk-test-token"

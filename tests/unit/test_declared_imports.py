@@ -3,9 +3,11 @@
 Each component (an image, the CLI, the SDK, the test suite) is read with `ast`: its own modules
 and every first-party module they import, transitively, at any depth (an import inside a
 function runs too). Imports under `if TYPE_CHECKING:` and imports guarded by
-`except ImportError` are optional and left out. Each imported module is mapped to the
-distribution that installs it (importlib.metadata.packages_distributions()); that distribution
-must be required by the component's extras, not merely pulled in by something else.
+`except ImportError` are optional and left out; of `if sys.version_info …:`, only the branch
+this Python takes is read (the SDK imports typing_extensions on 3.10 only, declared so). Each
+imported module is mapped to the distribution that installs it
+(importlib.metadata.packages_distributions()); that distribution must be required by the
+component's extras, not merely pulled in by something else.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ COMPONENTS: Mapping[str, tuple[str, ...]] = {
     "bench": ("all", "dev"),
 }
 CLIENT = "client/storypost_client"
+# The SDK's caller CLI: installed with the SDK's `cli` extra; the rest of the SDK without it.
+CLIENT_CLI = "client/storypost_client/cli"
 SKIPPED_FILES = ("_pb2.py", "_pb2_grpc.py")
 
 
@@ -91,11 +95,30 @@ def is_type_checking(node: ast.If) -> bool:
     )
 
 
+def version_check(node: ast.If) -> bool | None:
+    """Whether this Python takes an `if sys.version_info >= (3, 11):`; None for other tests."""
+    test = node.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and ast.unparse(test.left) == "sys.version_info"
+    ):
+        return None
+    bound = ast.literal_eval(test.comparators[0])
+    operators = {ast.GtE: "__ge__", ast.Gt: "__gt__", ast.Lt: "__lt__", ast.LtE: "__le__"}
+    operator = operators.get(type(test.ops[0]))
+    return None if operator is None else bool(getattr(sys.version_info, operator)(bound))
+
+
 def imports_of(tree: ast.AST, path: Path, package: str) -> Iterator[Import]:
     """Absolute module names imported by `tree`, skipping optional and type-only imports."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.If) and is_type_checking(node):
-            yield from (i for child in node.orelse for i in imports_of(child, path, package))
+            yield from imports_of(ast.Module(node.orelse, []), path, package)
+            continue
+        if isinstance(node, ast.If) and (taken := version_check(node)) is not None:
+            branch = node.body if taken else node.orelse
+            yield from imports_of(ast.Module(branch, []), path, package)
             continue
         if isinstance(node, ast.Try) and is_import_guard(node):
             for part in (node.orelse, node.finalbody):
@@ -165,10 +188,12 @@ def package_of(path: Path) -> str:
     return ".".join(parts if path.name == "__init__.py" else parts[:-1])
 
 
-def third_party_imports(start: Path) -> list[Import]:
+def third_party_imports(start: Path, *, leaving: Path | None = None) -> list[Import]:
     """Third-party imports of the files under `start` and of every first-party module they
-    import, transitively."""
+    import, transitively (the files under `leaving` left out)."""
     pending = python_files(start)
+    if leaving is not None:
+        pending = [f for f in pending if not f.is_relative_to(leaving)]
     seen: set[Path] = set()
     found: list[Import] = []
     while pending:
@@ -227,9 +252,12 @@ def distributions_of(module: str) -> set[NormalizedName]:
     return {canonicalize_name(d) for d in candidates}
 
 
-def undeclared(start: str, declared: set[NormalizedName]) -> list[str]:
+def undeclared(
+    start: str, declared: set[NormalizedName], *, leaving: str | None = None
+) -> list[str]:
     problems = []
-    for imported in third_party_imports(ROOT / start):
+    left_out = None if leaving is None else ROOT / leaving
+    for imported in third_party_imports(ROOT / start, leaving=left_out):
         owners = distributions_of(imported.module)
         where = f"{imported.path.relative_to(ROOT)}:{imported.line}"
         if not owners:
@@ -257,8 +285,27 @@ def test_each_component_declares_every_package_it_imports() -> None:
 
 def test_the_sdk_declares_every_package_it_imports() -> None:
     declared = names(Requirement(r) for r in client_project()["dependencies"])
-    problems = undeclared(CLIENT, declared)
+    problems = undeclared(CLIENT, declared, leaving=CLIENT_CLI)
     assert not problems, "declare these in client/pyproject.toml:\n" + "\n".join(problems)
+
+
+def test_the_sdk_cli_extra_declares_every_package_the_caller_cli_imports() -> None:
+    client = client_project()
+    declared = names(
+        Requirement(r) for r in [*client["dependencies"], *client["optional-dependencies"]["cli"]]
+    )
+    problems = undeclared(CLIENT_CLI, declared)
+    assert not problems, "declare these in client/pyproject.toml's cli extra:\n" + "\n".join(
+        problems
+    )
+
+
+def test_the_walk_reads_only_the_branch_of_a_version_check_this_python_takes() -> None:
+    tree = ast.parse(
+        "import sys\nif sys.version_info >= (3, 11):\n    import tomllib\nelse:\n    import tomli\n"
+    )
+    modules = {i.module for i in imports_of(tree, Path("x.py"), "")}
+    assert modules == {"sys", "tomllib"}
 
 
 def test_the_walk_follows_first_party_imports_and_skips_optional_ones() -> None:

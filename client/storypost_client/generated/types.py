@@ -2,7 +2,13 @@
 # Do not edit: change edge/edge/catalog/ and run `.venv/bin/python scripts/gen_client.py`.
 """Request and response types of every procedure, from the catalog's JSON Schemas."""
 
-from typing import Any, Literal, NotRequired, TypedDict
+import sys
+from typing import Any, Literal
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, TypedDict
+else:
+    from typing_extensions import NotRequired, TypedDict
 
 PostStatus = Literal["scheduled", "in-progress", "executed", "failed", "canceled"]
 

@@ -12,8 +12,9 @@ from pathlib import Path
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
 from storypost.render.v1 import render_pb2, render_pb2_grpc
 from storypost.testing.stack import StackHandle
-from storypost_cli.callers.bulk import EXIT_ROWS_FAILED, default_results_path
 from storypost_client.bulk_files import read_results
+from storypost_client.cli.bulk import default_results_path
+from storypost_client.cli.exits import EXIT_ROWS_FAILED
 from tests.integration.client.conftest import Ran, Storypost
 from tests.support.accounts import connect_account
 from tests.support.api import Api, Org

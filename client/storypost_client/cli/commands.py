@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
+from storypost_client.cli import accounts, bulk, drafts, login, lookup, media, posts
+from storypost_client.cli.parsing import Subparsers
 
-from storypost_cli.callers import accounts, bulk, drafts, login, lookup, media, posts
 
-
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Adds the caller commands beside `admin` and `dev`."""
+def register(commands: Subparsers) -> None:
+    """Adds the caller commands (beside `admin` and `dev` in the server's `storypost`)."""
     login.register(commands)
     posts.register(commands)
     drafts.register(commands)

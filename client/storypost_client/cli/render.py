@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from storypost_client import ApiError, BadRequestError, StorypostError
+if TYPE_CHECKING:
+    from storypost_client.errors import ApiError, StorypostError
 
 # Wide enough that URLs and UUIDs in tables are not wrapped when output goes to a pipe.
 PIPE_WIDTH = 200
@@ -69,6 +70,8 @@ def fail(text: str, code: int) -> NoReturn:
 def api_error(error: ApiError, *, json_output: bool) -> None:
     """An error answer: its message (and validation explanations) on stderr; with --json,
     also the error body on stdout."""
+    from storypost_client.errors import BadRequestError
+
     message(f"{error.procedure}: {error.error_message} (HTTP {error.status})")
     if isinstance(error, BadRequestError) and error.validation_error_explanation:
         for key, explanations in error.validation_error_explanation.items():
@@ -81,11 +84,15 @@ def api_error(error: ApiError, *, json_output: bool) -> None:
 
 def retrying(attempt: int, delay: float, error: StorypostError) -> None:
     """The client's retry hook: one line per retry, so a slow command explains itself."""
+    from storypost_client.errors import ApiError
+
     reason = f"HTTP {error.status}" if isinstance(error, ApiError) else "no answer"
     message(f"{reason} ({_short(error)}); attempt {attempt + 1} in {delay:.1f} s")
 
 
 def _short(error: StorypostError) -> str:
+    from storypost_client.errors import ApiError
+
     return error.error_message if isinstance(error, ApiError) else str(error)
 
 

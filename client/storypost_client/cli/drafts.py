@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from storypost_cli.callers import inputs, render
-from storypost_cli.callers.session import common_options, handler
-from storypost_client import StorypostClient
+from storypost_client.cli import inputs, render
+from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.spinner import rendering
 
-type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from storypost_client import StorypostClient
 
 
 def create(client: StorypostClient, args: argparse.Namespace) -> int:
     html, url = inputs.page(args)
-    answer = client.create_draft(
-        html=html, url=url, draft_uuid=args.uuid, name=args.name, folder_name=args.folder
-    )
+    with rendering("create-draft"):
+        answer = client.create_draft(
+            html=html, url=url, draft_uuid=args.uuid, name=args.name, folder_name=args.folder
+        )
     return inputs.finish(client, args, "draft", answer["draftUuid"], dict(answer))
 
 

@@ -3,33 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import os
 import sys
 
-from storypost_cli.callers import profile, render
-from storypost_cli.callers.session import common_options, exit_code_for
-from storypost_cli.output import EXIT_AUTH, EXIT_BAD_INPUT
-from storypost_client import (
-    ApiError,
-    AuthenticationError,
-    NotFoundError,
-    RetryPolicy,
-    StorypostClient,
-    StorypostError,
-)
-
-type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+from storypost_client.cli import render
+from storypost_client.cli.exits import EXIT_AUTH, EXIT_BAD_INPUT
+from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.session import common_options, exit_code_for
 
 
 def read_token(args: argparse.Namespace) -> str:
     """From stdin (--token-stdin), $STORYPOST_API_TOKEN, or a hidden prompt on a terminal:
     never from the command line, where other users and the shell history would see it."""
+    from storypost_client.cli import profile
+
     if args.token_stdin:
         token = sys.stdin.readline().strip()
     elif os.environ.get(profile.TOKEN_ENV):
         token = os.environ[profile.TOKEN_ENV]
     elif sys.stdin.isatty():
+        import getpass
+
         token = getpass.getpass("API token: ").strip()
     else:
         render.fail("pass the token on standard input with --token-stdin", EXIT_BAD_INPUT)
@@ -39,6 +33,16 @@ def read_token(args: argparse.Namespace) -> str:
 
 
 def login(args: argparse.Namespace) -> None:
+    from storypost_client.cli import profile
+    from storypost_client.errors import (
+        ApiError,
+        AuthenticationError,
+        NotFoundError,
+        StorypostError,
+    )
+    from storypost_client.retry import RetryPolicy
+    from storypost_client.sync_client import StorypostClient
+
     base_url = (args.base_url or os.environ.get(profile.BASE_URL_ENV) or "").rstrip("/")
     if not base_url:
         render.fail(
@@ -72,6 +76,8 @@ def login(args: argparse.Namespace) -> None:
 
 
 def logout(args: argparse.Namespace) -> None:
+    from storypost_client.cli import profile
+
     path = profile.config_path()
     forgotten = profile.forget(path)
     if args.json:

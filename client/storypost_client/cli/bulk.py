@@ -11,18 +11,16 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from storypost_cli.callers import inputs, render
-from storypost_cli.callers.session import common_options, handler
-from storypost_client import StorypostClient
-from storypost_client.bulk import FAILED, BulkProgress, BulkReport, RowResult
-from storypost_client.bulk_files import read_results, read_rows, result_record, write_results
+from storypost_client.cli import inputs, render
+from storypost_client.cli.exits import EXIT_ROWS_FAILED
+from storypost_client.cli.parsing import Subparsers, subcommands
+from storypost_client.cli.session import common_options, handler
 
-type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
-
-# Some rows failed at the API (the others were sent): see the summary and the results file.
-EXIT_ROWS_FAILED = 10
+if TYPE_CHECKING:
+    from storypost_client import StorypostClient
+    from storypost_client.bulk import BulkProgress, BulkReport, RowResult
 
 
 def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
@@ -70,6 +68,8 @@ def default_results_path(data: Path) -> Path:
 
 
 def _files(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]], Path, list[RowResult]]:
+    from storypost_client.bulk_files import read_results, read_rows
+
     template = inputs.read_text(args.template)
     data = Path(args.data)
     rows = read_rows(data)
@@ -81,6 +81,9 @@ def _files(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]], Path, l
 
 
 def _finish(report: BulkReport, results: Path, *, json_output: bool) -> int:
+    from storypost_client.bulk import FAILED
+    from storypost_client.bulk_files import result_record, write_results
+
     write_results(results, report.results)
     counts = report.counts()
     if json_output:
@@ -157,15 +160,6 @@ def _rich_bar(what: str) -> Iterator[BulkProgress]:
         yield report
 
 
-def _subcommands(commands: Subparsers, name: str) -> Subparsers:
-    """The ACTION subparsers of the `name` command (registered by posts.py or drafts.py)."""
-    parser = commands.choices[name]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    raise LookupError(f"`storypost {name}` has no subcommands")
-
-
 def _common_bulk_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--template", required=True, metavar="FILE", help="the page, with {{column}} placeholders"
@@ -209,7 +203,7 @@ def _common_bulk_options(parser: argparse.ArgumentParser) -> None:
 
 def register(commands: Subparsers) -> None:
     common = common_options()
-    story = _subcommands(commands, "story").add_parser(
+    story = subcommands(commands, "story").add_parser(
         "bulk",
         parents=[common],
         help="one story per row of a data file",
@@ -234,7 +228,7 @@ def register(commands: Subparsers) -> None:
     story.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
     story.set_defaults(handler=handler(story_bulk))
 
-    draft = _subcommands(commands, "draft").add_parser(
+    draft = subcommands(commands, "draft").add_parser(
         "bulk",
         parents=[common],
         help="one draft per row of a data file",

@@ -7,13 +7,16 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from storypost_cli.callers import render
-from storypost_cli.callers.session import common_options, handler
-from storypost_client import StorypostClient
-from storypost_client.uploads import Progress, UploadMethod
+from storypost_client.cli import render
+from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.session import common_options, handler
 
-type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from storypost_client import StorypostClient
+    from storypost_client.uploads import Progress, UploadMethod
+
 # Plain progress lines (no terminal) every this many percent.
 PLAIN_STEP_PERCENT = 10
 

@@ -3,83 +3,91 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from storypost_cli.callers import inputs, render
-from storypost_cli.callers.session import common_options, handler
-from storypost_client import StorypostClient
-from storypost_client.generated.types import PrivacyLevel
+from storypost_client.cli import inputs, render
+from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.spinner import rendering
 
-type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from storypost_client import StorypostClient
+    from storypost_client.generated.types import PrivacyLevel
+
 PRIVACY_LEVELS = ("PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY")
 
 
 def schedule_story(client: StorypostClient, args: argparse.Namespace) -> int:
     html, url = inputs.page(args)
-    answer = client.schedule_photoapp_story(
-        html=html,
-        url=url,
-        photoapp_username=args.account,
-        story_post_uuid=args.uuid,
-        date=_date(args),
-        ai_generated=args.ai_generated or None,
-        share_to_linknet=args.share_to_linknet or None,
-        linknet_destination_id=args.linknet_destination,
-    )
+    with rendering("schedule-photoapp-story"):
+        answer = client.schedule_photoapp_story(
+            html=html,
+            url=url,
+            photoapp_username=args.account,
+            story_post_uuid=args.uuid,
+            date=_date(args),
+            ai_generated=args.ai_generated or None,
+            share_to_linknet=args.share_to_linknet or None,
+            linknet_destination_id=args.linknet_destination,
+        )
     return inputs.finish(client, args, "story", answer["storyPostUuid"], dict(answer))
 
 
 def schedule_reel(client: StorypostClient, args: argparse.Namespace) -> int:
     html, url = inputs.page(args)
-    answer = client.schedule_photoapp_reel(
-        html=html,
-        url=url,
-        photoapp_username=args.account,
-        reel_post_uuid=args.uuid,
-        caption=args.caption,
-        date=_date(args),
-        share_to_feed=args.share_to_feed,
-        ai_generated=args.ai_generated or None,
-        share_to_linknet=args.share_to_linknet,
-    )
+    with rendering("schedule-photoapp-reel"):
+        answer = client.schedule_photoapp_reel(
+            html=html,
+            url=url,
+            photoapp_username=args.account,
+            reel_post_uuid=args.uuid,
+            caption=args.caption,
+            date=_date(args),
+            share_to_feed=args.share_to_feed,
+            ai_generated=args.ai_generated or None,
+            share_to_linknet=args.share_to_linknet,
+        )
     return inputs.finish(client, args, "reel", answer["reelPostUuid"], dict(answer))
 
 
 def schedule_clipapp(client: StorypostClient, args: argparse.Namespace) -> int:
     html, url = inputs.page(args)
     privacy: PrivacyLevel | None = args.privacy
-    answer = client.schedule_clipapp_post(
-        html=html,
-        url=url,
-        clipapp_account_id=args.account,
-        clipapp_post_uuid=args.uuid,
-        date=_date(args),
-        title=args.title,
-        description=args.description,
-        privacy_level=privacy,
-        video_cover_timestamp_ms=args.cover_ms,
-        disable_duet=args.disable_duet or None,
-        disable_comment=args.disable_comment or None,
-        disable_stitch=args.disable_stitch or None,
-        brand_organic=args.brand_organic or None,
-        branded_content=args.branded_content or None,
-        ai_generated=args.ai_generated or None,
-        auto_audio=args.auto_audio or None,
-    )
+    with rendering("schedule-clipapp-post"):
+        answer = client.schedule_clipapp_post(
+            html=html,
+            url=url,
+            clipapp_account_id=args.account,
+            clipapp_post_uuid=args.uuid,
+            date=_date(args),
+            title=args.title,
+            description=args.description,
+            privacy_level=privacy,
+            video_cover_timestamp_ms=args.cover_ms,
+            disable_duet=args.disable_duet or None,
+            disable_comment=args.disable_comment or None,
+            disable_stitch=args.disable_stitch or None,
+            brand_organic=args.brand_organic or None,
+            branded_content=args.branded_content or None,
+            ai_generated=args.ai_generated or None,
+            auto_audio=args.auto_audio or None,
+        )
     return inputs.finish(client, args, "clipapp", answer["clipappPostUuid"], dict(answer))
 
 
 def schedule_social(client: StorypostClient, args: argparse.Namespace) -> int:
     html, url = inputs.page(args)
-    answer = client.schedule_social_post(
-        html=html,
-        url=url,
-        social_account_id=args.account,
-        post_type=args.post_type,
-        social_post_uuid=args.uuid,
-        text=args.text,
-        options=inputs.parse_options(args.option, args.options),
-        date=_date(args),
-    )
+    with rendering("schedule-social-post"):
+        answer = client.schedule_social_post(
+            html=html,
+            url=url,
+            social_account_id=args.account,
+            post_type=args.post_type,
+            social_post_uuid=args.uuid,
+            text=args.text,
+            options=inputs.parse_options(args.option, args.options),
+            date=_date(args),
+        )
     return inputs.finish(client, args, "social", answer["socialPostUuid"], dict(answer))
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from storypost_cli.callers import render
-from storypost_cli.callers.session import EXIT_NOT_PUBLISHED
-from storypost_client import KINDS, StorypostClient
-from storypost_client.polling import KindName
+from storypost_client.cli import render
+from storypost_client.cli.exits import EXIT_NOT_PUBLISHED
+from storypost_client.cli.spinner import spinning
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from storypost_client import StorypostClient
+    from storypost_client.polling import KindName
 
 DEFAULT_WAIT_SECONDS = 900.0
 
@@ -49,10 +53,12 @@ def add_date_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 def parse_at(text: str | None) -> datetime | None:
     """--at: an ISO 8601 date-time with an offset (a time without a zone is ambiguous)."""
+    from storypost_client.isodate import parse_iso
+
     if text is None:
         return None
     try:
-        when = datetime.fromisoformat(text)
+        when = parse_iso(text)
     except ValueError:
         raise ValueError(f"--at {text!r}: not an ISO 8601 date-time") from None
     if when.tzinfo is None:
@@ -100,22 +106,28 @@ def finish(
     answer: dict[str, Any],
 ) -> int:
     """Prints the answer, or with --wait polls to a final state and prints that."""
+    from datetime import datetime, timezone
+
+    from storypost_client.polling import KINDS
+
     if not getattr(args, "wait", False):
         render.result(answer, json_output=args.json)
         return 0
     seconds = args.wait_timeout
     at = parse_at(getattr(args, "at", None))
     if at is not None:
-        seconds += max(0.0, (at - datetime.now(UTC)).total_seconds())
+        seconds += max(0.0, (at - datetime.now(timezone.utc)).total_seconds())
     last: list[str] = []
+    with spinning(f"{kind} {uuid}: waiting") as relabel:
 
-    def on_status(status: Any) -> None:
-        current = str(status.get("status"))
-        if last != [current]:
-            render.message(f"{kind} {uuid}: {current}")
-            last[:] = [current]
+        def on_status(status: Any) -> None:
+            current = str(status.get("status"))
+            if last != [current]:
+                render.message(f"{kind} {uuid}: {current}")
+                relabel(f"{kind} {uuid}: {current}")
+                last[:] = [current]
 
-    final = client.wait_for(kind, uuid, timeout=seconds, on_status=on_status)
+        final = client.wait_for(kind, uuid, timeout=seconds, on_status=on_status)
     if "warnings" in answer:
         final = {**final, "warnings": answer["warnings"]}
     render.result(final, json_output=args.json)

@@ -6,39 +6,25 @@ import argparse
 import functools
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
-import httpx
-
-from storypost_cli.callers import profile, render
-from storypost_cli.output import (
+from storypost_client.cli import render
+from storypost_client.cli.exits import (
     EXIT_AUTH,
     EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
     EXIT_RATE_LIMITED,
     EXIT_SERVER,
+    EXIT_STILL_PENDING,
     EXIT_UNAVAILABLE,
 )
-from storypost_client import (
-    ApiConnectionError,
-    ApiError,
-    AuthenticationError,
-    BadRequestError,
-    NotFoundError,
-    PayloadTooLargeError,
-    RateLimitedError,
-    RetryPolicy,
-    StorypostClient,
-    StorypostError,
-    UnavailableError,
-    UploadError,
-    WaitTimeoutError,
-)
 
-# Exit codes of `--wait` beyond the shared ones of storypost_cli.output.
-EXIT_NOT_PUBLISHED = 8  # the post or draft ended failed, canceled or deleted
-EXIT_STILL_PENDING = 9  # --wait-timeout passed before a final state
+# The SDK and httpx are imported when a command runs, not to parse it or print its help.
+if TYPE_CHECKING:
+    from storypost_client import StorypostClient
 
 # A command gets the client and its arguments and returns its exit code.
-Command = Callable[[StorypostClient, argparse.Namespace], int]
+Command: TypeAlias = "Callable[[StorypostClient, argparse.Namespace], int]"
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -62,6 +48,18 @@ def common_options() -> argparse.ArgumentParser:
 
 def exit_code_for(error: Exception) -> int:
     """The exit code of a failure: bad input, auth, rate limit, unavailable or server."""
+    from storypost_client.errors import (
+        ApiConnectionError,
+        AuthenticationError,
+        BadRequestError,
+        NotFoundError,
+        PayloadTooLargeError,
+        RateLimitedError,
+        UnavailableError,
+        UploadError,
+        WaitTimeoutError,
+    )
+
     match error:
         case BadRequestError() | NotFoundError() | PayloadTooLargeError() | ValueError():
             return EXIT_BAD_INPUT
@@ -80,6 +78,10 @@ def exit_code_for(error: Exception) -> int:
 
 
 def build_client(args: argparse.Namespace) -> StorypostClient:
+    from storypost_client.cli import profile
+    from storypost_client.retry import RetryPolicy
+    from storypost_client.sync_client import StorypostClient
+
     path = profile.config_path()
     login = profile.resolve(args.base_url, os.environ, path)
     if login is None:
@@ -103,6 +105,10 @@ class NotLoggedIn(Exception):
 
 def run(command: Command, args: argparse.Namespace) -> None:
     """Runs a command with a client; every failure becomes a message and its exit code."""
+    import httpx
+
+    from storypost_client.errors import ApiError, StorypostError
+
     try:
         client = build_client(args)
     except NotLoggedIn as error:
@@ -126,7 +132,7 @@ def run(command: Command, args: argparse.Namespace) -> None:
             code = EXIT_UNAVAILABLE
         except KeyboardInterrupt:
             render.message("interrupted")
-            code = 130
+            code = EXIT_INTERRUPTED
     raise SystemExit(code)
 
 

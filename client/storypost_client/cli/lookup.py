@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from storypost_cli.callers import inputs, render
-from storypost_cli.callers.session import common_options, handler
-from storypost_client import KINDS, StorypostClient
+from storypost_client.cli import inputs, render
+from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.spinner import rendering
+from storypost_client.kinds import KIND_NAMES
 
-type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from storypost_client import StorypostClient
 
 
 def status(client: StorypostClient, args: argparse.Namespace) -> int:
+    from storypost_client.polling import KINDS
+
     kind = KINDS[args.kind]
     # With --wait the first poll is the status call itself.
     answer = {} if args.wait else client.call(kind.status_procedure, {kind.uuid_field: args.uuid})
@@ -30,8 +35,13 @@ def new_uuid(client: StorypostClient, args: argparse.Namespace) -> int:
 
 
 def call(client: StorypostClient, args: argparse.Namespace) -> int:
+    from storypost_client.generated.procedures import PROCEDURES
+
     body = _body(args.body)
-    render.as_json(client.call(args.procedure, body))
+    info = PROCEDURES.get(args.procedure)
+    with rendering(args.procedure, enabled=info is not None and info.render_input):
+        answer = client.call(args.procedure, body)
+    render.as_json(answer)
     return 0
 
 
@@ -52,7 +62,7 @@ def register(commands: Subparsers) -> None:
     p = commands.add_parser(
         "status", parents=[common], help="status of a story, reel, clipapp/social post or draft"
     )
-    p.add_argument("kind", choices=tuple(KINDS), metavar="KIND", help=", ".join(KINDS))
+    p.add_argument("kind", choices=KIND_NAMES, metavar="KIND", help=", ".join(KIND_NAMES))
     p.add_argument("uuid", metavar="UUID")
     inputs.add_wait_options(p, "in a final state")
     p.set_defaults(handler=handler(status))

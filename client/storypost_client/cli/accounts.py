@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from storypost_cli.callers import render
-from storypost_cli.callers.session import common_options, handler
-from storypost_client import StorypostClient
+from storypost_client.cli import render
+from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.session import common_options, handler
 
-type Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from storypost_client import StorypostClient
 
 
 def list_accounts(client: StorypostClient, args: argparse.Namespace) -> int:
