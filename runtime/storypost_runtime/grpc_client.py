@@ -6,7 +6,8 @@ max connection age makes clients re-resolve, so replicas added later get calls t
 
 When tracing is on (storypost_runtime.tracing), every call is a client span and carries the
 W3C `traceparent` in its metadata (opentelemetry-instrumentation-grpc's interceptors, which
-support both the blocking and the asyncio API); when it is off no interceptor is added.
+support both the blocking and the asyncio API); when it is off no interceptor is added and the
+instrumentation is not even imported.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-from opentelemetry.instrumentation.grpc import aio_client_interceptors, client_interceptor
-from opentelemetry.instrumentation.grpc.grpcext import intercept_channel
 from opentelemetry.trace import TracerProvider
 
 from storypost_runtime.context import REQUEST_ID_METADATA_KEY, current_request_id
@@ -96,6 +95,8 @@ def aio_channel(
     interceptors: list[Any] = [_AioDefaults(default_timeout, signer, wait_for_ready)]
     provider = provider_for(tracer_provider)
     if provider is not None:
+        from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
         # After ours: the span covers the call as sent, with the metadata ours added.
         # The instrumentation package ships no type hints.
         interceptors += aio_client_interceptors(tracer_provider=provider)  # type: ignore[no-untyped-call]
@@ -113,6 +114,9 @@ def sync_channel(
     channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
     provider = provider_for(tracer_provider)
     if provider is not None:
+        from opentelemetry.instrumentation.grpc import client_interceptor
+        from opentelemetry.instrumentation.grpc.grpcext import intercept_channel
+
         traced = client_interceptor(tracer_provider=provider)  # type: ignore[no-untyped-call]
         channel = intercept_channel(channel, traced)  # type: ignore[no-untyped-call]
     return grpc.intercept_channel(channel, _SyncDefaults(default_timeout, signer))

@@ -11,7 +11,6 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from opentelemetry.instrumentation.grpc import aio_server_interceptor
 from opentelemetry.trace import TracerProvider
 from pymongo.errors import ConnectionFailure, ExecutionTimeout, NetworkTimeout, PyMongoError
 
@@ -190,6 +189,8 @@ class GrpcServer:
         ]
         provider = provider_for(tracer_provider)
         if provider is not None:
+            from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
             # Outermost: the server span (its parent from the caller's `traceparent`) is
             # current while the request id is bound, so the span gets it as an attribute.
             traced = aio_server_interceptor(tracer_provider=provider)  # type: ignore[no-untyped-call]

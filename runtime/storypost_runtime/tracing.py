@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING
 
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+if TYPE_CHECKING:  # the SDK is imported only by a process that traces (it costs ~30 ms)
+    from opentelemetry.sdk.trace import TracerProvider
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 TRACEPARENT = "traceparent"
@@ -51,10 +54,13 @@ def configure_tracing(
     env = os.environ if environ is None else environ
     if not tracing_wanted(env):
         return None
-    # Imported only when wanted: the exporter pulls in more than a traceless process needs.
+    # Imported only when wanted: the SDK and the exporter are more than a traceless process
+    # needs.
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
         OTLPSpanExporter,
     )
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
@@ -64,12 +70,12 @@ def configure_tracing(
 
 
 def provider_for(explicit: trace.TracerProvider | None = None) -> trace.TracerProvider | None:
-    """The provider to instrument with: `explicit` (tests), else the global one when an SDK
+    """The provider to instrument with: `explicit` (tests), else the global one when a real
     provider was installed, else None (tracing off: add no instrumentation at all)."""
     if explicit is not None:
         return explicit
     current = trace.get_tracer_provider()
-    return current if isinstance(current, TracerProvider) else None
+    return None if isinstance(current, (ProxyTracerProvider, NoOpTracerProvider)) else current
 
 
 def tracer(provider: trace.TracerProvider | None = None) -> trace.Tracer:
