@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from storypost_client.cli import render
-from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.parsing import Subparsers, example
 from storypost_client.cli.session import common_options, handler
 
 if TYPE_CHECKING:
@@ -76,9 +76,16 @@ def create_connect_link(client: StorypostClient, args: argparse.Namespace) -> in
 
 def register(commands: Subparsers) -> None:
     common = common_options()
-    group = commands.add_parser("accounts", help="connected accounts")
+    group = commands.add_parser(
+        "accounts", help="connected accounts", epilog=example("storypost accounts list")
+    )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser("list", parents=[common], help="list connected accounts")
+    p = actions.add_parser(
+        "list",
+        parents=[common],
+        help="list connected accounts",
+        epilog=example("storypost accounts list", "storypost accounts list --kind photoapp --json"),
+    )
     p.add_argument(
         "--kind",
         choices=("all", "photoapp", "clipapp"),
@@ -87,9 +94,17 @@ def register(commands: Subparsers) -> None:
     )
     p.set_defaults(handler=handler(list_accounts))
 
-    group = commands.add_parser("connect-link", help="links that let account owners connect")
+    connect_example = example("storypost connect-link create --description 'the shop team'")
+    group = commands.add_parser(
+        "connect-link", help="links that let account owners connect", epilog=connect_example
+    )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser("create", parents=[common], help="create a shareable connect link")
+    p = actions.add_parser(
+        "create",
+        parents=[common],
+        help="create a shareable connect link",
+        epilog=connect_example,
+    )
     p.add_argument("--description", help="a note shown in the app (at most 500 characters)")
     p.add_argument("--uuid", help="the link's UUID (default: a new one)")
     p.set_defaults(handler=handler(create_connect_link))

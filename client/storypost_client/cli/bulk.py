@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from storypost_client.cli import inputs, render
 from storypost_client.cli.exits import EXIT_ROWS_FAILED
-from storypost_client.cli.parsing import Subparsers, subcommands
+from storypost_client.cli.parsing import Subparsers, example, subcommands
 from storypost_client.cli.session import common_options, handler
 
 if TYPE_CHECKING:
@@ -210,8 +210,10 @@ def register(commands: Subparsers) -> None:
         description="Schedules one story per row: the template's {{column}} placeholders "
         "filled with the row's values (HTML-escaped). Each row's UUID comes from the "
         "template, the row, its date and the account: running it again makes nothing twice.",
-        epilog="example: storypost story bulk --template page.html --data rows.csv "
-        "--account alice --start 2026-12-01T09:00:00Z --every 1d",
+        epilog=example(
+            "storypost story bulk --template page.html --data rows.csv --account alice "
+            "--start 2026-12-01T09:00:00Z --every 1d"
+        ),
     )
     _common_bulk_options(story)
     story.add_argument("--account", required=True, metavar="USERNAME", help="photoapp username")
@@ -234,8 +236,10 @@ def register(commands: Subparsers) -> None:
         help="one draft per row of a data file",
         description="Creates one draft per row: the template's {{column}} placeholders filled "
         "with the row's values (HTML-escaped); running it again makes nothing twice.",
-        epilog="example: storypost draft bulk --template page.html --data rows.json "
-        "--folder 'Summer sale' --name '{{title}}'",
+        epilog=example(
+            "storypost draft bulk --template page.html --data rows.json "
+            "--folder 'Summer sale' --name '{{title}}'"
+        ),
     )
     _common_bulk_options(draft)
     draft.add_argument("--folder", metavar="NAME", help="the gallery folder (created if missing)")

@@ -8,7 +8,7 @@ import sys
 
 from storypost_client.cli import render
 from storypost_client.cli.exits import EXIT_AUTH, EXIT_BAD_INPUT
-from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.parsing import Subparsers, example
 from storypost_client.cli.session import common_options, exit_code_for
 
 
@@ -98,8 +98,17 @@ def register(commands: Subparsers) -> None:
             "~/.config/storypost/config.json (mode 0600). The token comes from standard input "
             "(--token-stdin), $STORYPOST_API_TOKEN or a hidden prompt."
         ),
+        epilog=example(
+            "storypost login --base-url http://127.0.0.1:8080/o/<organizationId>/api/v1",
+            "printenv STORYPOST_API_TOKEN | storypost login --base-url URL --token-stdin",
+        ),
     )
     p.add_argument("--token-stdin", action="store_true", help="read the token from stdin")
     p.set_defaults(handler=login)
-    p = commands.add_parser("logout", parents=[common], help="forget the saved login")
+    p = commands.add_parser(
+        "logout",
+        parents=[common],
+        help="forget the saved login",
+        epilog=example("storypost logout"),
+    )
     p.set_defaults(handler=logout)

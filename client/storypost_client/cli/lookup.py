@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from storypost_client.cli import inputs, render
-from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.parsing import SAMPLE_UUID, Subparsers, example
 from storypost_client.cli.session import common_options, handler
 from storypost_client.cli.spinner import rendering
 from storypost_client.kinds import KIND_NAMES
@@ -60,18 +60,32 @@ def _body(text: str) -> dict[str, Any]:
 def register(commands: Subparsers) -> None:
     common = common_options()
     p = commands.add_parser(
-        "status", parents=[common], help="status of a story, reel, clipapp/social post or draft"
+        "status",
+        parents=[common],
+        help="status of a story, reel, clipapp/social post or draft",
+        epilog=example(f"storypost status story {SAMPLE_UUID} --wait"),
     )
     p.add_argument("kind", choices=KIND_NAMES, metavar="KIND", help=", ".join(KIND_NAMES))
     p.add_argument("uuid", metavar="UUID")
     inputs.add_wait_options(p, "in a final state")
     p.set_defaults(handler=handler(status))
 
-    p = commands.add_parser("uuid", parents=[common], help="a new UUID from generate-uuid")
+    p = commands.add_parser(
+        "uuid",
+        parents=[common],
+        help="a new UUID from generate-uuid",
+        epilog=example("storypost uuid"),
+    )
     p.set_defaults(handler=handler(new_uuid))
 
     p = commands.add_parser(
-        "call", parents=[common], help="call any procedure with a JSON body; prints JSON"
+        "call",
+        parents=[common],
+        help="call any procedure with a JSON body; prints JSON",
+        epilog=example(
+            f'storypost call status-photoapp-story \'{{"storyPostUuid": "{SAMPLE_UUID}"}}\'',
+            "storypost call list-social-accounts",
+        ),
     )
     p.add_argument("procedure", metavar="PROCEDURE", help="e.g. status-photoapp-story")
     p.add_argument(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from storypost_client.cli import render
-from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.parsing import Subparsers, example
 from storypost_client.cli.session import common_options, handler
 
 if TYPE_CHECKING:
@@ -104,9 +104,19 @@ class PlainProgress:
 
 def register(commands: Subparsers) -> None:
     common = common_options()
-    group = commands.add_parser("blob", help="temporary media blobs (use their url as src)")
+    upload_example = example(
+        "storypost blob upload clip.mp4", "storypost blob upload photo.jpg --json"
+    )
+    group = commands.add_parser(
+        "blob", help="temporary media blobs (use their url as src)", epilog=upload_example
+    )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser("upload", parents=[common], help="upload a media file as a temp blob")
+    p = actions.add_parser(
+        "upload",
+        parents=[common],
+        help="upload a media file as a temp blob",
+        epilog=upload_example,
+    )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--content-type", help="media type (default: guessed from the file name)")
     p.add_argument("--uuid", help="the blob's UUID (default: a new one)")

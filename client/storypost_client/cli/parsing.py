@@ -10,6 +10,8 @@ from typing import Any, TypeAlias
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 EXAMPLE_HEADING = "example:"
+# The UUID the examples show.
+SAMPLE_UUID = "903646e7-72a2-50bd-9154-1c7c83d8c0c0"
 
 
 def example(*commands: str) -> str:

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from storypost_client.cli import inputs, render
-from storypost_client.cli.parsing import Subparsers
+from storypost_client.cli.parsing import SAMPLE_UUID, Subparsers, example
 from storypost_client.cli.session import common_options, handler
 from storypost_client.cli.spinner import rendering
 
@@ -110,19 +110,46 @@ def _date(args: argparse.Namespace) -> str | None:
     return None if at is None else at.isoformat().replace("+00:00", "Z")
 
 
+# Each kind: what it schedules, what --account is, and an example of `schedule`.
+_KINDS = {
+    "story": (
+        "photoapp stories",
+        "photoapp username (see `storypost accounts list`)",
+        "storypost story schedule --html page.html --account alice --at 2026-12-01T09:00:00Z",
+    ),
+    "reel": (
+        "photoapp reels",
+        "photoapp username (see `storypost accounts list`)",
+        "storypost reel schedule --url https://example.com/reel.html --account alice "
+        "--caption 'New in'",
+    ),
+    "clipapp": (
+        "clipapp posts",
+        "clipappAccountId (see `storypost accounts list`)",
+        "storypost clipapp schedule --html page.html --account 7012345678901234567 "
+        "--title 'Summer sale' --privacy PUBLIC_TO_EVERYONE",
+    ),
+    "social": (
+        "posts on any connected platform",
+        "socialAccountId (see accounts list)",
+        "storypost social schedule --html page.html --account SOCIAL_ACCOUNT_ID "
+        "--post-type POST_TYPE --text 'Hello' --option disableComment=true",
+    ),
+}
+
+
 def register(commands: Subparsers) -> None:
     common = common_options()
-    kinds = {
-        "story": ("photoapp stories", "photoapp username (see `storypost accounts list`)"),
-        "reel": ("photoapp reels", "photoapp username (see `storypost accounts list`)"),
-        "clipapp": ("clipapp posts", "clipappAccountId (see `storypost accounts list`)"),
-        "social": ("posts on any connected platform", "socialAccountId (see accounts list)"),
-    }
-    for kind, (what, account_help) in kinds.items():
-        group = commands.add_parser(kind, help=f"schedule and cancel {what}")
+    for kind, (what, account_help, schedule_example) in _KINDS.items():
+        group = commands.add_parser(
+            kind, help=f"schedule and cancel {what}", epilog=example(schedule_example)
+        )
         actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
         schedule = actions.add_parser(
-            "schedule", parents=[common], help="render a page and schedule it"
+            "schedule",
+            parents=[common],
+            help="render a page and schedule it",
+            epilog=example(f"{schedule_example} --wait"),
         )
         inputs.add_page_options(schedule)
         schedule.add_argument("--account", required=True, metavar="ID", help=account_help)
@@ -130,7 +157,12 @@ def register(commands: Subparsers) -> None:
         inputs.add_date_option(schedule, "publish")
         inputs.add_wait_options(schedule, "executed, failed or canceled")
         _KIND_OPTIONS[kind](schedule)
-        cancel_parser = actions.add_parser("cancel", parents=[common], help=f"cancel one of {what}")
+        cancel_parser = actions.add_parser(
+            "cancel",
+            parents=[common],
+            help=f"cancel one of {what}",
+            epilog=example(f"storypost {kind} cancel {SAMPLE_UUID}"),
+        )
         cancel_parser.add_argument("uuid", metavar="UUID")
         cancel_parser.set_defaults(handler=handler(cancel), kind=kind)
 
