@@ -91,10 +91,16 @@ async def collector() -> AsyncIterator[tuple[Collector, int]]:
 
 @pytest.fixture(scope="module")
 async def hooks() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
-    """A plain-HTTP webhook receiver on loopback: what it got, and its URL."""
+    """A plain-HTTP webhook receiver on loopback: what it accepted, and its URL. It answers
+    503 to a delivery's first attempt, so every delivery is retried once by the scheduler."""
     received: list[dict[str, Any]] = []
+    refused: set[str] = set()
 
     async def handle(request: web.Request) -> web.Response:
+        delivery = request.headers["X-Service-Delivery"]
+        if delivery not in refused:
+            refused.add(delivery)
+            return web.Response(status=503)
         received.append({"headers": dict(request.headers), "body": await request.json()})
         return web.Response(status=204)
 
@@ -121,6 +127,9 @@ async def traced_stack(
         # Export within 0.1 s instead of 5 s.
         "OTEL_BSP_SCHEDULE_DELAY": "100",
         "STORYPOST_WEBHOOK_ALLOW_HTTP_LOOPBACK": "true",
+        # The refused first attempt is retried within about half a second.
+        "STORYPOST_WEBHOOK_RETRY_SCHEDULE_SECONDS": "0.3",
+        "STORYPOST_WEBHOOK_POLL_SECONDS": "0.2",
     }
     async with running_stack(
         Path(tmp_path_factory.mktemp("traced-stack")), deps="embedded", extra_env=env
@@ -207,7 +216,10 @@ async def test_one_trace_from_schedule_to_webhook_delivery(
         names = {(s.service, s.name) for s in trace}
         if not wanted <= names or not any(s.attributes.get("db.system") for s in trace):
             return None
-        return trace if chain(trace) else None
+        return trace if chain(trace) and len(attempts(trace)) == 2 else None
+
+    def attempts(trace: list[Span]) -> list[Span]:
+        return [s for s in trace if s.attributes.get("storypost.delivery_id") == delivery_id]
 
     def chain(trace: list[Span]) -> list[Span]:
         """The delivery span and its ancestors up to the root; empty while one is missing."""
@@ -246,3 +258,8 @@ async def test_one_trace_from_schedule_to_webhook_delivery(
         f"webhook-svc: events.{STORY_EVENT} process",
         "webhook-svc: webhook delivery",
     ], json.dumps(path, indent=1)
+    # The scheduler's retry, from the delivery record's stored context, joins the trace too:
+    # both attempts are children of the consume span.
+    codes = {s.attributes["http.response.status_code"]: s for s in attempts(trace)}
+    assert sorted(codes) == [204, 503]
+    assert codes[204].parent_id == codes[503].parent_id == chain(trace)[1].span_id

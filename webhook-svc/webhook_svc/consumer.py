@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from storypost_runtime.bus import process_span_name
 from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
-from storypost_runtime.tracing import extract, tracer
+from storypost_runtime.tracing import current_traceparent, extract, tracer
 from webhook_svc.deliveries import DeliveryStore, NewDelivery, delivery_uuid
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.dispatcher import Dispatcher
@@ -232,6 +233,10 @@ class EventConsumer:
                 self._metrics.events.labels("no_subscriber_or_duplicate").inc()
                 await _quietly(message.ack())
                 return
+            # The records keep this span's context: the scheduler's retries join the trace.
+            traceparent = current_traceparent()
+            if traceparent:
+                todo = [(dataclasses.replace(n, traceparent=traceparent), w) for n, w in todo]
             docs = list(await asyncio.gather(*(self._first_attempt(n, w) for n, w in todo)))
             due_now = any(doc.get("attempts") == 0 for doc in docs)
             try:

@@ -77,6 +77,9 @@ class Delivery:
     last_latency_ms: int
     last_error: str
     last_attempt_at: datetime | None
+    # The trace of the event's consumption (W3C traceparent), when it was traced: retries
+    # join it. Absent from records stored before traces.
+    traceparent: str | None = None
 
     @classmethod
     def from_doc(cls, doc: Document) -> Delivery:
@@ -100,6 +103,7 @@ class Delivery:
             last_latency_ms=int(doc.get("lastLatencyMs", 0)),
             last_error=doc.get("lastError", ""),
             last_attempt_at=doc.get("lastAttemptAt"),
+            traceparent=doc.get("traceparent"),
         )
 
 
@@ -116,10 +120,11 @@ class NewDelivery:
     body: str
     occurred_at: datetime
     test: bool = False
+    traceparent: str | None = None
 
     def document(self, now: datetime, retention: timedelta) -> Document:
         """The pending record, due at once (callers add an attempt's outcome or a lease)."""
-        return {
+        doc: Document = {
             "_id": self.delivery_id,
             "organizationId": self.organization_id,
             "webhookId": self.webhook_id,
@@ -137,6 +142,9 @@ class NewDelivery:
             "dueAt": now,
             "expireAt": now + retention,
         }
+        if self.traceparent:
+            doc["traceparent"] = self.traceparent
+        return doc
 
 
 @dataclass(frozen=True)
