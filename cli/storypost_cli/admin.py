@@ -12,6 +12,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import CliSettings
 from storypost_cli.output import fail, fail_rpc, print_json
+from storypost_client.cli.parsing import example
 from storypost_runtime.grpc_client import sync_channel
 from storypost_runtime.settings import load_settings
 
@@ -101,29 +102,56 @@ type AdminCommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 def register(subparsers: AdminCommands) -> AdminCommands:
     """Adds `storypost admin`; returns its subcommands so other areas can add theirs."""
-    admin = subparsers.add_parser("admin", help="organizations, API tokens and users")
+    admin = subparsers.add_parser(
+        "admin",
+        help="organizations, API tokens and users",
+        epilog=example("storypost admin create-org --name Acme"),
+    )
     commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
 
-    p = commands.add_parser("create-org", help="create an organization and its first API token")
+    p = commands.add_parser(
+        "create-org",
+        help="create an organization and its first API token",
+        epilog=example("storypost admin create-org --name Acme"),
+    )
     p.add_argument("--name", required=True)
     p.set_defaults(run=create_org)
 
-    p = commands.add_parser("create-token", help="create an API token (shown once)")
+    p = commands.add_parser(
+        "create-token",
+        help="create an API token (shown once)",
+        epilog=example("storypost admin create-token --org org_1f2e3d --name ci"),
+    )
     p.add_argument("--org", required=True, help="organization id")
     p.add_argument("--name", default="api", help="label of the credential")
     p.set_defaults(run=create_token)
 
-    p = commands.add_parser("list-tokens", help="list API credentials (never their tokens)")
+    p = commands.add_parser(
+        "list-tokens",
+        help="list API credentials (never their tokens)",
+        epilog=example("storypost admin list-tokens --org org_1f2e3d --all"),
+    )
     p.add_argument("--org", required=True)
     p.add_argument("--all", action="store_true", help="include revoked credentials")
     p.set_defaults(run=list_tokens)
 
-    p = commands.add_parser("revoke-token", help="revoke an API credential")
+    p = commands.add_parser(
+        "revoke-token",
+        help="revoke an API credential",
+        epilog=example("storypost admin revoke-token --org org_1f2e3d --credential CREDENTIAL_ID"),
+    )
     p.add_argument("--org", required=True)
     p.add_argument("--credential", required=True, help="credential id (see list-tokens)")
     p.set_defaults(run=revoke_token)
 
-    p = commands.add_parser("create-user", help="create a workspace user for the app")
+    p = commands.add_parser(
+        "create-user",
+        help="create a workspace user for the app",
+        epilog=example(
+            "printenv USER_PASSWORD | storypost admin create-user --org org_1f2e3d "
+            "--email ann@example.com --password-stdin"
+        ),
+    )
     p.add_argument("--org", required=True)
     p.add_argument("--email", required=True)
     p.add_argument("--password-stdin", action="store_true", help="read the password from stdin")

@@ -18,6 +18,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import default_data_dir
 from storypost_cli.stack import EmbeddedStack, StackError, StackPorts
+from storypost_client.cli.parsing import example
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.service_auth import caller_signer
 
@@ -34,7 +35,9 @@ _ACCOUNT_DEADLINE_SECONDS = 15.0
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    dev = subparsers.add_parser("dev", help="the embedded development stack")
+    dev = subparsers.add_parser(
+        "dev", help="the embedded development stack", epilog=example("storypost dev up")
+    )
     commands = dev.add_subparsers(dest="dev_command", required=True, metavar="COMMAND")
     up = commands.add_parser(
         "up",
@@ -44,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "network and the edge; prints `storypost ready: <base URL> token <token>` once "
             "all answer their health checks. Logs go to <data-dir>/logs/."
         ),
+        epilog=example("storypost dev up --data-dir /tmp/storypost-data --log-level debug"),
     )
     up.add_argument(
         "--data-dir",

@@ -11,17 +11,26 @@ from __future__ import annotations
 import argparse
 import sys
 
+from storypost_client.cli.parsing import example
 from storypost_runtime.service_auth import CALLERS, ServiceCredential, public_keys_setting
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    keys = commands.add_parser("keys", help="make keys for a deployment")
+    keys = commands.add_parser(
+        "keys",
+        help="make keys for a deployment",
+        epilog=example("storypost keys service > service-keys.env"),
+    )
     sub = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
     p = sub.add_parser(
         "service",
         help="a signing credential per caller and the servers' public key list",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=example(
+            "storypost keys service > service-keys.env",
+            "storypost keys service edge publish-svc render-svc admin my-batch-job",
+        ),
     )
     p.add_argument(
         "names",

@@ -18,6 +18,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import CliSettings
 from storypost_cli.output import EXIT_UNAVAILABLE, fail, fail_rpc, print_json
+from storypost_client.cli.parsing import example
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.settings import load_settings
 
@@ -186,12 +187,21 @@ def run_published(args: argparse.Namespace, settings: SandboxCliSettings) -> Non
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sandbox = subparsers.add_parser("sandbox", help="the sandbox social networks")
+    sandbox = subparsers.add_parser(
+        "sandbox",
+        help="the sandbox social networks",
+        epilog=example(
+            "storypost sandbox connect --org org_1f2e3d --platform photoapp --username alice"
+        ),
+    )
     commands = sandbox.add_subparsers(dest="sandbox_command", required=True, metavar="COMMAND")
 
     p = commands.add_parser(
         "connect",
         help="connect a sandbox account to an organization (the OAuth-like flow, no browser)",
+        epilog=example(
+            "storypost sandbox connect --org org_1f2e3d --platform photoapp --username alice"
+        ),
     )
     p.add_argument("--org", required=True, help="organization id")
     p.add_argument("--platform", required=True, choices=PLATFORMS)
@@ -210,7 +220,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.set_defaults(run=run_connect)
 
-    p = commands.add_parser("set", help="switch a platform (or one account) to a mode")
+    p = commands.add_parser(
+        "set",
+        help="switch a platform (or one account) to a mode",
+        epilog=example(
+            "storypost sandbox set --platform photoapp --account alice --mode fail "
+            "--message 'media rejected'"
+        ),
+    )
     p.add_argument("--platform", required=True, choices=PLATFORMS)
     p.add_argument("--account", help="one account (id or username); default: every account")
     p.add_argument("--mode", required=True, choices=MODES)
@@ -233,21 +250,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(run=run_set)
 
     p = commands.add_parser(
-        "reset", help="remove the switches (all, a platform's, or one account's)"
+        "reset",
+        help="remove the switches (all, a platform's, or one account's)",
+        epilog=example("storypost sandbox reset --platform photoapp"),
     )
     p.add_argument("--platform", choices=PLATFORMS)
     p.add_argument("--account", help="only this account's switch (id or username)")
     p.set_defaults(run=run_reset)
 
     p = commands.add_parser(
-        "held", help="list the answers a late-answer switch holds back (or release them)"
+        "held",
+        help="list the answers a late-answer switch holds back (or release them)",
+        epilog=example("storypost sandbox held --platform photoapp --release"),
     )
     p.add_argument("--platform", choices=PLATFORMS)
     p.add_argument("--account", help="only this account's (id or username)")
     p.add_argument("--release", action="store_true", help="answer them now")
     p.set_defaults(run=run_held)
 
-    p = commands.add_parser("published", help="list what the sandbox published")
+    p = commands.add_parser(
+        "published",
+        help="list what the sandbox published",
+        epilog=example("storypost sandbox published --platform photoapp --account alice"),
+    )
     p.add_argument("--platform", choices=PLATFORMS)
     p.add_argument("--account", help="account id or username")
     p.set_defaults(run=run_published)

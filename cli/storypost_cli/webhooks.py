@@ -17,6 +17,7 @@ from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_cli.admin import AdminCommands
 from storypost_cli.config import CliSettings
 from storypost_cli.output import fail, print_json
+from storypost_client.cli.parsing import example
 from storypost_runtime.grpc_client import sync_channel
 
 DEFAULT_EVENTS = ("photoapp_story_post.status_changed", "social_post.status_changed")
@@ -152,7 +153,13 @@ def register(commands: AdminCommands) -> None:
         f"events to receive (default: {' '.join(DEFAULT_EVENTS)}; "
         f"also available: {' '.join(OPT_IN_EVENTS)})"
     )
-    p = commands.add_parser("add-webhook", help="add a webhook URL (at most 5, https only)")
+    p = commands.add_parser(
+        "add-webhook",
+        help="add a webhook URL (at most 5, https only)",
+        epilog=example(
+            "storypost admin add-webhook --org org_1f2e3d --url https://hooks.example.com/storypost"
+        ),
+    )
     p.add_argument("--org", required=True, help="organization id")
     p.add_argument("--url", required=True, help="the https URL deliveries are POSTed to")
     p.add_argument("--events", nargs="+", metavar="EVENT", help=events_help)
@@ -164,27 +171,47 @@ def register(commands: AdminCommands) -> None:
     )
     p.set_defaults(run=add_webhook)
 
-    p = commands.add_parser("list-webhooks", help="list the organization's webhook URLs")
+    p = commands.add_parser(
+        "list-webhooks",
+        help="list the organization's webhook URLs",
+        epilog=example("storypost admin list-webhooks --org org_1f2e3d"),
+    )
     p.add_argument("--org", required=True)
     p.set_defaults(run=list_webhooks)
 
-    p = commands.add_parser("remove-webhook", help="remove a webhook URL")
+    p = commands.add_parser(
+        "remove-webhook",
+        help="remove a webhook URL",
+        epilog=example("storypost admin remove-webhook --org org_1f2e3d --webhook WEBHOOK_ID"),
+    )
     p.add_argument("--org", required=True)
     p.add_argument("--webhook", required=True, help="webhook id (see list-webhooks)")
     p.set_defaults(run=remove_webhook)
 
-    p = commands.add_parser("send-test", help="send one test payload to a webhook URL")
+    p = commands.add_parser(
+        "send-test",
+        help="send one test payload to a webhook URL",
+        epilog=example("storypost admin send-test --org org_1f2e3d --webhook WEBHOOK_ID"),
+    )
     p.add_argument("--org", required=True)
     p.add_argument("--webhook", required=True, help="webhook id (see list-webhooks)")
     p.set_defaults(run=send_test)
 
-    p = commands.add_parser("list-deliveries", help="the latest deliveries, newest first")
+    p = commands.add_parser(
+        "list-deliveries",
+        help="the latest deliveries, newest first",
+        epilog=example("storypost admin list-deliveries --org org_1f2e3d --limit 5"),
+    )
     p.add_argument("--org", required=True)
     p.add_argument("--webhook", help="only deliveries to this webhook id")
     p.add_argument("--limit", type=int, default=20, help="at most this many (1-200)")
     p.set_defaults(run=list_deliveries)
 
-    p = commands.add_parser("redeliver", help="deliver one delivery again (same delivery id)")
+    p = commands.add_parser(
+        "redeliver",
+        help="deliver one delivery again (same delivery id)",
+        epilog=example("storypost admin redeliver --org org_1f2e3d --delivery DELIVERY_UUID"),
+    )
     p.add_argument("--org", required=True)
     p.add_argument("--delivery", required=True, help="delivery uuid (see list-deliveries)")
     p.set_defaults(run=redeliver)

@@ -59,6 +59,12 @@ def test_every_caller_command_has_help_ending_with_an_example() -> None:
     assert not missing, f"no example at the end of the help of: {', '.join(missing)}"
 
 
+def test_every_command_of_the_server_has_help_ending_with_an_example() -> None:
+    """admin, dev, sandbox and keys too (the server's `storypost`)."""
+    missing = [path for path, parser in commands(server_parser()) if not example_at_the_end(parser)]
+    assert not missing, f"no example at the end of the help of: {', '.join(missing)}"
+
+
 def test_the_server_command_has_every_caller_command() -> None:
     server = {path for path, _ in commands(server_parser())}
     assert {path for path, _ in caller_commands()} <= server
