@@ -8,6 +8,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
+from opentelemetry import trace
 
 # Keys whose values must never reach a log line, whatever logs them.
 SECRET_KEYS = frozenset(
@@ -37,11 +38,24 @@ def redact_secrets(
     return event
 
 
+def add_trace_id(
+    _logger: object, _method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """The trace id of the span current when the line is written (only when one records), so
+    a log line leads to its trace; the request id stays the key to search logs by."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        event["trace_id"] = format(span.get_span_context().trace_id, "032x")
+    return event
+
+
 def configure_logging(service: str, level: str = "info") -> None:
-    """JSON lines on stdout with service, level, ISO time and the bound request id."""
+    """JSON lines on stdout with service, level, ISO time, the bound request id and, while a
+    span records, its trace id."""
     numeric = logging.getLevelNamesMapping()[level.upper()]
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
+        add_trace_id,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact_secrets,

@@ -29,6 +29,7 @@ from storypost_runtime.clock import FrozenClock
 from storypost_runtime.context import request_scope
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.grpc_server import GrpcServer
+from storypost_runtime.logs import add_trace_id
 from storypost_runtime.metrics import RpcMetrics
 from storypost_runtime.mongo import command_listeners
 from storypost_runtime.outbox import Event, OutboxRelay
@@ -269,3 +270,13 @@ def test_the_edge_span_is_named_after_the_procedure_and_carries_the_request_id(
     assert span.attributes["http.response.status_code"] == 200
     # A traced caller sees our spans under its own.
     assert hex_trace(span) == caller_trace
+
+
+def test_a_log_line_names_the_trace_of_the_recording_span(
+    traces: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, _ = traces
+    assert add_trace_id(None, "info", {"message": "m"}) == {"message": "m"}
+    with tracer(provider).start_as_current_span("work") as span:
+        line = add_trace_id(None, "info", {"message": "m"})
+    assert line["trace_id"] == format(span.get_span_context().trace_id, "032x")
