@@ -22,6 +22,9 @@ def storypost_stack_env() -> dict[str, str]:
         "STORYPOST_STORY_QUOTA_PER_DAY": "3",
         # A crashed publish-svc's posts are taken over after 10 s (production: 60 s).
         "STORYPOST_SCHEDULER_LEASE_SECONDS": "10",
+        # The failure matrix (tests/integration/publish/test_failure_matrix.py) keeps ~70
+        # posts in platform calls at once, each held up to the platform timeout (production: 8).
+        "STORYPOST_SCHEDULER_WORKERS": "128",
         # Webhook receivers of the tests listen on http://127.0.0.1.
         "STORYPOST_WEBHOOK_ALLOW_HTTP_LOOPBACK": "true",
     }

@@ -28,6 +28,11 @@ def username() -> str:
     return f"t{uuid.uuid4().hex[:12]}"
 
 
+def platform_timeout(stack: StackHandle) -> float:
+    """publish-svc's deadline of one platform call on this stack (its setting's default)."""
+    return float(stack.env.get("STORYPOST_PLATFORM_TIMEOUT_SECONDS", "20"))
+
+
 @pytest.fixture
 async def photoapp_user(storypost_stack: StackHandle, fresh_org: Org) -> str:
     name = username()

@@ -1,0 +1,247 @@
+"""The failure matrix of issue #23 on the whole stack: every platform call of every driver
+made to fail, to answer after publish-svc's platform timeout, and performed right before
+publish-svc is killed -9 (the cells: tests/support/failure_matrix.py; the table:
+docs/publishing.md).
+
+All cells run at once, each with its own organization and sandbox account (switches are
+per account and endpoint, and apply to one call). The kill cells are scheduled first, with a
+date a little ahead, so that they reach their calls together; once every one of them was
+performed (its answer held), publish-svc is killed once and started again. The look-up cells
+lose a publishing answer first; their look-up is switched as soon as that answer is held. A
+late or look-up cell caught by the kill is resumed by the restarted replica and must end the
+same way. The kill cells run in every stack shape: one kill and one start of publish-svc (its
+replicas) is all they cost.
+
+Every cell: at most one post on the sandbox network, the status that tells the truth (with
+the post id and permalink, the platform's reason, or "outcome unknown"), one event per status
+change, and the credits, daily count and story quota right.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
+
+import pytest
+from nats.aio.client import Client as NatsClient
+from pymongo import AsyncMongoClient
+
+from publish_svc.model import EVENT_TYPE, UUID_FIELD, Kind
+from storypost.testing.stack import StackHandle
+from tests.integration.publish.conftest import platform_timeout
+from tests.integration.publish.matrix_cells import (
+    PROCEDURES,
+    Run,
+    Stores,
+    arm,
+    arm_look_up,
+    holds,
+    prepare,
+    problems,
+    settled,
+)
+from tests.reliability.support import future
+from tests.support.accounts import held, release_held, reset_switches
+from tests.support.api import Api
+from tests.support.failure_matrix import CELLS, Expect, Mode
+
+# The kill cells' date: after their renderings (under load too), so that they reach their
+# calls together, within the platform timeout.
+KILL_DUE_SECONDS = 45.0
+# Cells prepared (organization, account, switch) and scheduled at once.
+SETUP_CONCURRENCY = 16
+SETTLE_WITHIN_SECONDS = 300.0
+
+Document = dict[str, Any]
+
+
+@pytest.fixture
+async def stores(storypost_stack: StackHandle) -> AsyncIterator[Stores]:
+    client: AsyncMongoClient[Document] = AsyncMongoClient(
+        storypost_stack.env["STORYPOST_MONGO_URL"], tz_aware=True
+    )
+    db = client[storypost_stack.env.get("STORYPOST_MONGO_DATABASE", "storypost")]
+    yield Stores(
+        db["posts"],
+        db["credit_balances"],
+        db["credit_consumptions"],
+        db["daily_post_counters"],
+        db["story_quota"],
+    )
+    await client.close()
+
+
+async def each[T](items: Iterable[T], work: Callable[[T], Awaitable[Any]]) -> list[Any]:
+    gate = asyncio.Semaphore(SETUP_CONCURRENCY)
+
+    async def one(item: T) -> Any:
+        async with gate:
+            return await work(item)
+
+    return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+async def schedule(api: Api, runs: list[Run], video_url: str, date: str | None = None) -> None:
+    async def one(run: Run) -> None:
+        procedure = PROCEDURES[run.driver.kind][0]
+        body = run.body(video_url, date)
+        deadline = time.monotonic() + 120
+        while True:
+            answer = await api.call(run.org, procedure, body)
+            # Busy render slots (429) and a restarting service (503) are retried, as the spec
+            # tells callers to, with the same UUID.
+            if answer.status_code not in (429, 503) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(float(answer.headers.get("Retry-After") or 1))
+        assert answer.status_code == 200, (run.cell.name, answer.text)
+        run.scheduled_as = answer.json()["status"]
+
+    await each(runs, one)
+
+
+async def arm_look_ups(stack: StackHandle, look_ups: list[Run], timeout: float) -> None:
+    """Arms each look-up's switch once the answer it follows is held (the publishing call
+    was performed), before or after the kill."""
+    waiting = list(look_ups)
+    deadline = time.monotonic() + SETTLE_WITHIN_SECONDS
+    while waiting:
+        items = await held(stack)
+        for run in list(waiting):
+            assert run.cell.call.after_lost is not None
+            if holds(run, items, run.cell.call.after_lost):
+                await arm_look_up(stack, run, timeout)
+                waiting.remove(run)
+        assert time.monotonic() < deadline, [run.cell.name for run in waiting]
+        await asyncio.sleep(0.25)
+
+
+async def kill_when_held(stack: StackHandle, kills: list[Run], timeout: float) -> list[str]:
+    """Once every kill cell's call was performed (its answer held), kills publish-svc -9 and
+    starts it again. Returns the kill cells caught too late (held past the platform timeout:
+    those would be late cells)."""
+    deadline = time.monotonic() + KILL_DUE_SECONDS + 150
+    while True:
+        items = await held(stack)
+        missing = [run for run in kills if not holds(run, items, run.cell.call.endpoint)]
+        if not missing:
+            break
+        assert time.monotonic() < deadline, [run.cell.name for run in missing]
+        await asyncio.sleep(0.25)
+    too_late = [
+        run.cell.name
+        for run in kills
+        if max(h["heldSeconds"] for h in holds(run, items, run.cell.call.endpoint)) >= timeout - 1
+    ]
+    await stack.processes.kill("publish")
+    # Every held answer's caller is gone with the process.
+    await release_held(stack)
+    await stack.processes.start_component("publish")
+    return too_late
+
+
+async def wait_settled(stores: Stores, runs: list[Run]) -> None:
+    ids = [run.record_id for run in runs]
+    deadline = time.monotonic() + SETTLE_WITHIN_SECONDS
+    while True:
+        docs = {doc["_id"]: doc async for doc in stores.posts.find({"_id": {"$in": ids}})}
+        open_ = [run.cell.name for run in runs if not settled(docs.get(run.record_id))]
+        if not open_:
+            return
+        assert time.monotonic() < deadline, f"not settled: {open_}"
+        await asyncio.sleep(0.5)
+
+
+async def statuses_on_the_bus(bus: NatsClient, kinds: set[Kind]) -> dict[str, list[str]]:
+    """Every status event of these kinds on the stream, by post UUID, in order."""
+    import json
+
+    found: dict[str, list[str]] = defaultdict(list)
+    js = bus.jetstream()
+    for kind in kinds:
+        subject = f"events.{EVENT_TYPE[kind]}"
+        stream = await js.find_stream_name_by_subject(subject)
+        last = (await js.stream_info(stream)).state.last_seq
+        sub = await js.subscribe(subject, ordered_consumer=True)
+        seen: set[str] = set()
+        try:
+            while True:
+                message = await sub.next_msg(timeout=10.0)
+                body = json.loads(message.data)
+                assert body["id"] not in seen, f"event {body['id']} delivered twice"
+                seen.add(body["id"])
+                found[body["data"][UUID_FIELD[kind]]].append(body["data"]["status"])
+                # The last one of the subject, or of the stream, is read.
+                meta = message.metadata
+                if meta.num_pending == 0 or meta.sequence.stream >= last:
+                    break
+        finally:
+            await sub.unsubscribe()
+    return found
+
+
+def expected_events(run: Run) -> list[str]:
+    """One event per status change: the status scheduling answered (a social post with a
+    date still ahead is scheduled, else in progress at once), in-progress where the kind
+    announces it, the end."""
+    final = "executed" if run.cell.expect is Expect.EXECUTED else "failed"
+    if run.driver.kind in ("story", "social"):
+        return [run.scheduled_as, final]
+    return [run.scheduled_as, "in-progress", final]
+
+
+async def test_every_driver_call_failing_late_or_killed_ends_truthfully_and_once(
+    api: Api,
+    storypost_stack: StackHandle,
+    stores: Stores,
+    bus: NatsClient,
+    sample_video_url: str,
+) -> None:
+    stack = storypost_stack
+    timeout = platform_timeout(stack)
+    started = time.monotonic()
+    phases: dict[str, float] = {}
+
+    def phase(name: str) -> None:
+        phases[name] = round(time.monotonic() - started, 1)
+        print(f"failure matrix: {name} after {phases[name]} s")
+
+    runs: list[Run] = await each(CELLS, lambda cell: prepare(api, stack, cell))
+    try:
+        await each(runs, lambda run: arm(stack, run, timeout))
+        phase("prepared")
+        look_ups = [run for run in runs if run.cell.call.after_lost]
+        kills = [run for run in runs if run.cell.mode is Mode.KILL]
+        rest = [run for run in runs if run not in look_ups and run not in kills]
+        arming = asyncio.create_task(arm_look_ups(stack, look_ups, timeout))
+        killing = asyncio.create_task(kill_when_held(stack, kills, timeout))
+        # The kill cells render first: their date must come after the last of them.
+        await schedule(api, kills, sample_video_url, future(KILL_DUE_SECONDS))
+        phase("kills scheduled")
+        await schedule(api, look_ups, sample_video_url)
+        phase("look-ups scheduled")
+        await schedule(api, rest, sample_video_url)
+        phase("all scheduled")
+        too_late = await killing
+        phase("killed and restarted")
+        await arming
+        await wait_settled(stores, runs)
+        phase("settled")
+        found = await each(runs, lambda run: problems(api, stack, stores, run))
+        report = {run.cell.name: issues for run, issues in zip(runs, found, strict=True) if issues}
+        for name in too_late:
+            report.setdefault(name, []).append("held past the platform timeout before the kill")
+        events = await statuses_on_the_bus(bus, {Kind(run.driver.kind) for run in runs})
+        for run in runs:
+            want = expected_events(run)
+            if events.get(run.uuid) != want:
+                report.setdefault(run.cell.name, []).append(
+                    f"events {events.get(run.uuid)}, expected {want}"
+                )
+        lines = [f"{name}: {'; '.join(v)}" for name, v in report.items()]
+        assert not report, "\n".join([f"phases: {phases}", *lines])
+    finally:
+        await release_held(stack)
+        await each(runs, lambda run: reset_switches(stack, run.driver.platform, run.account_id))
