@@ -47,26 +47,18 @@ def test_descriptions_come_with_the_candidates(capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().out.strip() == "__files__"
 
 
-def complete_in_bash(tmp_path: Path, line: str) -> list[str]:
-    """COMPREPLY of the bash script for the command line `line` (the cursor at its end)."""
+def shell_run(tmp_path: Path, shell: list[str], program: str) -> list[str]:
+    """Runs `program` in `shell` in tmp_path (which has rows.csv), with a `storypost` on PATH
+    that runs this checkout's caller CLI; the lines it printed."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     command = bin_dir / "storypost"
     command.write_text(f'#!/bin/sh\nexec {sys.executable} -m storypost_client.cli "$@"\n')
     command.chmod(0o755)
-    (tmp_path / "storypost.bash").write_text(script("bash"))
     (tmp_path / "rows.csv").write_text("a\n")
-    words = line.split(" ")
-    program = (
-        f"source {tmp_path / 'storypost.bash'}\n"
-        f"COMP_WORDS=({' '.join(repr(w) for w in words)})\n"
-        f"COMP_CWORD={len(words) - 1}\n"
-        "_storypost\n"
-        'printf "%s\\n" "${COMPREPLY[@]}"\n'
-    )
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     ran = subprocess.run(
-        ["bash", "--norc", "-c", program],
+        [*shell, program],
         capture_output=True,
         text=True,
         check=True,
@@ -77,11 +69,68 @@ def complete_in_bash(tmp_path: Path, line: str) -> list[str]:
     return [line for line in ran.stdout.splitlines() if line]
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash here")
+def with_script(tmp_path: Path, shell: str) -> Path:
+    path = tmp_path / f"storypost.{shell}"
+    path.write_text(script(shell))
+    return path
+
+
+def complete_in_bash(tmp_path: Path, line: str) -> list[str]:
+    """COMPREPLY of the bash script for the command line `line` (the cursor at its end)."""
+    words = line.split(" ")
+    program = (
+        f"source {with_script(tmp_path, 'bash')}\n"
+        f"COMP_WORDS=({' '.join(repr(w) for w in words)})\n"
+        f"COMP_CWORD={len(words) - 1}\n"
+        "_storypost\n"
+        'printf "%s\\n" "${COMPREPLY[@]}"\n'
+    )
+    return shell_run(tmp_path, ["bash", "--norc", "-c"], program)
+
+
+def complete_in_zsh(tmp_path: Path, line: str) -> list[str]:
+    """What the zsh script offers for `line`, zsh's completion system stubbed: `_describe`
+    prints its `name:description` pairs, `_files` prints __FILES__."""
+    words = line.split(" ")
+    program = (
+        "compdef() { :; }\n"
+        '_describe() { print -rl -- "${(@P)${@[-1]}}"; }\n'
+        "_files() { print -r -- __FILES__; }\n"
+        f"source {with_script(tmp_path, 'zsh')}\n"
+        f"words=({' '.join(repr(w) for w in words)}); CURRENT={len(words)}\n"
+        "_storypost\n"
+    )
+    return shell_run(tmp_path, ["zsh", "-f", "-c"], program)
+
+
+def complete_in_fish(tmp_path: Path, line: str) -> list[str]:
+    program = f"source {with_script(tmp_path, 'fish')}; complete -C {line!r}"
+    return shell_run(tmp_path, ["fish", "--no-config", "-c"], program)
+
+
+def needs(shell: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(shutil.which(shell) is None, reason=f"no {shell} here")
+
+
+@needs("bash")
 def test_the_bash_script_completes_in_bash(tmp_path: Path) -> None:
     assert complete_in_bash(tmp_path, "storypost dr") == ["draft"]
     assert complete_in_bash(tmp_path, "storypost story schedule --acc") == ["--account"]
     assert complete_in_bash(tmp_path, "storypost story bulk --data ro") == ["rows.csv"]
+
+
+@needs("zsh")
+def test_the_zsh_script_completes_in_zsh(tmp_path: Path) -> None:
+    assert complete_in_zsh(tmp_path, "storypost dr") == ["draft:create, inspect and delete drafts"]
+    assert complete_in_zsh(tmp_path, "storypost story bulk --data ro") == ["__FILES__"]
+
+
+@needs("fish")
+def test_the_fish_script_completes_in_fish(tmp_path: Path) -> None:
+    assert complete_in_fish(tmp_path, "storypost dr") == [
+        "draft\tcreate, inspect and delete drafts"
+    ]
+    assert complete_in_fish(tmp_path, "storypost story bulk --data ro") == ["rows.csv"]
 
 
 def test_install_writes_the_script_where_the_shell_loads_it(
