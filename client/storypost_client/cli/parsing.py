@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, TypeAlias
 
-# argparse's subparsers are generic for type checkers only: a string, so Python never
-# subscripts the class (it cannot before 3.14).
+# argparse's subparsers are generic for type checkers only (typeshed): a string, so Python
+# never subscripts the class.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 EXAMPLE_HEADING = "example:"
