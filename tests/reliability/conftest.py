@@ -24,6 +24,7 @@ from storypost.testing.stack import StackHandle, running_stack
 from tests.integration.render.support import PageServer, start_page_server
 from tests.reliability.support import (
     FIGURES,
+    LONG_SWITCH,
     RELIABILITY_LIMIT_PER_MINUTE,
     LoopbackReceiver,
     make_receiver_certificates,
@@ -31,8 +32,8 @@ from tests.reliability.support import (
 from tests.support.api import Admin, Api, Org, admin_channel
 
 LONG = "reliability_long"
-# Turns the long tests on without `-m`: STORYPOST_RELIABILITY_LONG=1 pytest tests/reliability
-LONG_SWITCH = "STORYPOST_RELIABILITY_LONG"
+# A long test that also runs in every `make test`, in a shorter form (see `long_run`).
+SHORT = "reliability_short"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,16 +42,25 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{LONG}: long reliability test (crashes, restarts, long fuzzing); runs only under "
         f"`make reliability` (`-m {LONG}`) or with {LONG_SWITCH}=1",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{SHORT}: a {LONG} test that every run includes, shortened unless {LONG_SWITCH}=1 "
+        "(one kill per component, fewer calls)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leaves the long tests out of a plain run (`make test`) unless asked for."""
     if LONG in (config.getoption("markexpr") or "") or os.environ.get(LONG_SWITCH) == "1":
         return
-    long = [item for item in items if item.get_closest_marker(LONG) is not None]
+
+    def long_only(item: pytest.Item) -> bool:
+        return item.get_closest_marker(LONG) is not None and item.get_closest_marker(SHORT) is None
+
+    long = [item for item in items if long_only(item)]
     if long:
         config.hook.pytest_deselected(items=long)
-        items[:] = [item for item in items if item.get_closest_marker(LONG) is None]
+        items[:] = [item for item in items if not long_only(item)]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import os
 import socket
 import subprocess
 import time
@@ -26,6 +27,14 @@ RECEIVER_HOST = "127.0.0.2"
 # Figures the tests measured (name -> text); printed at the end of the run for
 # docs/reliability.md.
 FIGURES: dict[str, str] = {}
+# Turns the long tests on without `-m`: STORYPOST_RELIABILITY_LONG=1 pytest tests/reliability
+LONG_SWITCH = "STORYPOST_RELIABILITY_LONG"
+
+
+def long_run() -> bool:
+    """True under `make reliability`; otherwise the `reliability_short` tests run shortened."""
+    return os.environ.get(LONG_SWITCH) == "1"
+
 
 IMAGE_STORY = (
     "<photoapp-story></photoapp-story>"

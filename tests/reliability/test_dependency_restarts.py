@@ -30,6 +30,7 @@ from tests.reliability.support import (
     FIGURES,
     IMAGE_STORY,
     LoopbackReceiver,
+    long_run,
     stream_events,
     username,
     wait_until,
@@ -42,6 +43,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.reliability_long]
 
 DEPENDENCIES = ("nats", "mongo", "s3")
 DOWN_SECONDS = float(os.environ.get("STORYPOST_RESTART_DOWN_SECONDS", "4"))
+# Seconds of calls before the first kill and after each recovery (shortened in `make test`).
+CALM_SECONDS = 5.0 if long_run() else 2.0
 # Long enough for a render call that waits on a store coming back; far from a hang.
 SLOWEST_ANSWER_SECONDS = 60.0
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
@@ -154,6 +157,7 @@ async def recovered_after(api: Api, org: Org, since: float, within: float = 60.0
     return time.monotonic() - since
 
 
+@pytest.mark.reliability_short
 @pytest.mark.timeout(1200)
 async def test_dependency_restarts_under_load_are_503s_then_recovery(
     rel_stack: StackHandle, rel_api: Api, receiver: LoopbackReceiver
@@ -179,14 +183,14 @@ async def test_dependency_restarts_under_load_are_503s_then_recovery(
     running = asyncio.create_task(callers(rel_api, load, stop))
     recovery: dict[str, float] = {}
     try:
-        await asyncio.sleep(5)
+        await asyncio.sleep(CALM_SECONDS)
         for dependency in DEPENDENCIES:
             await rel_stack.processes.kill(dependency)
             killed = time.monotonic()
             await asyncio.sleep(DOWN_SECONDS)
             await rel_stack.processes.start_component(dependency)
             recovery[dependency] = await recovered_after(rel_api, orgs[0], killed)
-            await asyncio.sleep(5)
+            await asyncio.sleep(CALM_SECONDS)
     finally:
         stop.set()
         await running
