@@ -46,7 +46,7 @@ from tests.integration.publish.matrix_cells import (
 from tests.reliability.support import future
 from tests.support.accounts import held, release_held, reset_switches
 from tests.support.api import Api
-from tests.support.failure_matrix import CELLS, Expect, Mode
+from tests.support.failure_matrix import CELLS, Cell, Expect, Mode
 
 # The kill cells' date: after their renderings (under load too), so that they reach their
 # calls together, within the platform timeout.
@@ -118,7 +118,9 @@ async def arm_look_ups(stack: StackHandle, look_ups: list[Run], timeout: float) 
         await asyncio.sleep(0.25)
 
 
-async def kill_when_held(stack: StackHandle, kills: list[Run], timeout: float) -> list[str]:
+async def kill_when_held(
+    stack: StackHandle, kills: list[Run], timeout: float, killed: asyncio.Event
+) -> list[str]:
     """Once every kill cell's call was performed (its answer held), kills publish-svc -9 and
     starts it again. Returns the kill cells caught too late (held past the platform timeout:
     those would be late cells)."""
@@ -135,6 +137,7 @@ async def kill_when_held(stack: StackHandle, kills: list[Run], timeout: float) -
         for run in kills
         if max(h["heldSeconds"] for h in holds(run, items, run.cell.call.endpoint)) >= timeout - 1
     ]
+    killed.set()  # from here on, publish-svc must be started again whatever happens
     await stack.processes.kill("publish")
     # Every held answer's caller is gone with the process.
     await release_held(stack)
@@ -208,27 +211,48 @@ async def test_every_driver_call_failing_late_or_killed_ends_truthfully_and_once
         phases[name] = round(time.monotonic() - started, 1)
         print(f"failure matrix: {name} after {phases[name]} s")
 
-    runs: list[Run] = await each(CELLS, lambda cell: prepare(api, stack, cell))
+    # Late cells take the platform timeout and a retry, failing ones end at once: after the
+    # kill cells (they render first: their date must come after the last of them) and the
+    # look-ups, the slow ones go first, so that they run while the others are rendered.
+    groups = {
+        "kill": [c for c in CELLS if c.mode is Mode.KILL],
+        "look-up": [c for c in CELLS if c.call.after_lost],
+        "late": [c for c in CELLS if c.mode is Mode.LATE and not c.call.after_lost],
+        "fail": [c for c in CELLS if c.mode is Mode.FAIL and not c.call.after_lost],
+    }
+    assert sum(map(len, groups.values())) == len(CELLS)
+    gate = asyncio.Semaphore(SETUP_CONCURRENCY)
+
+    async def ready(cell: Cell) -> Run:
+        async with gate:  # in the order asked: a group is ready before the next
+            run = await prepare(api, stack, cell)
+            await arm(stack, run, timeout)
+            return run
+
+    # Every cell's organization, account and switch, while the groups before it run.
+    preparing = {
+        name: [asyncio.create_task(ready(c)) for c in cells] for name, cells in groups.items()
+    }
+    background: list[asyncio.Task[Any]] = []
+    killed = asyncio.Event()
+    killing: asyncio.Task[list[str]] | None = None
     try:
-        await each(runs, lambda run: arm(stack, run, timeout))
-        phase("prepared")
-        look_ups = [run for run in runs if run.cell.call.after_lost]
-        kills = [run for run in runs if run.cell.mode is Mode.KILL]
-        # Late cells take the platform timeout and a retry; failing ones end at once: the
-        # slow ones go first, so that they run while the others are rendered.
-        lates = [run for run in runs if run.cell.mode is Mode.LATE and run not in look_ups]
-        fails = [run for run in runs if run.cell.mode is Mode.FAIL and run not in look_ups]
-        arming = asyncio.create_task(arm_look_ups(stack, look_ups, timeout))
-        killing = asyncio.create_task(kill_when_held(stack, kills, timeout))
-        # The kill cells render first: their date must come after the last of them.
+        kills = list(await asyncio.gather(*preparing["kill"]))
+        killing = asyncio.create_task(kill_when_held(stack, kills, timeout, killed))
         await schedule(api, kills, sample_video_url, future(KILL_DUE_SECONDS))
-        phase("kills scheduled")
+        phase("kill cells scheduled")
+        look_ups = list(await asyncio.gather(*preparing["look-up"]))
+        arming = asyncio.create_task(arm_look_ups(stack, look_ups, timeout))
+        background.append(arming)
         await schedule(api, look_ups, sample_video_url)
         phase("look-ups scheduled")
+        lates = list(await asyncio.gather(*preparing["late"]))
         await schedule(api, lates, sample_video_url)
         phase("late cells scheduled")
+        fails = list(await asyncio.gather(*preparing["fail"]))
         await schedule(api, fails, sample_video_url)
         phase("all scheduled")
+        runs = kills + look_ups + lates + fails
         too_late = await killing
         phase("killed and restarted")
         await arming
@@ -248,5 +272,16 @@ async def test_every_driver_call_failing_late_or_killed_ends_truthfully_and_once
         lines = [f"{name}: {'; '.join(v)}" for name, v in report.items()]
         assert not report, "\n".join([f"phases: {phases}", *lines])
     finally:
+        for task in background:
+            task.cancel()
+        if killing is not None and not killing.done():
+            if killed.is_set():
+                await asyncio.gather(killing, return_exceptions=True)
+            else:
+                killing.cancel()
         await release_held(stack)
-        await each(runs, lambda run: reset_switches(stack, run.driver.platform, run.account_id))
+        done = await asyncio.gather(
+            *(t for ts in preparing.values() for t in ts), return_exceptions=True
+        )
+        prepared = [run for run in done if isinstance(run, Run)]
+        await each(prepared, lambda run: reset_switches(stack, run.driver.platform, run.account_id))
