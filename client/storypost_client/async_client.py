@@ -238,19 +238,10 @@ class AsyncStorypostClient(AsyncMethods):
             share_to_linknet=share_to_linknet,
             linknet_destination_id=linknet_destination_id,
         )
-        bulk.check_plan(plan, skip_bad_rows=skip_bad_rows, concurrency=concurrency)
-        if plan.items:
-            bulk.check_account(await self.list_photoapp_users(), photoapp_username)
-        return await bulk.run_async(
-            self,
-            plan,
-            skip_bad_rows=skip_bad_rows,
-            concurrency=concurrency,
-            progress=progress,
-            previous=previous,
-            preview=preview,
-            preview_timeout=preview_timeout,
+        options = bulk.RunOptions(
+            skip_bad_rows, concurrency, progress, previous, preview, preview_timeout
         )
+        return await bulk.run_async(self, plan, options, account=photoapp_username)
 
     async def bulk_create_drafts(
         self,
@@ -271,16 +262,10 @@ class AsyncStorypostClient(AsyncMethods):
         `bulk_schedule_stories` (the UUID is derived from the template, the values, the folder
         and the name template)."""
         plan = bulk.plan_drafts(template, rows, folder_name=folder_name, name=name)
-        return await bulk.run_async(
-            self,
-            plan,
-            skip_bad_rows=skip_bad_rows,
-            concurrency=concurrency,
-            progress=progress,
-            previous=previous,
-            preview=preview,
-            preview_timeout=preview_timeout,
+        options = bulk.RunOptions(
+            skip_bad_rows, concurrency, progress, previous, preview, preview_timeout
         )
+        return await bulk.run_async(self, plan, options)
 
     # Temp blob uploads.
 

@@ -580,9 +580,22 @@ def _preview_known(plan: BulkPlan, answer: Mapping[str, Any]) -> bool:
     return bool(answer.get("previewUrl")) or answer.get("status") in plan.facts.final_states
 
 
-def _start(plan: BulkPlan, previous: Iterable[RowResult]) -> tuple[list[RowResult], list[BulkItem]]:
-    """Results known before sending (skipped rows, rows an earlier run sent) and what to send."""
-    done = {result.uuid: result for result in previous if result.ok and result.uuid}
+@dataclass(frozen=True)
+class RunOptions:
+    """How a runner sends a plan: the bulk methods' arguments of the same names."""
+
+    skip_bad_rows: bool = False
+    concurrency: int = DEFAULT_CONCURRENCY
+    progress: BulkProgress | None = None
+    previous: Iterable[RowResult] = ()
+    preview: bool = True
+    preview_timeout: float = DEFAULT_PREVIEW_TIMEOUT
+
+
+def _start(plan: BulkPlan, options: RunOptions) -> tuple[list[RowResult], list[BulkItem]]:
+    """Results known before sending (skipped rows, rows an earlier run sent), reported to
+    `progress` at once, and what to send."""
+    done = {result.uuid: result for result in options.previous if result.ok and result.uuid}
     known = [
         RowResult(row=problem.row, status=SKIPPED, error="; ".join(problem.messages))
         for problem in plan.problems
@@ -605,7 +618,19 @@ def _start(plan: BulkPlan, previous: Iterable[RowResult]) -> tuple[list[RowResul
             )
         )
     known.sort(key=lambda result: result.row)
-    return known, to_send
+    results: list[RowResult] = []
+    for result in known:
+        _finished(plan, options, results, result)
+    return results, to_send
+
+
+def _finished(
+    plan: BulkPlan, options: RunOptions, results: list[RowResult], result: RowResult
+) -> None:
+    """Adds a finished row to `results` and reports it to `progress`."""
+    results.append(result)
+    if options.progress:
+        options.progress(result, len(results), plan.total)
 
 
 def _rate_limit_wait(retry: RetryPolicy, error: StorypostError, rounds: int) -> float | None:
@@ -657,39 +682,28 @@ class _AsyncPause:
 
 
 async def run_async(
-    client: AsyncStorypostClient,
-    plan: BulkPlan,
-    *,
-    skip_bad_rows: bool = False,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    progress: BulkProgress | None = None,
-    previous: Iterable[RowResult] = (),
-    preview: bool = True,
-    preview_timeout: float = DEFAULT_PREVIEW_TIMEOUT,
+    client: AsyncStorypostClient, plan: BulkPlan, options: RunOptions, *, account: str | None = None
 ) -> BulkReport:
-    """Sends a plan's rows, at most `concurrency` at a time; see `bulk_schedule_stories`."""
-    check_plan(plan, skip_bad_rows=skip_bad_rows, concurrency=concurrency)
-    results, to_send = _start(plan, previous)
-    for done, result in enumerate(results, 1):
-        if progress:
-            progress(result, done, plan.total)
+    """Sends a plan's rows, at most `concurrency` at a time; see `bulk_schedule_stories`. With
+    `account` (stories), checks first that the photoapp account is connected."""
+    check_plan(plan, skip_bad_rows=options.skip_bad_rows, concurrency=options.concurrency)
+    if account is not None and plan.items:
+        check_account(await client.list_photoapp_users(), account)
+    results, to_send = _start(plan, options)
     pause = _AsyncPause()
-    gate = asyncio.Semaphore(concurrency)
+    gate = asyncio.Semaphore(options.concurrency)
 
     async def one(item: BulkItem) -> RowResult:
         async with gate:
             result = await _send_async(client, plan, item, pause)
-            if preview and result.ok:
-                result = await _preview_async(client, plan, result, preview_timeout)
+            if options.preview and result.ok:
+                result = await _preview_async(client, plan, result, options.preview_timeout)
             return result
 
     tasks = [asyncio.ensure_future(one(item)) for item in to_send]
     try:
         for finished in asyncio.as_completed(tasks):
-            result = await finished
-            results.append(result)
-            if progress:
-                progress(result, len(results), plan.total)
+            _finished(plan, options, results, await finished)
     finally:
         # A failure that is not an API error (or a cancel) stops the rows still in flight.
         for task in tasks:
@@ -753,40 +767,29 @@ class _ThreadPause:
 
 
 def run_sync(
-    client: StorypostClient,
-    plan: BulkPlan,
-    *,
-    skip_bad_rows: bool = False,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    progress: BulkProgress | None = None,
-    previous: Iterable[RowResult] = (),
-    preview: bool = True,
-    preview_timeout: float = DEFAULT_PREVIEW_TIMEOUT,
+    client: StorypostClient, plan: BulkPlan, options: RunOptions, *, account: str | None = None
 ) -> BulkReport:
-    """Sends a plan's rows from `concurrency` threads; progress is called on this thread."""
-    check_plan(plan, skip_bad_rows=skip_bad_rows, concurrency=concurrency)
-    results, to_send = _start(plan, previous)
-    for done, result in enumerate(results, 1):
-        if progress:
-            progress(result, done, plan.total)
+    """Sends a plan's rows from `concurrency` threads; progress is called on this thread. With
+    `account` (stories), checks first that the photoapp account is connected."""
+    check_plan(plan, skip_bad_rows=options.skip_bad_rows, concurrency=options.concurrency)
+    if account is not None and plan.items:
+        check_account(client.list_photoapp_users(), account)
+    results, to_send = _start(plan, options)
     pause = _ThreadPause()
 
     def one(item: BulkItem) -> RowResult:
         result = _send_sync(client, plan, item, pause)
-        if preview and result.ok:
-            result = _preview_sync(client, plan, result, preview_timeout)
+        if options.preview and result.ok:
+            result = _preview_sync(client, plan, result, options.preview_timeout)
         return result
 
     if not to_send:
         return _finish(plan, results)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bulk") as pool:
+    with ThreadPoolExecutor(max_workers=options.concurrency, thread_name_prefix="bulk") as pool:
         futures = [pool.submit(one, item) for item in to_send]
         try:
             for finished in as_completed(futures):
-                result = finished.result()
-                results.append(result)
-                if progress:
-                    progress(result, len(results), plan.total)
+                _finished(plan, options, results, finished.result())
         except BaseException:
             for future in futures:
                 future.cancel()

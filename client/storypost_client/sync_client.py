@@ -228,19 +228,10 @@ class StorypostClient(SyncMethods):
             share_to_linknet=share_to_linknet,
             linknet_destination_id=linknet_destination_id,
         )
-        bulk.check_plan(plan, skip_bad_rows=skip_bad_rows, concurrency=concurrency)
-        if plan.items:
-            bulk.check_account(self.list_photoapp_users(), photoapp_username)
-        return bulk.run_sync(
-            self,
-            plan,
-            skip_bad_rows=skip_bad_rows,
-            concurrency=concurrency,
-            progress=progress,
-            previous=previous,
-            preview=preview,
-            preview_timeout=preview_timeout,
+        options = bulk.RunOptions(
+            skip_bad_rows, concurrency, progress, previous, preview, preview_timeout
         )
+        return bulk.run_sync(self, plan, options, account=photoapp_username)
 
     def bulk_create_drafts(
         self,
@@ -261,16 +252,10 @@ class StorypostClient(SyncMethods):
         `bulk_schedule_stories` (the UUID is derived from the template, the values, the folder
         and the name template)."""
         plan = bulk.plan_drafts(template, rows, folder_name=folder_name, name=name)
-        return bulk.run_sync(
-            self,
-            plan,
-            skip_bad_rows=skip_bad_rows,
-            concurrency=concurrency,
-            progress=progress,
-            previous=previous,
-            preview=preview,
-            preview_timeout=preview_timeout,
+        options = bulk.RunOptions(
+            skip_bad_rows, concurrency, progress, previous, preview, preview_timeout
         )
+        return bulk.run_sync(self, plan, options)
 
     # Temp blob uploads.
 
