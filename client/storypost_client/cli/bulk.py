@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from storypost_client.cli import inputs, render
 from storypost_client.cli.exits import EXIT_ROWS_FAILED
@@ -24,9 +24,8 @@ if TYPE_CHECKING:
 
 
 def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
-    template, rows, results, previous = _files(args)
-    with progress_reporter(args.progress, "story bulk") as progress:
-        report = client.bulk_schedule_stories(
+    def send(template: str, rows: list[dict[str, Any]], run: _RunArgs) -> BulkReport:
+        return client.bulk_schedule_stories(
             template,
             rows,
             photoapp_username=args.account,
@@ -36,29 +35,47 @@ def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
             ai_generated=args.ai_generated or None,
             share_to_linknet=args.share_to_linknet or None,
             linknet_destination_id=args.linknet_destination,
-            skip_bad_rows=args.skip_bad_rows,
-            concurrency=args.concurrency,
-            progress=progress,
-            previous=previous,
-            preview=args.preview,
+            **run,
         )
-    return _finish(report, results, json_output=args.json)
+
+    return _bulk(args, "story bulk", send)
 
 
 def draft_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
-    template, rows, results, previous = _files(args)
-    with progress_reporter(args.progress, "draft bulk") as progress:
-        report = client.bulk_create_drafts(
-            template,
-            rows,
-            folder_name=args.folder,
-            name=args.name,
-            skip_bad_rows=args.skip_bad_rows,
-            concurrency=args.concurrency,
-            progress=progress,
-            previous=previous,
-            preview=args.preview,
+    def send(template: str, rows: list[dict[str, Any]], run: _RunArgs) -> BulkReport:
+        return client.bulk_create_drafts(
+            template, rows, folder_name=args.folder, name=args.name, **run
         )
+
+    return _bulk(args, "draft bulk", send)
+
+
+class _RunArgs(TypedDict):
+    """The bulk methods' arguments that `story bulk` and `draft bulk` share."""
+
+    skip_bad_rows: bool
+    concurrency: int
+    progress: BulkProgress | None
+    previous: list[RowResult]
+    preview: bool
+
+
+def _bulk(
+    args: argparse.Namespace,
+    what: str,
+    send: Callable[[str, list[dict[str, Any]], _RunArgs], BulkReport],
+) -> int:
+    """Reads the files, sends the rows with progress shown, writes the results file."""
+    template, rows, results, previous = _files(args)
+    with progress_reporter(args.progress, what) as progress:
+        run: _RunArgs = {
+            "skip_bad_rows": args.skip_bad_rows,
+            "concurrency": args.concurrency,
+            "progress": progress,
+            "previous": previous,
+            "preview": args.preview,
+        }
+        report = send(template, rows, run)
     return _finish(report, results, json_output=args.json)
 
 
