@@ -126,6 +126,15 @@ async def published(
     return items
 
 
+async def switches(stack: StackHandle) -> list[dict[str, Any]]:
+    """The sandbox's switches now (a switch with `times` is gone once used up)."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        answer = await http.get(f"{sandbox_url(stack)}/_sandbox/switches")
+    answer.raise_for_status()
+    items: list[dict[str, Any]] = answer.json()["switches"]
+    return items
+
+
 async def held(stack: StackHandle) -> list[dict[str, Any]]:
     """The calls the sandbox performed whose answers a late-answer switch holds right now."""
     async with httpx.AsyncClient(timeout=10.0) as http:

@@ -44,7 +44,7 @@ from tests.integration.publish.matrix_cells import (
     settled,
 )
 from tests.reliability.support import future
-from tests.support.accounts import held, release_held, reset_switches
+from tests.support.accounts import held, release_held, reset_switches, switches
 from tests.support.api import Api
 from tests.support.failure_matrix import CELLS, Cell, Expect, Mode
 
@@ -262,6 +262,12 @@ async def test_every_driver_call_failing_late_or_killed_ends_truthfully_and_once
         report = {run.cell.name: issues for run, issues in zip(runs, found, strict=True) if issues}
         for name in too_late:
             report.setdefault(name, []).append("held past the platform timeout before the kill")
+        # Each once-only switch was used: the cell's call (or look-up) was really made.
+        left = {(item["platform"], item["account"]) for item in await switches(stack)}
+        for run in runs:
+            stays = run.cell.mode is Mode.FAIL and run.cell.expect is Expect.FAILED
+            if not stays and (run.driver.platform, run.account_id) in left:
+                report.setdefault(run.cell.name, []).append("its switch never applied")
         events = await statuses_on_the_bus(bus, {Kind(run.driver.kind) for run in runs})
         for run in runs:
             want = expected_events(run)
