@@ -464,9 +464,16 @@ async def bench_memory(service: Service, html: str, renders: int) -> tuple[int, 
     done.set()
     await sampling
     tenth = max(1, len(samples) // 10)
-    first = statistics.median(p for p, _ in samples[:tenth])
-    last = statistics.median(p for p, _ in samples[-tenth:])
-    return max(p for p, _ in samples), max(r for _, r in samples), int(last - first)
+    tenths = [
+        statistics.median(p for p, _ in samples[start : start + tenth])
+        for start in range(0, tenth * 10, tenth)
+    ]
+    print(
+        "memory, median PSS of each tenth of the run (MiB): "
+        + " ".join(f"{value / 1024 / 1024:.0f}" for value in tenths),
+        flush=True,
+    )
+    return max(p for p, _ in samples), max(r for _, r in samples), int(tenths[-1] - tenths[0])
 
 
 def memory_limit() -> int:
