@@ -20,7 +20,8 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from storypost_runtime.addresses import IpAddress, OffLimits, off_limits
+
 MAX_REDIRECTS = 5
 # Hop-by-hop and encoding headers never pass between the page and the origin server.
 _DROP_REQUEST_HEADERS = frozenset(
@@ -47,22 +48,6 @@ class TooLarge(Exception):
     """A response over the size limit."""
 
 
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-
-
-def _embedded_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 one carries (mapped, 6to4, NAT64): where it really goes."""
-    if isinstance(address, ipaddress.IPv4Address):
-        return None
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
-
-
 def legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
     """The address of a host written in a legacy IPv4 form resolvers accept (`127.1`,
     `2130706433`, `0x7f000001`, `0177.0.0.1`), else None."""
@@ -74,23 +59,21 @@ def legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
         return None
 
 
+# How a page's refused address is named in its warnings and errors.
+_REASONS = {
+    OffLimits.LOOPBACK: "loopback address",
+    OffLimits.LINK_LOCAL: "link-local or metadata address",
+    OffLimits.MULTICAST: "multicast address",
+    OffLimits.UNSPECIFIED: "unspecified address",
+    OffLimits.RESERVED: "private or reserved address",
+    OffLimits.PRIVATE: "private or reserved address",
+}
+
+
 def blocked_reason(address: IpAddress) -> str | None:
-    """Why an address is off limits, or None for a public one."""
-    embedded = _embedded_ipv4(address)
-    if embedded is not None:
-        return blocked_reason(embedded)
-    if address.is_loopback:
-        return "loopback address"
-    if address.is_link_local:
-        # 169.254.169.254 (cloud metadata) is link-local too.
-        return "link-local or metadata address"
-    if address.is_multicast:
-        return "multicast address"
-    if address.is_unspecified:
-        return "unspecified address"
-    if address.is_private or address.is_reserved or not address.is_global:
-        return "private or reserved address"
-    return None
+    """Why an address is off limits (storypost_runtime.addresses), or None for a public one."""
+    kind = off_limits(address)
+    return None if kind is None else _REASONS[kind]
 
 
 def port_of(url: str) -> int:

@@ -17,30 +17,27 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
+from storypost_runtime.addresses import IpAddress, OffLimits, embedded_ipv4, off_limits
 from storypost_runtime.errors import InvalidArgument
 
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 MAX_URL_LENGTH = 2048
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
+# How a refused delivery address is named (storypost_runtime.addresses has the rule).
+_REASONS = {
+    OffLimits.LOOPBACK: "a loopback address",
+    OffLimits.LINK_LOCAL: "a link-local or cloud metadata address",
+    OffLimits.MULTICAST: "a multicast address",
+    OffLimits.UNSPECIFIED: "a reserved address",
+    OffLimits.RESERVED: "a reserved address",
+    OffLimits.PRIVATE: "a private address",
+}
 
 
 class RefusedAddress(httpcore.ConnectError):
     """A host that resolves to an address deliveries must not reach; the message says why."""
-
-
-def _embedded_ipv4(address: IpAddress) -> ipaddress.IPv4Address | None:
-    """The IPv4 address hidden in an IPv6 one (mapped, 6to4, NAT64), if any."""
-    if isinstance(address, ipaddress.IPv4Address):
-        return None
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
 
 
 @dataclass(frozen=True)
@@ -55,23 +52,13 @@ class AddressPolicy:
         """Why a delivery must not connect to `address`, or None when it may."""
         if any(address in network for network in self.allowed_networks):
             return None
-        embedded = _embedded_ipv4(address)
+        embedded = embedded_ipv4(address)
         if embedded is not None:
             return self.refusal(embedded)
-        if address.is_loopback:
-            return None if self.allow_loopback else "a loopback address"
-        if address.is_link_local:
-            # 169.254.169.254, the cloud metadata address, is link-local.
-            return "a link-local or cloud metadata address"
-        if address.is_multicast:
-            return "a multicast address"
-        if address.is_unspecified or address.is_reserved:
-            return "a reserved address"
-        if address.is_private or not address.is_global:
-            # RFC 1918, unique local (fd00:ec2::254, metadata), shared 100.64/10 (Alibaba's
-            # metadata 100.100.100.200), documentation and benchmark ranges.
-            return "a private address"
-        return None
+        kind = off_limits(address)
+        if kind is OffLimits.LOOPBACK and self.allow_loopback:
+            return None
+        return None if kind is None else _REASONS[kind]
 
     async def resolve(self, host: str, port: int) -> list[IpAddress]:
         """Every address of `host`; RefusedAddress when one is off limits or none is found."""
