@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox_net.switches import Switch
 from storypost.account.v1 import account_pb2 as pb
 from storypost.testing.stack import StackHandle
 from tests.integration.publish.conftest import IMAGE_STORY, username
@@ -135,19 +136,14 @@ async def arm_look_up(stack: StackHandle, run: Run, timeout: float) -> None:
 
 
 def holds(run: Run, items: list[dict[str, Any]], endpoint: str) -> list[dict[str, Any]]:
-    """The held answers of this cell's account for `endpoint`."""
-    wanted = endpoint.split("/")
-
-    def matches(path: str) -> bool:
-        tail = path.split("/")[-len(wanted) :]
-        return all(w in ("*", s) for w, s in zip(wanted, tail, strict=True))
-
+    """The held answers of this cell's account for `endpoint` (matched as switches are)."""
+    matcher = Switch(run.driver.platform, run.account_id, "ok", endpoint=endpoint)
     return [
         item
         for item in items
         if item["platform"] == run.driver.platform
         and item["accountId"] == run.account_id
-        and matches(item["path"])
+        and matcher.applies_to(item["path"])
     ]
 
 
