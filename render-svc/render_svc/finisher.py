@@ -46,6 +46,7 @@ from storypost_runtime.errors import DomainError, NotFound
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.outbox import Event, with_event
+from storypost_runtime.tasks import TaskSet
 
 log = get_logger(__name__)
 
@@ -88,7 +89,7 @@ class Finisher:
         self._lease = timedelta(seconds=lease_seconds)
         self._composites = asyncio.Semaphore(composite_concurrency)
         self._wake = wake_relay
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()
         # Seconds each finish took (composite, preview, upload), by media kind and outcome.
         self._durations = durations or finish_durations(None)
 
@@ -116,9 +117,7 @@ class Finisher:
         return Rendering.from_doc(taken)
 
     def _start(self, doc: Document, token: str) -> None:
-        task = asyncio.create_task(self._run(doc, token), name=f"finish {doc['_id']}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._run(doc, token), name=f"finish {doc['_id']}")
 
     async def resume_expired(self) -> int:
         """Takes over renderings whose finisher died (lease ran out). Returns how many."""
@@ -145,13 +144,10 @@ class Finisher:
 
     async def wait_idle(self) -> None:
         """Waits for the running finishers (tests, shutdown)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._tasks.wait_idle()
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._tasks.close()
 
     async def _run(self, doc: Document, token: str) -> None:
         rendering = Rendering.from_doc(doc)

@@ -12,7 +12,6 @@ message's `traceparent` header, so its deliveries join the trace of the change t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 from collections.abc import Coroutine, Mapping, Sequence
@@ -26,6 +25,7 @@ from storypost_runtime.bus import process_span_name
 from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
+from storypost_runtime.tasks import TaskSet
 from storypost_runtime.tracing import current_traceparent, extract, tracer
 from webhook_svc.deliveries import DeliveryStore, NewDelivery, delivery_uuid
 from webhook_svc.directory import WebhookDirectory
@@ -126,7 +126,7 @@ class EventConsumer:
         self._keepalive = ack_wait_seconds / 3
         self._inflight = 0
         self._room = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()
 
     async def run(self) -> None:
         backoff = 0.2
@@ -284,17 +284,10 @@ class EventConsumer:
             stored.cancel()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(coro)
 
     async def _close(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.close()
 
 
 def _redelivered(message: Message) -> bool:

@@ -16,6 +16,7 @@ from storypost_runtime.clock import Clock, iso_utc
 from storypost_runtime.errors import FailedPrecondition
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
+from storypost_runtime.tasks import TaskSet
 from storypost_runtime.tracing import context_of_traceparent
 from webhook_svc.deliveries import (
     AttemptResult,
@@ -67,7 +68,7 @@ class Dispatcher:
         self._wake = asyncio.Event()
         # True while due deliveries may be waiting for room (checked when an attempt ends).
         self._backlog = True
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()
 
     # --- new deliveries (the consumer's fast path) ---
 
@@ -242,10 +243,7 @@ class Dispatcher:
     # --- bookkeeping ---
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return self._tasks.spawn(coro)
 
     def _release(self, webhook_id: str) -> None:
         self._lanes.release(webhook_id)
@@ -262,9 +260,4 @@ class Dispatcher:
 
     async def close(self) -> None:
         """Cancels attempts still running (their leases run out; others retry them)."""
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._tasks.close()

@@ -42,6 +42,7 @@ from render_svc.browser.priority import at_lower_priority, lower_sessions
 from render_svc.fair import FairSlots
 from storypost_runtime.errors import ResourceExhausted, Unavailable
 from storypost_runtime.logs import get_logger
+from storypost_runtime.tasks import TaskSet
 
 log = get_logger(__name__)
 
@@ -190,7 +191,7 @@ class BrowserPool:
             per_org_queue_limit=settings.per_org_queue_limit,
             busy=_all_slots_busy,
         )
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()
         # The jailed browser's wrapper script, alone in a private directory of its own.
         self._executable: Path | None = None
         self.launches = 0
@@ -222,8 +223,7 @@ class BrowserPool:
             await self._refill(slot)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        await self._tasks.close()
         for slot in self._slots:
             await self._close_browser(slot)
         if self._playwright is not None:
@@ -362,9 +362,7 @@ class BrowserPool:
             self._free.release(organization_id)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(work)
 
     async def _checkout(self, slot: _Slot) -> Lease:
         for _attempt in range(2):
