@@ -157,20 +157,21 @@ class PostProcessor:
         credentials = await self._credentials(post)
         if credentials is None:
             return
-        outcome = await self._publish(post, media, credentials)
+        outcome, sent = await self._publish(post, media, credentials)
         if outcome.kind is OutcomeKind.UNAUTHORIZED:
             # The token may have expired early: refresh once before calling it a disconnect.
             credentials = await self._credentials(post, force_refresh=True)
             if credentials is None:
                 return
-            outcome = await self._publish(post, media, credentials)
+            outcome, sent_again = await self._publish(post, media, credentials)
+            sent = sent or sent_again
             if outcome.kind is OutcomeKind.UNAUTHORIZED:
                 await self._accounts.mark_disconnected(
                     post.organization_id, post.account.social_account_id, outcome.message
                 )
                 await self._fail(post, self._disconnected_message(post, outcome.message))
                 return
-        await self._conclude(post, outcome)
+        await self._conclude(post, outcome, sent=sent)
 
     async def _rendered_media(self, post: Post) -> Media | None:
         rendering = await self._renderer.get(post.organization_id, post.id)
@@ -263,7 +264,11 @@ class PostProcessor:
             f"{reason}: reconnect it in the app"
         )
 
-    async def _publish(self, post: Post, media: Media, credentials: Credentials) -> Outcome:
+    async def _publish(
+        self, post: Post, media: Media, credentials: Credentials
+    ) -> tuple[Outcome, bool]:
+        """The driver's outcome, and whether an irreversible call was sent (this attempt or
+        an earlier one): the post as claimed does not know what this attempt marked."""
         progress = StoredProgress(
             self._store,
             post.id,
@@ -274,7 +279,8 @@ class PostProcessor:
             self._answer_grace,
         )
         async with self._renewing_lease(post):
-            return await self.driver_for(post).publish(post, media, credentials, progress)
+            outcome = await self.driver_for(post).publish(post, media, credentials, progress)
+        return outcome, bool(progress.recorded.get("irreversible"))
 
     @contextlib.asynccontextmanager
     async def _renewing_lease(self, post: Post) -> AsyncIterator[None]:
@@ -293,7 +299,7 @@ class PostProcessor:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _conclude(self, post: Post, outcome: Outcome) -> None:
+    async def _conclude(self, post: Post, outcome: Outcome, *, sent: bool = False) -> None:
         self._metrics.outcomes.labels(post.account.platform, outcome.kind.value).inc()
         raw: dict[str, Any] = {"clipappStatus": outcome.raw_status} if outcome.raw_status else {}
         if outcome.kind is OutcomeKind.EXECUTED:
@@ -329,7 +335,7 @@ class PostProcessor:
         elif outcome.kind is OutcomeKind.FAILED:
             await self._fail(post, outcome.message, extra=raw)
         else:
-            await self._retry(post, outcome)
+            await self._retry(post, outcome, sent=sent)
 
     async def _pay_credit(self, record_id: str, organization_id: str) -> bool:
         """Takes the post's credit (idempotent in account-svc) and clears the debt; on any
@@ -362,13 +368,16 @@ class PostProcessor:
         """Everything ended posts still owe account-svc: credits and daily reservations."""
         return await self.settle_credits() + await self._releases.settle()
 
-    async def _retry(self, post: Post, outcome: Outcome) -> None:
+    async def _retry(self, post: Post, outcome: Outcome, *, sent: bool = False) -> None:
+        """Plans the next attempt; a post never sent fails instead when that attempt would
+        come past the deadline. `sent`: this attempt sent an irreversible call (the post as
+        claimed does not show it): it may have been published, so it is looked up later."""
         now = self._clock.now()
         delay = min(MAX_BACKOFF, timedelta(seconds=2 ** min(post.attempts, 10)))
         delay = delay * (0.5 + random.random())  # noqa: S311 - jitter, not security
         if outcome.retry_after_seconds:
             delay = max(delay, timedelta(seconds=outcome.retry_after_seconds))
-        if now + delay > self.deadline(post) and not post.progress.get("irreversible"):
+        if now + delay > self.deadline(post) and not (sent or post.progress.get("irreversible")):
             await self._fail(post, late_message(post, self._window, outcome.message))
             return
         fields: dict[str, Any] = {"progress.lastError": outcome.message}

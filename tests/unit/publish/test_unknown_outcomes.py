@@ -105,3 +105,17 @@ async def test_a_sent_post_nobody_could_ask_about_fails_as_unknown(core: Core) -
     assert post.error_message.startswith("the outcome is unknown")
     assert "check the account before posting it again" in post.error_message
     assert [e["status"] for e in await core.events(post)] == ["scheduled", "failed"]
+
+
+async def test_an_answer_lost_just_before_the_deadline_is_looked_up_not_failed_late(
+    core: Core,
+) -> None:
+    core.driver.outcomes = [Outcome.retry("photoapp: the platform timed out")]
+    await core.intake.story(core.new(Kind.STORY, UUID), "alice")
+    # The publish call goes out a moment before the deadline and its answer is lost: the next
+    # attempt comes after the deadline, but the post may be published, so it is not "late".
+    core.clock.advance(timedelta(minutes=59, seconds=59, milliseconds=900))
+    await core.run_due()
+    post = await core.posts.get(Kind.STORY, "org", UUID)
+    assert post.status is Status.SCHEDULED, post.error_message
+    assert post.progress["lastError"] == "photoapp: the platform timed out"
