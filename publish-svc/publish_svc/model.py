@@ -44,6 +44,11 @@ UUID_FIELD = {
 }
 
 
+def listed_at(date: datetime | None, created_at: datetime) -> datetime:
+    """Where a post is listed: its date, or when it was accepted if it came without one."""
+    return date or created_at
+
+
 def post_id(kind: Kind, organization_id: str, post_uuid: str) -> str:
     """One record per (organization, kind, UUID): the id itself makes creates idempotent."""
     return f"{kind.value}:{organization_id}:{post_uuid.lower()}"
@@ -108,6 +113,11 @@ class Post:
     def deadline_base(self) -> datetime:
         """The 60-minute window counts from the date, or from acceptance when none was given."""
         return self.date or self.created_at
+
+    @property
+    def listed_at(self) -> datetime:
+        """Where ListPosts and the calendar place it (Post.date in the API)."""
+        return listed_at(self.date, self.created_at)
 
     @classmethod
     def from_doc(cls, doc: Document) -> Post:

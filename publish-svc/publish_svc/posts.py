@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import grpc
 
@@ -11,6 +10,7 @@ from publish_svc.accounts import Accounts
 from publish_svc.daily import DailyReleases, owes_release
 from publish_svc.drivers.base import Credentials
 from publish_svc.events import status_event
+from publish_svc.listing import ListQuery, Position, decode, encode
 from publish_svc.model import Kind, Post, Status, post_id
 from publish_svc.processing import DriverLookup
 from publish_svc.renderer import Renderer
@@ -143,7 +143,28 @@ class Posts:
         credentials = Credentials(token.access_token, token.platform_account_id, token.username)
         return await self._drivers.get(post.account.platform).reachable(credentials)
 
-    async def list(
-        self, organization_id: str, kinds: Sequence[Kind], statuses: Sequence[Status], limit: int
-    ) -> list[Post]:
-        return await self._store.list(organization_id, kinds, statuses, limit)
+    async def list(self, query: ListQuery, page_token: str, limit: int) -> Page:
+        """A page of the listing: from `page_token` (the newest page when empty)."""
+        position = decode(query, page_token) if page_token else None
+        posts, more = await self._store.list(query, position, limit)
+        if not posts:
+            return Page(posts, "", "")
+        older = Position(posts[-1].listed_at, posts[-1].id, newer=False)
+        newer = Position(posts[0].listed_at, posts[0].id, newer=True)
+        # Going back toward newer posts, `more` says whether newer ones are left; going
+        # on, whether older ones are. A page reached by a token has the token's side left.
+        has_older = more if position is None or not position.newer else True
+        has_newer = position is not None and (more if position.newer else True)
+        return Page(
+            posts,
+            encode(query, older) if has_older else "",
+            encode(query, newer) if has_newer else "",
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    posts: list[Post]
+    # Tokens of the older and the newer page; empty when there is none.
+    next_token: str
+    previous_token: str

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 
 from publish_svc.intake import Accepted, NewPost, PostIntake
+from publish_svc.listing import ListQuery
 from publish_svc.model import Kind, Post, Status
 from publish_svc.posts import Posts
 from storypost.publish.v1 import publish_pb2 as pb
@@ -35,11 +36,15 @@ KIND_PB = {
 KIND_OF_PB = {value: key for key, value in KIND_PB.items()}
 
 
-def _date(request: Any) -> datetime | None:
-    if not request.HasField("date"):
+def _moment(request: Any, name: str) -> datetime | None:
+    if not request.HasField(name):
         return None
-    moment: datetime = request.date.ToDatetime(tzinfo=UTC)
+    moment: datetime = getattr(request, name).ToDatetime(tzinfo=UTC)
     return moment
+
+
+def _date(request: Any) -> datetime | None:
+    return _moment(request, "date")
 
 
 def post_pb(post: Post) -> pb.Post:
@@ -58,7 +63,7 @@ def post_pb(post: Post) -> pb.Post:
         preview_url=post.preview_url or "",
         clipapp_status=post.clipapp_status or "",
         permalink=post.permalink or "",
-        date=timestamp(post.date or post.created_at),
+        date=timestamp(post.listed_at),
         social_account_id=post.account.social_account_id if post.kind is Kind.SOCIAL else "",
         platform=post.account.platform if post.kind is Kind.SOCIAL else "",
         account=account,
@@ -194,10 +199,16 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
         limit = request.limit or 100
         if not 1 <= limit <= 500:
             raise InvalidArgument("limit must be 1 to 500")
-        found = await self._posts.list(
+        query = ListQuery(
             request.organization_id,
             [KIND_OF_PB[k] for k in request.kinds if k in KIND_OF_PB],
             [STATUS_OF_PB[s] for s in request.statuses if s in STATUS_OF_PB],
-            limit,
+            _moment(request, "date_from"),
+            _moment(request, "date_to"),
         )
-        return pb.ListPostsResponse(posts=[post_pb(p) for p in found])
+        page = await self._posts.list(query, request.page_token, limit)
+        return pb.ListPostsResponse(
+            posts=[post_pb(p) for p in page.posts],
+            next_page_token=page.next_token,
+            previous_page_token=page.previous_token,
+        )

@@ -10,13 +10,16 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
-from publish_svc.model import OPEN, Kind, Post, Status, post_id
-from storypost_runtime.mongo import Document, ensure_indexes
+from publish_svc.listing import LISTED_FIELD, ListQuery, Position
+from publish_svc.model import OPEN, Kind, Post, Status, listed_at, post_id
+from storypost_runtime.mongo import Document, drop_indexes, ensure_indexes
 from storypost_runtime.outbox import Event, new_record_outbox, with_event
 
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 # Set while a driver call that cannot be taken back (upload, publish) runs.
 PHASE_FIELD = "phase"
+# Indexes of earlier versions: ListPosts went by (organizationId, dueAt), now by org_listed.
+RETIRED_INDEXES = ("org_due",)
 
 
 class PostStore:
@@ -30,7 +33,15 @@ class PostStore:
             [
                 # The scheduler's claim: open posts whose due time came and whose lease ended.
                 IndexModel([("status", ASCENDING), ("dueAt", ASCENDING)], name="status_due"),
-                IndexModel([("organizationId", ASCENDING), ("dueAt", DESCENDING)], name="org_due"),
+                # ListPosts' pages and ranges: (listedAt, _id) newest first per organization.
+                IndexModel(
+                    [
+                        ("organizationId", ASCENDING),
+                        (LISTED_FIELD, DESCENDING),
+                        ("_id", DESCENDING),
+                    ],
+                    name="org_listed",
+                ),
                 IndexModel([("outboxPending", ASCENDING)], sparse=True, name="outbox_pending"),
                 # Published social posts whose credit is not taken yet (few, if any).
                 IndexModel([("creditDueAt", ASCENDING)], sparse=True, name="credit_due"),
@@ -38,6 +49,23 @@ class PostStore:
                 IndexModel([("dailyReleaseDueAt", ASCENDING)], sparse=True, name="release_due"),
             ],
         )
+        await drop_indexes(self._posts, RETIRED_INDEXES)
+        await self.backfill_listed_at()
+
+    async def backfill_listed_at(self, batch: int = 500) -> int:
+        """Gives records stored before `listedAt` existed theirs; how many it updated."""
+        updated = 0
+        while True:
+            cursor = self._posts.find(
+                {LISTED_FIELD: {"$exists": False}}, {"date": 1, "createdAt": 1}
+            ).limit(batch)
+            docs = [doc async for doc in cursor]
+            for doc in docs:
+                at = listed_at(doc.get("date"), doc["createdAt"])
+                await self._posts.update_one({"_id": doc["_id"]}, {"$set": {LISTED_FIELD: at}})
+            updated += len(docs)
+            if len(docs) < batch:
+                return updated
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post | None:
         doc = await self._posts.find_one({"_id": post_id(kind, organization_id, post_uuid)})
@@ -49,7 +77,13 @@ class PostStore:
 
     async def insert(self, doc: Document, *events: Event) -> tuple[Post, bool]:
         """Stores a new post with its first events; a racing twin gets the stored one back."""
-        full = {**doc, "leaseUntil": NEVER, PHASE_FIELD: None, **new_record_outbox(*events)}
+        full = {
+            **doc,
+            LISTED_FIELD: listed_at(doc["date"], doc["createdAt"]),
+            "leaseUntil": NEVER,
+            PHASE_FIELD: None,
+            **new_record_outbox(*events),
+        }
         try:
             await self._posts.insert_one(full)
         except DuplicateKeyError:
@@ -228,18 +262,35 @@ class PostStore:
         )
 
     async def list(
-        self,
-        organization_id: str,
-        kinds: Iterable[Kind],
-        statuses: Iterable[Status],
-        limit: int,
-    ) -> list[Post]:
-        query: Document = {"organizationId": organization_id}
-        kind_values = [k.value for k in kinds]
-        status_values = [s.value for s in statuses]
-        if kind_values:
-            query["kind"] = {"$in": kind_values}
-        if status_values:
-            query["status"] = {"$in": status_values}
-        cursor = self._posts.find(query, {"outbox": 0}).sort("dueAt", DESCENDING).limit(limit)
-        return [Post.from_doc(doc) async for doc in cursor]
+        self, query: ListQuery, position: Position | None, limit: int
+    ) -> tuple[list[Post], bool]:
+        """A page of `limit` posts from `position` (the newest when None), newest first, and
+        whether the listing goes on past it in the page's direction."""
+        find: Document = {"organizationId": query.organization_id}
+        if query.kinds:
+            find["kind"] = {"$in": [k.value for k in query.kinds]}
+        if query.statuses:
+            find["status"] = {"$in": [s.value for s in query.statuses]}
+        span: Document = {}
+        if query.date_from is not None:
+            span["$gte"] = query.date_from
+        if query.date_to is not None:
+            span["$lt"] = query.date_to
+        if span:
+            find[LISTED_FIELD] = span
+        newer = position is not None and position.newer
+        order = ASCENDING if newer else DESCENDING
+        if position is not None:
+            beyond = "$gt" if newer else "$lt"
+            find["$or"] = [
+                {LISTED_FIELD: {beyond: position.listed_at}},
+                {LISTED_FIELD: position.listed_at, "_id": {beyond: position.record_id}},
+            ]
+        cursor = (
+            self._posts.find(find, {"outbox": 0})
+            .sort([(LISTED_FIELD, order), ("_id", order)])
+            .limit(limit + 1)
+        )
+        found = [Post.from_doc(doc) async for doc in cursor]
+        page = found[:limit]
+        return (page[::-1] if newer else page), len(found) > limit

@@ -14,12 +14,15 @@ from typing import Any
 from opentelemetry.trace import TracerProvider, get_tracer
 from pymongo import AsyncMongoClient, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import OperationFailure
 from pymongo.monitoring import CommandListener
 
 from storypost_runtime.settings import MongoSettings
 from storypost_runtime.tracing import provider_for
 
 Document = dict[str, Any]
+# MongoDB's IndexNotFound: another replica dropped it first.
+_INDEX_NOT_FOUND = 27
 
 
 def command_listeners(tracer_provider: TracerProvider | None = None) -> list[CommandListener]:
@@ -59,3 +62,16 @@ async def ensure_indexes(
     """Creates the owning service's indexes; repeating it with the same definitions is a no-op."""
     if indexes:
         await collection.create_indexes(list(indexes))
+
+
+async def drop_indexes(collection: AsyncCollection[Document], names: Sequence[str]) -> None:
+    """Drops the named indexes where they exist (replicas starting together may race)."""
+    present = await collection.index_information()
+    for name in names:
+        if name not in present:
+            continue
+        try:
+            await collection.drop_index(name)
+        except OperationFailure as error:
+            if error.code != _INDEX_NOT_FOUND:
+                raise

@@ -3,6 +3,7 @@ form, no open redirect, clear pages for failed calls, security headers."""
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -196,14 +197,36 @@ class Unary:
         return type("Done", (), {"result": lambda _self: answer})()
 
 
+def _in_range(post: publish_pb2.Post, request: publish_pb2.ListPostsRequest) -> bool:
+    when = (post.date if post.HasField("date") else post.created_at).ToDatetime(tzinfo=UTC)
+    after = not request.HasField("date_from") or when >= request.date_from.ToDatetime(tzinfo=UTC)
+    return after and (
+        not request.HasField("date_to") or when < request.date_to.ToDatetime(tzinfo=UTC)
+    )
+
+
 @dataclass
 class FakePublish:
     posts: list[publish_pb2.Post] = field(default_factory=list)
     limits: list[int] = field(default_factory=list)
+    listed: list[publish_pb2.ListPostsRequest] = field(default_factory=list)
 
     def ListPosts(self, request: publish_pb2.ListPostsRequest, **_: Any) -> Any:
+        """`posts` are newest first; tokens are "older:<index>" and "newer:<index>"."""
         self.limits.append(request.limit)
-        return publish_pb2.ListPostsResponse(posts=self.posts[: request.limit])
+        self.listed.append(request)
+        posts = [p for p in self.posts if _in_range(p, request)]
+        direction, _colon, at = request.page_token.partition(":")
+        if request.page_token and (direction not in ("older", "newer") or not at.isdigit()):
+            raise rpc_error(InvalidArgument("page_token is not a token of this listing"))
+        index = int(at or 0)
+        start = max(0, index - request.limit) if direction == "newer" else index
+        end = start + request.limit
+        return publish_pb2.ListPostsResponse(
+            posts=posts[start:end],
+            next_page_token=f"older:{end}" if end < len(posts) else "",
+            previous_page_token=f"newer:{start}" if start > 0 else "",
+        )
 
     def CancelStory(self, request: publish_pb2.GetPostRequest, **_: Any) -> publish_pb2.Post:
         self.limits.append(-1)
@@ -660,15 +683,22 @@ def test_the_calendar_shows_a_week_and_a_month_and_moves(world: World) -> None:
     assert 'data-post="next-month"' in month.text and "api-story" not in month.text
     assert "date=2026-11-01" in month.text and "date=2027-01-01" in month.text
     assert "may be missing" not in month.text
-    # Past the newest 500 posts ListPosts answers, the calendar says what it may miss.
+    # The calendar asks for exactly its period, page after page: no cap on busy months.
     world.publish.posts = [
-        story(f"late-{n}", datetime(2027, 6, 1, tzinfo=UTC) - timedelta(hours=n))
-        for n in range(500)
+        story(f"busy-{n}", datetime(2026, 12, 31, tzinfo=UTC) - timedelta(minutes=30 * n))
+        for n in range(1200)
     ]
-    old = world.client.simulate_get(
+    world.publish.listed.clear()
+    busy = world.client.simulate_get(
         f"/o/{ORG}/calendar", query_string="view=month&date=2026-12-10", headers=session_cookie()
     )
-    assert "newest 500 posts: older posts of this month may be missing" in old.text
+    assert busy.text.count('data-post="busy-') == 1200
+    assert [r.page_token for r in world.publish.listed] == ["", "older:500", "older:1000"]
+    bounds = {
+        (r.date_from.ToDatetime(tzinfo=UTC), r.date_to.ToDatetime(tzinfo=UTC))
+        for r in world.publish.listed
+    }
+    assert bounds == {(datetime(2026, 11, 30, tzinfo=UTC), datetime(2027, 1, 4, tzinfo=UTC))}
     for bad in ("view=year", "date=2026-13-01"):
         answer = world.client.simulate_get(
             f"/o/{ORG}/calendar", query_string=bad, headers=session_cookie()
@@ -676,24 +706,35 @@ def test_the_calendar_shows_a_week_and_a_month_and_moves(world: World) -> None:
         assert answer.status_code == 404
 
 
-def test_the_posts_list_pages_past_100(world: World) -> None:
+def _pager_link(text: str, rel: str) -> str:
+    found = re.search(rf'rel="{rel}" href="/o/{ORG}/posts\?([^"]+)"', text)
+    assert found, f"no {rel} link"
+    return html.unescape(found.group(1))
+
+
+def test_the_posts_list_pages_past_500_and_back(world: World) -> None:
     start = datetime(2026, 11, 23, tzinfo=UTC)
     world.publish.posts = [
         story(f"post-{n:03}", start - timedelta(hours=n), publish_pb2.POST_STATUS_EXECUTED)
-        for n in range(250)
+        for n in range(650)
     ]
-    first = world.client.simulate_get(f"/o/{ORG}/posts", headers=session_cookie())
-    assert first.text.count("<tr data-post=") == 100
-    assert "page=2" in first.text and 'rel="prev"' not in first.text
-    assert 'data-testid="credits"' in first.text
-    third = world.client.simulate_get(
-        f"/o/{ORG}/posts", query_string="page=3", headers=session_cookie()
+    page = world.client.simulate_get(f"/o/{ORG}/posts", headers=session_cookie())
+    assert page.text.count("<tr data-post=") == 100
+    assert 'rel="prev"' not in page.text
+    assert 'data-testid="credits"' in page.text
+    for _ in range(6):  # Older, page after page, past the 500th post
+        page = world.client.simulate_get(
+            f"/o/{ORG}/posts", query_string=_pager_link(page.text, "next"), headers=session_cookie()
+        )
+    assert page.text.count("<tr data-post=") == 50
+    assert 'data-post="post-600"' in page.text and 'rel="next"' not in page.text
+    assert "Posts 601\N{EN DASH}650" in page.text and "page 7" in page.text
+    newer = world.client.simulate_get(
+        f"/o/{ORG}/posts", query_string=_pager_link(page.text, "prev"), headers=session_cookie()
     )
-    assert third.text.count("<tr data-post=") == 50
-    assert 'data-post="post-200"' in third.text and 'rel="next"' not in third.text
-    assert "Posts 201\N{EN DASH}250" in third.text and "page=2" in third.text
-    assert world.publish.limits == [101, 301]
-    for bad in ("page=0", "page=6", "page=x"):
+    assert "Posts 501\N{EN DASH}600" in newer.text and 'data-post="post-500"' in newer.text
+    assert set(world.publish.limits) == {100}
+    for bad in ("page=0", "page=x", "token=garbage"):
         answer = world.client.simulate_get(
             f"/o/{ORG}/posts", query_string=bad, headers=session_cookie()
         )

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import OperationFailure
 
-from storypost_runtime.mongo import Document, ensure_indexes
+from storypost_runtime.mongo import Document, drop_indexes, ensure_indexes
 
 # Indexes of earlier versions, dropped once the compound ones exist: unique keys on the
 # joined strings `slotKey` ("<organizationId>/<slot>") and `urlKey` ("<organizationId> <url>"),
 # and one on `organizationId` that the compound indexes now serve. New records carry no
 # joined key, so a unique index on one would see them all as null and refuse the second.
 RETIRED_WEBHOOK_INDEXES = ("slot_key", "url_key", "organization")
-# MongoDB's IndexNotFound: another replica dropped it first.
-_INDEX_NOT_FOUND = 27
 
 
 @dataclass(frozen=True)
@@ -66,16 +62,3 @@ class WebhookCollections:
                 IndexModel([("expireAt", ASCENDING)], expireAfterSeconds=0, name="expire_at"),
             ],
         )
-
-
-async def drop_indexes(collection: AsyncCollection[Document], names: Sequence[str]) -> None:
-    """Drops the named indexes where they exist (replicas starting together may race)."""
-    present = await collection.index_information()
-    for name in names:
-        if name not in present:
-            continue
-        try:
-            await collection.drop_index(name)
-        except OperationFailure as error:
-            if error.code != _INDEX_NOT_FOUND:
-                raise

@@ -16,7 +16,6 @@ from edge.web.calendar_span import VIEWS, Span, parse_day, span
 from edge.web.draft_posts import drafts_of_stories
 from edge.web.failures import PageError, page_error
 from edge.web.pages.posts import (
-    LISTED,
     account_names,
     busy,
     credit_balance,
@@ -26,6 +25,10 @@ from edge.web.pages.posts import (
 from edge.web.session import Viewer
 from edge.web.views import as_datetime
 from storypost.publish.v1 import publish_pb2 as pb
+from storypost_runtime.protobuf import timestamp
+
+# Posts asked for per ListPosts call (its most); a busier period takes several calls.
+PERIOD_PAGE = 500
 
 
 def when_of(post: pb.Post) -> datetime:
@@ -46,14 +49,10 @@ class CalendarPage(Page):
         shown = span("month" if view == "month" else "week", focus)
         start, end = shown.bounds(viewer.zone)
         try:
-            listed = list(
-                self.web.publish.ListPosts(
-                    pb.ListPostsRequest(organization_id=organization_id, limit=LISTED)
-                ).posts
-            )
+            listed = self._period(organization_id, start, end)
         except grpc.RpcError as error:
             raise page_error(error) from None
-        posts = sorted((p for p in listed if start <= when_of(p) < end), key=when_of)
+        posts = sorted(listed, key=when_of)
         previews = story_previews(self.web, organization_id, posts)
         self.show(
             req,
@@ -66,11 +65,28 @@ class CalendarPage(Page):
             today=today,
             days=self._days(viewer, shown, posts, previews),
             count=len(posts),
-            # ListPosts reaches the newest posts only: say when older ones may be missing.
-            partial=LISTED if len(listed) >= LISTED and when_of(listed[-1]) > start else 0,
             credits=credit_balance(self.web, organization_id),
             refresh=5 if busy(posts, previews) else 0,
         )
+
+    def _period(self, organization_id: str, start: datetime, end: datetime) -> list[pb.Post]:
+        """Every post placed in [start, end), a page of ListPosts at a time."""
+        found: list[pb.Post] = []
+        token = ""
+        while True:
+            answer = self.web.publish.ListPosts(
+                pb.ListPostsRequest(
+                    organization_id=organization_id,
+                    limit=PERIOD_PAGE,
+                    date_from=timestamp(start),
+                    date_to=timestamp(end),
+                    page_token=token,
+                )
+            )
+            found.extend(answer.posts)
+            token = answer.next_page_token
+            if not token:
+                return found
 
     def _days(
         self, viewer: Viewer, shown: Span, posts: list[pb.Post], previews: dict[str, str]

@@ -18,8 +18,6 @@ from storypost.account.v1 import account_pb2
 from storypost.publish.v1 import publish_pb2 as pb
 
 PAGE_SIZE = 100
-# ListPosts answers at most this many posts (newest due date first); pages go that deep.
-LISTED = 500
 KINDS = {
     "story": pb.POST_KIND_STORY,
     "reel": pb.POST_KIND_REEL,
@@ -134,7 +132,7 @@ def page_number(text: str) -> int:
         number = int(text or "1")
     except ValueError:
         number = 0
-    if not 1 <= number <= LISTED // PAGE_SIZE:
+    if number < 1:
         raise PageError(404, "That page of posts does not exist.")
     return number
 
@@ -147,19 +145,24 @@ class PostsPage(Page):
         kind = req.get_param("kind") or ""
         status = req.get_param("status") or ""
         number = page_number(req.get_param("page") or "")
-        # One more than the page shows says whether an older page exists.
+        # The page's place in the listing: a token of publish-svc's (none: the newest page).
+        token = req.get_param("token") or ""
         listing = pb.ListPostsRequest(
-            organization_id=organization_id, limit=min(LISTED, number * PAGE_SIZE + 1)
+            organization_id=organization_id, limit=PAGE_SIZE, page_token=token
         )
         if kind in KINDS:
             listing.kinds.append(KINDS[kind])
         if status in STATUSES:
             listing.statuses.append(STATUSES[status])
         try:
-            listed = list(self.web.publish.ListPosts(listing).posts)
+            listed = self.web.publish.ListPosts(listing)
         except grpc.RpcError as error:
+            if token and error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                raise PageError(404, "That page of posts does not exist.") from None
             raise page_error(error) from None
-        posts = listed[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
+        if not listed.previous_page_token:
+            number = 1  # back at the newest posts, whatever the link said
+        posts = list(listed.posts)
         previews = story_previews(self.web, organization_id, posts)
         names = (
             account_names(self.web, organization_id)
@@ -180,9 +183,8 @@ class PostsPage(Page):
             statuses=list(STATUSES),
             page=number,
             first=(number - 1) * PAGE_SIZE + 1,
-            older=len(listed) > number * PAGE_SIZE,
-            # Past the deepest page ListPosts reaches: say so instead of stopping silently.
-            deepest=number * PAGE_SIZE >= LISTED and len(listed) >= LISTED,
+            older=listed.next_page_token,
+            newer=listed.previous_page_token,
             credits=credit_balance(self.web, organization_id),
             refresh=5 if busy(posts, previews) else 0,
         )

@@ -93,7 +93,9 @@ Global___PostStatus: _TypeAlias = PostStatus  # noqa: Y015
 
 @_typing.final
 class ListPostsRequest(_message.Message):
-    """Input of ListPosts."""
+    """Input of ListPosts. A post is listed under its date, or when it was accepted if it was
+    scheduled without one (Post.date); pages are newest first, ties in order of post id.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -101,10 +103,18 @@ class ListPostsRequest(_message.Message):
     KINDS_FIELD_NUMBER: _builtins.int
     STATUSES_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    DATE_FROM_FIELD_NUMBER: _builtins.int
+    DATE_TO_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     limit: _builtins.int
-    """At most this many (1 to 500; 0 means 100)."""
+    """At most this many per page (1 to 500; 0 means 100)."""
+    page_token: _builtins.str
+    """A next_page_token or previous_page_token of an earlier answer to the same query
+    (organization, kinds, statuses, date_from, date_to); empty for the newest page.
+    Any other value is INVALID_ARGUMENT.
+    """
     @_builtins.property
     def kinds(self) -> _containers.RepeatedScalarFieldContainer[Global___PostKind.ValueType]:
         """Only these kinds; empty for every kind."""
@@ -113,6 +123,16 @@ class ListPostsRequest(_message.Message):
     def statuses(self) -> _containers.RepeatedScalarFieldContainer[Global___PostStatus.ValueType]:
         """Only these statuses; empty for every status."""
 
+    @_builtins.property
+    def date_from(self) -> _timestamp_pb2.Timestamp:
+        """Only posts listed at or after this instant; unset for no lower bound."""
+
+    @_builtins.property
+    def date_to(self) -> _timestamp_pb2.Timestamp:
+        """Only posts listed before this instant (exclusive); unset for no upper bound. Must be
+        after date_from when both are set.
+        """
+
     def __init__(
         self,
         *,
@@ -120,10 +140,13 @@ class ListPostsRequest(_message.Message):
         kinds: _abc.Iterable[Global___PostKind.ValueType] | None = ...,
         statuses: _abc.Iterable[Global___PostStatus.ValueType] | None = ...,
         limit: _builtins.int = ...,
+        date_from: _timestamp_pb2.Timestamp | None = ...,
+        date_to: _timestamp_pb2.Timestamp | None = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kinds", b"kinds", "limit", b"limit", "organization_id", b"organization_id", "statuses", b"statuses"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "kinds", b"kinds", "limit", b"limit", "organization_id", b"organization_id", "page_token", b"page_token", "statuses", b"statuses"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -136,18 +159,26 @@ class ListPostsResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     POSTS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    PREVIOUS_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Continues with the older posts after the last one; empty when there are none."""
+    previous_page_token: _builtins.str
+    """Goes back to the newer posts before the first one; empty on the newest page."""
     @_builtins.property
     def posts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Post]:
-        """The posts, newest due date first."""
+        """The posts, newest date first."""
 
     def __init__(
         self,
         *,
         posts: _abc.Iterable[Global___Post] | None = ...,
+        next_page_token: _builtins.str = ...,
+        previous_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["posts", b"posts"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "posts", b"posts", "previous_page_token", b"previous_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

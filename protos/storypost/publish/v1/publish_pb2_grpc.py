@@ -203,7 +203,8 @@ class PublishServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListPosts(self, request, context):
-        """Lists an organization's posts of every kind, newest due date first (the app's post list).
+        """Lists an organization's posts of every kind, newest date first, a page at a time, in an
+        optional date range (the app's post list and calendar).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

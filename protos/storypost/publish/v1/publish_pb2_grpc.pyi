@@ -67,7 +67,9 @@ class PublishServiceStub:
     CancelSocialPost: _grpc.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]
     """Cancels a social post (RESOURCE_EXHAUSTED while uploading or the platform is down)."""
     ListPosts: _grpc.UnaryUnaryMultiCallable[_publish_pb2.ListPostsRequest, _publish_pb2.ListPostsResponse]
-    """Lists an organization's posts of every kind, newest due date first (the app's post list)."""
+    """Lists an organization's posts of every kind, newest date first, a page at a time, in an
+    optional date range (the app's post list and calendar).
+    """
 
 @_typing.type_check_only
 class PublishServiceAsyncStub(PublishServiceStub):
@@ -106,7 +108,9 @@ class PublishServiceAsyncStub(PublishServiceStub):
     CancelSocialPost: _aio.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]  # type: ignore[assignment]
     """Cancels a social post (RESOURCE_EXHAUSTED while uploading or the platform is down)."""
     ListPosts: _aio.UnaryUnaryMultiCallable[_publish_pb2.ListPostsRequest, _publish_pb2.ListPostsResponse]  # type: ignore[assignment]
-    """Lists an organization's posts of every kind, newest due date first (the app's post list)."""
+    """Lists an organization's posts of every kind, newest date first, a page at a time, in an
+    optional date range (the app's post list and calendar).
+    """
 
 class PublishServiceServicer(metaclass=_abc_1.ABCMeta):
     """PublishService schedules, reports and cancels posts. Every Schedule* call is idempotent
@@ -220,6 +224,8 @@ class PublishServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _publish_pb2.ListPostsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_publish_pb2.ListPostsResponse, _abc.Awaitable[_publish_pb2.ListPostsResponse]]:
-        """Lists an organization's posts of every kind, newest due date first (the app's post list)."""
+        """Lists an organization's posts of every kind, newest date first, a page at a time, in an
+        optional date range (the app's post list and calendar).
+        """
 
 def add_PublishServiceServicer_to_server(servicer: PublishServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
