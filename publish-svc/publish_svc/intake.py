@@ -12,7 +12,7 @@ import grpc
 
 from publish_svc.accounts import Accounts, account_info, clipapp_ref, photoapp_ref, social_ref
 from publish_svc.events import status_event
-from publish_svc.model import Kind, Post, Status, post_id
+from publish_svc.model import TRACEPARENT_FIELD, Kind, Post, Status, post_id
 from publish_svc.quota import StoryQuota
 from publish_svc.renderer import Renderer
 from publish_svc.social_options import check_options, shorten_caption
@@ -23,6 +23,7 @@ from storypost_runtime.clock import Clock
 from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
+from storypost_runtime.tracing import current_traceparent
 
 log = get_logger(__name__)
 
@@ -278,6 +279,11 @@ class PostIntake:
             "attempts": 0,
             "progress": {},
         }
+        # The call's trace, so that processing the post later (its events, their webhook
+        # deliveries) joins it; none when tracing is off.
+        traceparent = current_traceparent()
+        if traceparent:
+            doc[TRACEPARENT_FIELD] = traceparent
         draft = Post.from_doc({**doc, "leaseUntil": now})
         post, created = await self._store.insert(doc, status_event(draft, status, now))
         if created:

@@ -25,6 +25,10 @@ class Status(StrEnum):
     CANCELED = "canceled"
 
 
+# The W3C traceparent of the schedule call (optional: records of calls made with tracing off,
+# or before it was stored, have none).
+TRACEPARENT_FIELD = "traceparent"
+
 FINAL = frozenset({Status.EXECUTED, Status.FAILED, Status.CANCELED})
 OPEN = (Status.SCHEDULED.value, Status.IN_PROGRESS.value)
 
@@ -108,6 +112,7 @@ class Post:
     progress: dict[str, Any] = field(default_factory=dict)
     render_state: str = "prepared"
     render_error: str | None = None
+    traceparent: str | None = None
 
     @property
     def deadline_base(self) -> datetime:
@@ -146,4 +151,5 @@ class Post:
             progress=dict(doc.get("progress") or {}),
             render_state=doc.get("renderState", "prepared"),
             render_error=doc.get("renderError"),
+            traceparent=doc.get(TRACEPARENT_FIELD),
         )

@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import grpc
+from opentelemetry import trace
+from opentelemetry.trace import Tracer
 
 from publish_svc.accounts import Accounts
 from publish_svc.daily import DailyReleases
@@ -38,6 +40,7 @@ from publish_svc.store import PostStore
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import Clock, iso_utc
 from storypost_runtime.logs import get_logger
+from storypost_runtime.tracing import context_of_traceparent, tracer
 
 log = get_logger(__name__)
 
@@ -51,6 +54,8 @@ MAX_BACKOFF = timedelta(minutes=5)
 # A credit debt the publishing replica did not pay at once is looked at again after this.
 CREDIT_RETRY = timedelta(seconds=10)
 CREDIT_BATCH = 20
+# The post an attempt's span is about (its record id).
+POST_ATTRIBUTE = "storypost.post_id"
 
 
 def late_message(post: Post, window: timedelta, last_error: str | None = None) -> str:
@@ -88,6 +93,7 @@ class PostProcessor:
         hold_recheck: timedelta,
         metrics: PublishMetrics | None = None,
         answer_grace: timedelta = ANSWER_GRACE,
+        spans: Tracer | None = None,
     ) -> None:
         self._store = store
         self._accounts = accounts
@@ -101,6 +107,7 @@ class PostProcessor:
         self._metrics = metrics or PublishMetrics.create(None)
         self._answer_grace = answer_grace
         self._releases = DailyReleases(store, accounts, clock)
+        self._spans = spans or tracer()
 
     def deadline(self, post: Post) -> datetime:
         return post.deadline_base + self._window
@@ -109,6 +116,23 @@ class PostProcessor:
         return self._drivers.get(post.account.platform)
 
     async def process(self, post: Post) -> None:
+        """Runs one attempt in the trace of the call that scheduled the post, when it stored
+        one and tracing is on; otherwise as before, outside any trace."""
+        parent = context_of_traceparent(post.traceparent)
+        if parent is None:
+            await self._process(post)
+            return
+        span = self._spans.start_span(
+            "publish post", context=parent, attributes={POST_ATTRIBUTE: post.id}
+        )
+        if not span.is_recording():
+            # Tracing off: the no-op span would only pass the stored context on.
+            await self._process(post)
+            return
+        with trace.use_span(span, end_on_exit=True):
+            await self._process(post)
+
+    async def _process(self, post: Post) -> None:
         """Runs one attempt; every path ends with the lease given back or a final status."""
         try:
             await self._attempt(post)

@@ -263,3 +263,31 @@ async def test_one_trace_from_schedule_to_webhook_delivery(
     codes = {s.attributes["http.response.status_code"]: s for s in attempts(trace)}
     assert sorted(codes) == [204, 503]
     assert codes[204].parent_id == codes[503].parent_id == chain(trace)[1].span_id
+
+    # The scheduler publishes the story later, in the background: that attempt, its executed
+    # event and the event's delivery still join the call's trace (the post keeps its
+    # traceparent).
+    def executed_delivery() -> dict[str, Any] | None:
+        return next(
+            (
+                r
+                for r in received
+                if r["body"].get("storyPostUuid") == story_uuid
+                and r["body"].get("status") == "executed"
+            ),
+            None,
+        )
+
+    later_id = (await _until(executed_delivery, 30.0))["headers"]["X-Service-Delivery"]
+
+    def later_spans() -> list[Span] | None:
+        trace = spans.trace(root.trace_id)
+        attempt = [s for s in trace if (s.service, s.name) == ("publish-svc", "publish post")]
+        delivered = [s for s in trace if s.attributes.get("storypost.delivery_id") == later_id]
+        return [*attempt, *delivered] if attempt and delivered else None
+
+    try:
+        await _until(later_spans, 15.0)
+    except AssertionError:
+        got = sorted({(s.service, s.name) for s in spans.trace(root.trace_id)})
+        raise AssertionError(f"the executed delivery is not in the call's trace: {got}") from None

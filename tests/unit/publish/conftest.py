@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from opentelemetry.trace import Tracer
 from pymongo.asynchronous.database import AsyncDatabase
 
 from publish_svc.intake import NewPost, PostIntake
@@ -44,7 +45,7 @@ class Core:
     posts: Posts
     quota: StoryQuota
 
-    def processor(self, owner: str = "replica-a") -> PostProcessor:
+    def processor(self, owner: str = "replica-a", spans: Tracer | None = None) -> PostProcessor:
         return PostProcessor(
             self.store,
             self.accounts,  # type: ignore[arg-type]
@@ -55,12 +56,13 @@ class Core:
             window=WINDOW,
             lease=LEASE,
             hold_recheck=timedelta(seconds=5),
+            spans=spans,
         )
 
-    async def run_due(self, owner: str = "replica-a") -> list[Post]:
+    async def run_due(self, owner: str = "replica-a", spans: Tracer | None = None) -> list[Post]:
         """Claims and processes every due post once, like one scheduler pass."""
         processed: list[Post] = []
-        processor = self.processor(owner)
+        processor = self.processor(owner, spans)
         while True:
             now = self.clock.now()
             post = await self.store.claim_due(owner, now, now + LEASE)
