@@ -20,6 +20,9 @@ NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 PHASE_FIELD = "phase"
 # Indexes of earlier versions: ListPosts went by (organizationId, dueAt), now by org_listed.
 RETIRED_INDEXES = ("org_due",)
+# One-time data changes done at start-up, by name (a document each in `migrations`).
+MIGRATIONS = "migrations"
+LISTED_MIGRATION = "posts.listedAt"
 
 
 class PostStore:
@@ -53,7 +56,12 @@ class PostStore:
         await self.backfill_listed_at()
 
     async def backfill_listed_at(self, batch: int = 500) -> int:
-        """Gives records stored before `listedAt` existed theirs; how many it updated."""
+        """Gives records stored before `listedAt` existed theirs; how many it updated. Once a
+        pass finds none left it is marked done in the `migrations` collection, so later starts
+        do not scan the posts (no index serves `$exists: false`)."""
+        migrations = self._posts.database[MIGRATIONS]
+        if await migrations.find_one({"_id": LISTED_MIGRATION}) is not None:
+            return 0
         updated = 0
         while True:
             cursor = self._posts.find(
@@ -65,7 +73,13 @@ class PostStore:
                 await self._posts.update_one({"_id": doc["_id"]}, {"$set": {LISTED_FIELD: at}})
             updated += len(docs)
             if len(docs) < batch:
-                return updated
+                break
+        await migrations.update_one(
+            {"_id": LISTED_MIGRATION},
+            {"$set": {"doneAt": datetime.now(UTC), "updated": updated}},
+            upsert=True,
+        )
+        return updated
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post | None:
         doc = await self._posts.find_one({"_id": post_id(kind, organization_id, post_uuid)})
