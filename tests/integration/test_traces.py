@@ -25,8 +25,20 @@ from storypost.testing.stack import Organization, StackHandle, running_stack
 from storypost.webhook.v1 import webhook_pb2, webhook_pb2_grpc
 from tests.integration.publish.conftest import IMAGE_STORY
 from tests.support.accounts import connect_account
+from tests.support.api import only_in_passes
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module", autouse=True)
+def process_pass(request: pytest.FixtureRequest) -> None:
+    only_in_passes(
+        request,
+        "processes",
+        why="it starts a stack of processes of its own (its exporters aimed at the test's "
+        "receiver); the container passes would start the same processes again",
+    )
+
 
 STORY_EVENT = "photoapp_story_post.status_changed"
 

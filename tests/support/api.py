@@ -7,6 +7,7 @@ from typing import Any
 
 import grpc
 import httpx
+import pytest
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
@@ -98,3 +99,11 @@ class Api:
 
 def admin_channel(stack: StackHandle) -> grpc.aio.Channel:
     return stack.channel("account", 10.0)
+
+
+def only_in_passes(request: pytest.FixtureRequest, *modes: str, why: str) -> None:
+    """Skips a test outside the named stack modes of `make test`'s passes (processes,
+    containers, production); `why` says which pass covers what it proves."""
+    mode = request.config.getoption("--storypost-stack")
+    if mode not in modes:
+        pytest.skip(f"runs in the {' and '.join(modes)} pass: {why}")

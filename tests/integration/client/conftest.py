@@ -18,7 +18,7 @@ import pytest
 
 from storypost.testing.stack import StackHandle
 from storypost_client import AsyncStorypostClient, StorypostClient
-from tests.support.api import Api, Org
+from tests.support.api import Api, Org, only_in_passes
 
 # Render procedures may take long on a busy machine; the spec's 120 s is the floor.
 CLI_TIMEOUT_SECONDS = 240.0
@@ -126,3 +126,14 @@ async def rate_limit_exhausted(api: Api, org: Org) -> AsyncIterator[None]:
     finally:
         stop.set()
         await asyncio.gather(*workers, return_exceptions=True)
+
+
+@pytest.fixture(scope="module")
+def process_pass_only(request: pytest.FixtureRequest) -> None:
+    """For the CLI's tests: the command is a client of the HTTP API, the same whatever runs
+    behind the edge; the SDK's tests run in every pass and hold that contract there."""
+    only_in_passes(
+        request,
+        "processes",
+        why="the CLI calls the same HTTP API in every shape (the SDK's tests run in each)",
+    )

@@ -9,6 +9,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
 from storypost.render.v1 import render_pb2, render_pb2_grpc
 from storypost.testing.stack import StackHandle
@@ -18,6 +20,8 @@ from storypost_client.cli.exits import EXIT_ROWS_FAILED
 from tests.integration.client.conftest import Ran, Storypost
 from tests.support.accounts import connect_account
 from tests.support.api import Api, Org
+
+pytestmark = pytest.mark.usefixtures("process_pass_only")
 
 # A tiny page: the test is about the bulk run, not the rendering.
 TEMPLATE = (

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from storypost.testing.stack import StackHandle
 from storypost_cli.output import EXIT_AUTH, EXIT_BAD_INPUT, EXIT_RATE_LIMITED, EXIT_UNAVAILABLE
@@ -17,6 +18,8 @@ from tests.integration.client.conftest import (
     rate_limit_exhausted,
 )
 from tests.support.api import Api, Org
+
+pytestmark = pytest.mark.usefixtures("process_pass_only")
 
 # A 1x1 PNG.
 PNG = base64.b64decode(

@@ -45,8 +45,20 @@ from tests.integration.publish.matrix_cells import (
 )
 from tests.reliability.support import future
 from tests.support.accounts import held, release_held, reset_switches, switches
-from tests.support.api import Api
+from tests.support.api import Api, only_in_passes
 from tests.support.failure_matrix import CELLS, Cell, Expect, Mode
+
+
+@pytest.fixture(scope="module", autouse=True)
+def matrix_passes(request: pytest.FixtureRequest) -> None:
+    only_in_passes(
+        request,
+        "processes",
+        "production",
+        why="the drivers it checks are the same code in every shape; the production pass "
+        "runs it on the images with replicas, the containers pass would only repeat it",
+    )
+
 
 # The kill cells' date: after their renderings (under load too), so that they reach their
 # calls together, within the platform timeout.
