@@ -225,7 +225,8 @@ async def test_every_driver_call_failing_late_or_killed_ends_truthfully_and_once
 
     # Late cells take the platform timeout and a retry, failing ones end at once: after the
     # kill cells (they render first: their date must come after the last of them) and the
-    # look-ups, the slow ones go first, so that they run while the others are rendered.
+    # look-ups, the slow ones go first, so that they run while the others are rendered; the
+    # failing ones are scheduled once the kill is over.
     groups = {
         "kill": [c for c in CELLS if c.mode is Mode.KILL],
         "look-up": [c for c in CELLS if c.call.after_lost],
@@ -262,11 +263,14 @@ async def test_every_driver_call_failing_late_or_killed_ends_truthfully_and_once
         await schedule(api, lates, sample_video_url)
         phase("late cells scheduled")
         fails = list(await asyncio.gather(*preparing["fail"]))
+        too_late = await killing
+        phase("killed and restarted")
+        # The failing cells go after the kill: a refusal lost with a killed replica is a
+        # lost answer (a look-up cell's story), not the refusal this cell is about (seen in
+        # the production shape, where the kill came while their calls were in flight).
         await schedule(api, fails, sample_video_url)
         phase("all scheduled")
         runs = kills + look_ups + lates + fails
-        too_late = await killing
-        phase("killed and restarted")
         await arming
         await wait_settled(stores, runs)
         phase("settled")
