@@ -1,10 +1,14 @@
-"""Fixtures for unit tests: an in-process MongoDB wire server and a fresh database per test."""
+"""Fixtures for unit tests: an in-process MongoDB wire server and a fresh database per test,
+and an OpenTelemetry tracer provider that keeps its spans in memory."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_runtime.mongo import Document
@@ -21,3 +25,13 @@ async def mongo_url() -> AsyncIterator[str]:
 async def db(mongo_url: str) -> AsyncIterator[AsyncDatabase[Document]]:
     async with fresh_database(mongo_url) as database:
         yield database
+
+
+@pytest.fixture
+def traces() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """A tracer provider (not the global one) and the exporter holding its spans."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider, exporter
+    provider.shutdown()

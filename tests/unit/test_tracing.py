@@ -6,7 +6,7 @@ so the rest of the suite keeps running with tracing off.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +16,6 @@ import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
@@ -46,15 +45,6 @@ from webhook_svc.sender import Sender
 
 SERVICE = "storypost.account.v1.AccountService"
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def traces() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield provider, exporter
-    provider.shutdown()
 
 
 def hex_trace(span: ReadableSpan) -> str:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -20,15 +17,6 @@ from tests.unit.test_tracing import FakeJetStream
 
 UUID = "0b6f5a7e-3c1d-4e2f-8a9b-7c6d5e4f3a21"
 OLD_UUID = "0b6f5a7e-3c1d-4e2f-8a9b-7c6d5e4f3a22"
-
-
-@pytest.fixture
-def traces() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield provider, exporter
-    provider.shutdown()
 
 
 def _trace_id(span: ReadableSpan) -> int:
