@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from opentelemetry import context as otel_context
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from pymongo.asynchronous.collection import AsyncCollection
 
@@ -31,7 +30,7 @@ from storypost_runtime.bus import event_subject
 from storypost_runtime.clock import iso_utc
 from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
 from storypost_runtime.logs import get_logger
-from storypost_runtime.tracing import context_of_traceparent, current_traceparent
+from storypost_runtime.tracing import current_traceparent, in_stored_trace
 
 log = get_logger(__name__)
 
@@ -246,15 +245,10 @@ class OutboxRelay:
 
     async def _publish(self, event: Event) -> None:
         """Publishes in the stored trace's context, so the publish span joins that trace."""
-        stored = context_of_traceparent(event.traceparent)
-        token = otel_context.attach(stored) if stored is not None else None
-        try:
+        with in_stored_trace(event.traceparent):
             await self._publisher.publish(
                 event_subject(event.type), event.to_message(), event.headers()
             )
-        finally:
-            if token is not None:
-                otel_context.detach(token)
 
     async def run(self) -> None:
         """Relays until cancelled; errors (bus or database down) are logged and retried."""

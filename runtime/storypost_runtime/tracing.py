@@ -14,9 +14,11 @@ instrumentations and `trace.get_tracer` read it); it is the one process-wide obj
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
@@ -104,6 +106,19 @@ def current_traceparent() -> str | None:
 def context_of_traceparent(traceparent: str | None) -> Context | None:
     """The context a stored traceparent names; None when there is none."""
     return _W3C.extract({TRACEPARENT: traceparent}) if traceparent else None
+
+
+@contextmanager
+def in_stored_trace(traceparent: str | None) -> Iterator[None]:
+    """Runs the block in the trace a stored traceparent names (work picked up later, in
+    another task: an outbox event, a delivery retry); as it is when there is none."""
+    stored = context_of_traceparent(traceparent)
+    token = otel_context.attach(stored) if stored is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            otel_context.detach(token)
 
 
 def mark_request_id(request_id: str) -> None:

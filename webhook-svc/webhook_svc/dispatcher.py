@@ -9,7 +9,6 @@ from collections.abc import Coroutine
 from datetime import datetime, timedelta
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from storypost_runtime.clock import Clock, iso_utc
@@ -17,7 +16,7 @@ from storypost_runtime.errors import FailedPrecondition
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.tasks import TaskSet
-from storypost_runtime.tracing import context_of_traceparent
+from storypost_runtime.tracing import in_stored_trace
 from webhook_svc.deliveries import (
     AttemptResult,
     Delivery,
@@ -150,10 +149,12 @@ class Dispatcher:
         """One attempt of a claimed delivery; the outcome is written under the lease. A retry
         (its own task, no span current) runs in the trace of the event's consumption when the
         record names one; a redelivery asked for by a call stays in that call's trace."""
-        stored = context_of_traceparent(delivery.traceparent)
-        if trace.get_current_span().get_span_context().is_valid:
-            stored = None
-        token = otel_context.attach(stored) if stored is not None else None
+        current = trace.get_current_span().get_span_context().is_valid
+        with in_stored_trace(None if current else delivery.traceparent):
+            await self._attempt(delivery, lease_id, webhook)
+
+    async def _attempt(self, delivery: Delivery, lease_id: str, webhook: Webhook | None) -> None:
+        """The attempt itself; a failure is logged and left to the lease running out."""
         try:
             if webhook is None:
                 webhook = await self._webhooks.by_id(delivery.webhook_id)
@@ -189,8 +190,6 @@ class Dispatcher:
             )
         finally:
             self._release(delivery.webhook_id)
-            if token is not None:
-                otel_context.detach(token)
 
     def _removed(self) -> Outcome:
         now = self._clock.now()
