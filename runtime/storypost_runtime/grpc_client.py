@@ -12,6 +12,7 @@ instrumentation is not even imported.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,20 @@ CHANNEL_OPTIONS = [
     # Reconnect quickly after a service restarts.
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2_000),
-    ("grpc.lb_policy_name", "round_robin"),
+    # Round robin over every address, and client-side health checking (grpc.health.v1 Watch,
+    # open to every caller): a replica that says NOT_SERVING at SIGTERM gets no new calls
+    # during its drain pause, so none arrive as its server stops (a call the server has
+    # received but not yet handed to a handler when it stops is answered CANCELLED).
+    # A server with no health service (UNIMPLEMENTED) is taken as healthy.
+    (
+        "grpc.service_config",
+        json.dumps(
+            {
+                "loadBalancingConfig": [{"round_robin": {}}],
+                "healthCheckConfig": {"serviceName": ""},
+            }
+        ),
+    ),
 ]
 
 

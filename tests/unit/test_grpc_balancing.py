@@ -34,9 +34,12 @@ class Named(account_pb2_grpc.AccountServiceServicer):
         self.name = name
         # The client ends of the connections calls came on (a new port: a new connection).
         self.peers: set[str] = set()
+        # When each call arrived (loop time).
+        self.arrivals: list[float] = []
 
     async def GetOrganization(self, request: Any, context: Any) -> Any:
         self.peers.add(context.peer())
+        self.arrivals.append(asyncio.get_running_loop().time())
         await asyncio.sleep(0.02)
         return pb.Organization(organization_id=self.name)
 
@@ -83,7 +86,7 @@ async def call_stream(channel: grpc.aio.Channel, until: asyncio.Event) -> Counte
 async def test_calls_spread_over_replicas_and_a_draining_one_is_left_without_failures(
     replicas: list[tuple[GrpcServer, int, Named]],
 ) -> None:
-    (first, first_port, _), (_, second_port, _) = replicas
+    (first, first_port, first_named), (_, second_port, _) = replicas
     target = f"ipv4:127.0.0.1:{first_port},127.0.0.1:{second_port}"
     async with aio_channel(target, 5.0) as channel:
         done = asyncio.Event()
@@ -95,11 +98,16 @@ async def test_calls_spread_over_replicas_and_a_draining_one_is_left_without_fai
         stream = asyncio.create_task(call_stream(channel, done))
         await asyncio.sleep(0.3)
         # SIGTERM on replica a: NOT_SERVING, drain, then in-flight calls finish in the grace.
+        stopping = asyncio.get_running_loop().time()
         await first.stop()
         await asyncio.sleep(0.5)
         done.set()
         answered = await stream  # raises if any call failed
     assert answered["b"] > answered["a"] > 0, answered
+    # The clients watch each replica's health: once a says NOT_SERVING they stop sending it
+    # calls well within its drain pause (0.5 s), so none reach it as its server stops.
+    late = [t - stopping for t in first_named.arrivals if t - stopping > 0.3]
+    assert not late, late
 
 
 async def stop_after(event: asyncio.Event, seconds: float) -> None:
