@@ -184,7 +184,7 @@ class PostProcessor:
         outcome, sent = await self._publish(post, media, credentials)
         if outcome.kind is OutcomeKind.UNAUTHORIZED:
             # The token may have expired early: refresh once before calling it a disconnect.
-            credentials = await self._credentials(post, force_refresh=True)
+            credentials = await self._credentials(post, force_refresh=True, sent=sent)
             if credentials is None:
                 return
             outcome, sent_again = await self._publish(post, media, credentials)
@@ -193,7 +193,7 @@ class PostProcessor:
                 await self._accounts.mark_disconnected(
                     post.organization_id, post.account.social_account_id, outcome.message
                 )
-                await self._fail(post, self._disconnected_message(post, outcome.message))
+                await self._fail_disconnected(post, outcome.message, sent=sent)
                 return
         await self._conclude(post, outcome, sent=sent)
 
@@ -268,25 +268,37 @@ class PostProcessor:
             log.info("post changed before publishing", post=post.id)
         return moved
 
-    async def _credentials(self, post: Post, *, force_refresh: bool = False) -> Credentials | None:
+    async def _credentials(
+        self, post: Post, *, force_refresh: bool = False, sent: bool = False
+    ) -> Credentials | None:
         try:
             token = await self._accounts.access_token(
                 post.organization_id, post.account.social_account_id, force_refresh=force_refresh
             )
         except grpc.aio.AioRpcError as error:
             if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
-                await self._fail(post, self._disconnected_message(post, error.details() or ""))
+                await self._fail_disconnected(post, error.details() or "", sent=sent)
                 return None
             raise
         return Credentials(token.access_token, token.platform_account_id, token.username)
 
-    @staticmethod
-    def _disconnected_message(post: Post, detail: str) -> str:
+    async def _fail_disconnected(self, post: Post, detail: str, *, sent: bool = False) -> None:
+        """Fails a post whose account can no longer be used. If a publishing call went out
+        before (an earlier attempt, or this one: `sent`), the platform cannot be asked what
+        became of it any more: the outcome is unknown, never "not published", and the daily
+        reservation is kept (the post may count against it)."""
         reason = f" ({detail})" if detail else ""
-        return (
-            f"{post.account.platform} account '{post.account.username}' is disconnected"
-            f"{reason}: reconnect it in the app"
-        )
+        account = f"{post.account.platform} account '{post.account.username}'"
+        if sent or post.progress.get("irreversible"):
+            message = (
+                f"the outcome is unknown: the {account} was disconnected{reason} before "
+                f"{post.account.platform.lower()} could be asked whether the post sent earlier "
+                f"was published; check the account before posting it again, and reconnect it "
+                f"in the app"
+            )
+            await self._fail(post, message, release_daily=False)
+            return
+        await self._fail(post, f"{account} is disconnected{reason}: reconnect it in the app")
 
     async def _publish(
         self, post: Post, media: Media, credentials: Credentials

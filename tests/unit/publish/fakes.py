@@ -177,6 +177,9 @@ class ScriptedDriver:
     seen_progress: list[Mapping[str, Any]] = field(default_factory=list)
     record_first: dict[str, Any] | None = None
     reachable_answer: bool = True
+    # Whether each call is marked irreversible (sent) before it answers; a driver refused
+    # before its publishing call (a token refused at the first step) does not mark it.
+    sends: bool = True
 
     async def publish(
         self, post: Post, media: Media, credentials: Credentials, progress: Progress
@@ -185,7 +188,8 @@ class ScriptedDriver:
         self.seen_progress.append(dict(progress.recorded))
         if self.record_first:
             await progress.record(**self.record_first)
-        await progress.irreversible()
+        if self.sends:
+            await progress.irreversible()
         outcome = self.outcomes[min(len(self.calls) - 1, len(self.outcomes) - 1)]
         return outcome
 

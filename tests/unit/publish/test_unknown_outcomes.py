@@ -119,3 +119,55 @@ async def test_an_answer_lost_just_before_the_deadline_is_looked_up_not_failed_l
     post = await core.posts.get(Kind.STORY, "org", UUID)
     assert post.status is Status.SCHEDULED, post.error_message
     assert post.progress["lastError"] == "photoapp: the platform timed out"
+
+
+async def test_a_token_refused_before_sending_fails_as_disconnected_and_gives_the_day_back(
+    core: Core,
+) -> None:
+    core.driver.sends = False
+    core.driver.outcomes = [Outcome.unauthorized("linknet: the token was revoked")]
+    await core.intake.social(core.new(Kind.SOCIAL, UUID), "sa_social", "IMAGE_POST")
+    await core.run_due()
+    post = await core.posts.get(Kind.SOCIAL, "org", UUID)
+    assert post.status is Status.FAILED and post.error_message is not None
+    assert post.error_message.endswith(
+        "is disconnected (linknet: the token was revoked): reconnect it in the app"
+    ), post.error_message
+    # Refreshed once, then the account is marked; nothing went out: the day is given back.
+    assert len(core.driver.calls) == 2 and core.accounts.disconnected == ["sa_social"]
+    assert core.accounts.released == [post.id] and core.accounts.consumed == []
+
+
+async def test_a_token_refused_after_a_possible_publish_fails_as_unknown_not_disconnected(
+    core: Core,
+) -> None:
+    # The publishing call went out and its answer was lost; the look-up of the next attempt
+    # is refused 401 for good (the user revoked the app meanwhile): nobody can tell whether
+    # the post went out, so it is not reported as "not published" and keeps its daily slot.
+    core.driver.outcomes = [
+        Outcome.retry("linknet: the platform timed out"),
+        Outcome.unauthorized("linknet: the token was revoked"),
+    ]
+    await core.intake.social(core.new(Kind.SOCIAL, UUID), "sa_social", "IMAGE_POST")
+    await core.run_due()
+    core.clock.advance(timedelta(seconds=5))
+    await core.run_due()
+    post = await core.posts.get(Kind.SOCIAL, "org", UUID)
+    assert post.status is Status.FAILED and post.error_message is not None
+    assert post.error_message.startswith("the outcome is unknown"), post.error_message
+    assert "the token was revoked" in post.error_message
+    assert "check the account before posting it again" in post.error_message
+    assert core.accounts.disconnected == ["sa_social"]
+    assert core.accounts.released == [] and core.accounts.consumed == []
+    assert [e["status"] for e in await core.events(post)] == ["in-progress", "failed"]
+
+
+async def test_a_token_refused_in_the_attempt_that_sent_fails_as_unknown(core: Core) -> None:
+    # The first attempt's publishing call is marked sent, then answers 401 (and again after
+    # the refresh): the platform may have performed it before refusing the token.
+    core.driver.outcomes = [Outcome.unauthorized("photoapp: the session expired")]
+    await core.intake.story(core.new(Kind.STORY, UUID), "alice")
+    await core.run_due()
+    post = await core.posts.get(Kind.STORY, "org", UUID)
+    assert post.status is Status.FAILED and post.error_message is not None
+    assert post.error_message.startswith("the outcome is unknown"), post.error_message
