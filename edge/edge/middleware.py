@@ -22,7 +22,7 @@ log = get_logger("edge.access")
 REQUEST_ID_ENV = "storypost.request_id"
 # Route fields that are credentials: a connect link's token and a temp blob URL's key are
 # the whole authorization of their URL, so they never reach a log line or a metric label.
-SECRET_ROUTE_FIELDS = frozenset({"{token}", "{key}"})
+SECRET_ROUTE_FIELDS = frozenset({"{token}", "{key}", "{signature}"})
 
 
 def loggable_path(req: falcon.Request) -> str:

@@ -1,9 +1,11 @@
-"""Temp blobs: presigned or inline uploads, the stable URL's redirect target, expiry."""
+"""Temp blobs: presigned or inline uploads, signed downloads (the stable URL's redirect
+target, served by the edge), expiry."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import hmac
 import re
 import secrets
@@ -35,6 +37,26 @@ MAX_INLINE_BYTES = 31_457_280
 OBJECT_PREFIX = "temp-blobs/"
 RECORD_CACHE_SIZE = 10_000
 NOT_FOUND = "temp blob not found (unknown, expired or never uploaded)"
+DOWNLOAD_EXPIRED = "the download link is wrong or has expired: GET the blob's url again"
+# The most bytes one ReadTempBlob answer carries (the edge asks part after part).
+READ_PART_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BlobPart:
+    """What a download answers: its headers' values and the bytes asked for."""
+
+    content_type: str
+    disposition: str
+    total_length: int
+    data: bytes
+
+
+def download_signature(key: str, org: str, uuid: str, expires_at: int) -> str:
+    """Names a download for a while without revealing the blob's key (whose holders may make
+    downloads anyway: the stable URL is the permission)."""
+    message = f"{org}:{uuid}:{expires_at}".encode()
+    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
 
 
 def normalize_uuid(value: str, name: str) -> str:
@@ -305,24 +327,52 @@ class TempBlobs:
         name = f"{blob.organization_id}:{blob.temp_blob_uuid}"
         self._uploaded[name] = blob
 
-    async def download_url(self, org: str, uuid: str, key: str) -> str:
-        """The redirect target: the store answers a verified type inline and anything else
-        (SVG…) as an attachment of a neutral type, whatever the object was stored as."""
+    async def sign_download(self, org: str, uuid: str, key: str) -> tuple[int, str]:
+        """The expiry and signature of a short-lived download of the blob."""
+        blob = await self._usable_or_refused(org, uuid.lower(), key)
+        expires_at = int(self._clock.now().timestamp()) + self._s.download_seconds
+        return expires_at, download_signature(blob.key, org, blob.temp_blob_uuid, expires_at)
+
+    async def read(
+        self, org: str, uuid: str, expires_at: int, signature: str, offset: int, length: int
+    ) -> BlobPart:
+        """Part of a signed download. The edge serves it with `X-Content-Type-Options:
+        nosniff`: a verified type inline as itself, anything else (SVG…) as an attachment of a
+        neutral type, whatever the object was stored as."""
+        uuid = uuid.lower()
+        blob = self._uploaded.get(f"{org}:{uuid}") or await self._find(org, uuid)
+        if (
+            blob is None
+            or expires_at < self._clock.now().timestamp()
+            or not hmac.compare_digest(
+                download_signature(blob.key, org, uuid, expires_at).encode(), signature.encode()
+            )
+        ):
+            raise NotFound(DOWNLOAD_EXPIRED)
+        blob = await self._usable_or_refused(org, uuid, blob.key)
+        content_type, disposition = served_as(blob.content_type)
+        if disposition == "attachment":
+            disposition = f'attachment; filename="{blob.temp_blob_uuid}"'
+        if offset < 0 or length < 0:
+            raise InvalidArgument("offset and length must not be negative")
+        length = min(length, READ_PART_BYTES, max(0, blob.content_length - offset))
+        data = await self._store.get_range(blob.object_key, offset, length) if length else b""
+        if offset == 0 and data:
+            # Checked again on the bytes served: within its upload window a presigned blob's
+            # object may have been PUT a second time.
+            wrong = mismatch(blob.content_type, data[:HEAD_BYTES])
+            if wrong is not None:
+                raise InvalidArgument(f"temp blob {blob.temp_blob_uuid} was refused: {wrong}")
+        return BlobPart(content_type, disposition, blob.content_length, data)
+
+    async def _usable_or_refused(self, org: str, uuid: str, key: str) -> TempBlob:
         try:
-            blob = await self._usable(org, uuid.lower(), key)
+            blob = await self._usable(org, uuid, key)
         except Refused as error:
             raise InvalidArgument(str(error)) from None
         if blob is None:
             raise NotFound(NOT_FOUND)
-        content_type, disposition = served_as(blob.content_type)
-        if disposition == "attachment":
-            disposition = f'attachment; filename="{blob.temp_blob_uuid}"'
-        return await self._store.presign_get(
-            blob.object_key,
-            self._s.download_seconds,
-            content_type=content_type,
-            disposition=disposition,
-        )
+        return blob
 
     async def read_for_page(self, ref: BlobRef, max_bytes: int) -> tuple[str, bytes] | None:
         """The bytes of one of our blob URLs met in a page (None: not found)."""

@@ -170,13 +170,31 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
         )
         return blob_pb(blob, app_url)
 
-    async def GetTempBlobDownloadUrl(
-        self, request: pb.GetTempBlobDownloadUrlRequest, context: Context
-    ) -> pb.GetTempBlobDownloadUrlResponse:
-        url = await self._blobs.download_url(
+    async def SignTempBlobDownload(
+        self, request: pb.SignTempBlobDownloadRequest, context: Context
+    ) -> pb.SignedTempBlobDownload:
+        expires_at, signature = await self._blobs.sign_download(
             _org(request.organization_id), request.temp_blob_uuid, request.key
         )
-        return pb.GetTempBlobDownloadUrlResponse(download_url=url)
+        return pb.SignedTempBlobDownload(expires_at=expires_at, signature=signature)
+
+    async def ReadTempBlob(
+        self, request: pb.ReadTempBlobRequest, context: Context
+    ) -> pb.TempBlobPart:
+        part = await self._blobs.read(
+            _org(request.organization_id),
+            request.temp_blob_uuid,
+            request.expires_at,
+            request.signature,
+            request.offset,
+            request.length,
+        )
+        return pb.TempBlobPart(
+            content_type=part.content_type,
+            content_disposition=part.disposition,
+            total_length=part.total_length,
+            data=part.data,
+        )
 
     async def CreateDraft(self, request: pb.CreateDraftRequest, context: Context) -> pb.Draft:
         app_url = _app_url(request.public_app_url)

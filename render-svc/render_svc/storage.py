@@ -82,8 +82,12 @@ class MediaStore:
 
     async def get_head(self, key: str, length: int) -> bytes:
         """The first `length` bytes of an object (fewer when it is shorter)."""
+        return await self.get_range(key, 0, length)
+
+    async def get_range(self, key: str, offset: int, length: int) -> bytes:
+        """`length` bytes of an object from `offset` (fewer at its end); `length` >= 1."""
         response = await self._s3.get_object(
-            Bucket=self.bucket, Key=key, Range=f"bytes=0-{length - 1}"
+            Bucket=self.bucket, Key=key, Range=f"bytes={offset}-{offset + length - 1}"
         )
         async with response["Body"] as stream:
             body: bytes = await stream.read()
@@ -125,22 +129,9 @@ class MediaStore:
         )
         return url
 
-    async def presign_get(
-        self,
-        key: str,
-        seconds: int,
-        *,
-        content_type: str | None = None,
-        disposition: str | None = None,
-    ) -> str:
-        """A GET URL; `content_type`/`disposition` make the store answer those headers
-        (`response-content-type`/`-disposition`), whatever type the object was stored with."""
-        params: dict[str, str] = {"Bucket": self.bucket, "Key": key}
-        if content_type:
-            params["ResponseContentType"] = content_type
-        if disposition:
-            params["ResponseContentDisposition"] = disposition
+    async def presign_get(self, key: str, seconds: int) -> str:
+        """A GET URL valid for `seconds`."""
         url: str = await self._s3.generate_presigned_url(
-            "get_object", Params=params, ExpiresIn=seconds
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=seconds
         )
         return url

@@ -9,7 +9,7 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from render_svc.blob_urls import BlobRef
-from render_svc.blobs import BlobCache, BlobSettings, Refused, TempBlobs
+from render_svc.blobs import BlobCache, BlobPart, BlobSettings, Refused, TempBlobs
 from render_svc.netguard import TooLarge
 from render_svc.records import RenderCollections
 from render_svc.storage import ObjectInfo
@@ -54,20 +54,17 @@ class FakeStore:
         return f"https://s3.test/{key}?put&type={content_type}&length={length}&expires={seconds}"
 
     async def get_head(self, key: str, length: int) -> bytes:
-        return self.objects[key][1][:length]
+        return await self.get_range(key, 0, length)
 
-    async def presign_get(
-        self,
-        key: str,
-        seconds: int,
-        *,
-        content_type: str | None = None,
-        disposition: str | None = None,
-    ) -> str:
-        return (
-            f"https://s3.test/{key}?get&expires={seconds}"
-            f"&response-content-type={content_type}&response-content-disposition={disposition}"
-        )
+    async def get_range(self, key: str, offset: int, length: int) -> bytes:
+        self.gets += 1
+        return self.objects[key][1][offset : offset + length]
+
+
+async def download(blobs: TempBlobs, org: str, uuid: str, key: str) -> BlobPart:
+    """What a download of the blob answers, as the edge asks for it (first 4 MiB)."""
+    expires_at, signature = await blobs.sign_download(org, uuid, key)
+    return await blobs.read(org, uuid, expires_at, signature, 0, 4 << 20)
 
 
 @pytest.fixture
@@ -100,9 +97,10 @@ async def test_create_upload_url_is_idempotent_and_presigns_exact_headers(setup:
     assert (invalid_again.key, invalid_upload) == (blob.key, upload)
     # Not uploaded yet: the stable URL has nothing to redirect to.
     with pytest.raises(NotFound):
-        await blobs.download_url("org", UUID, blob.key)
-    await store.put(blob.object_key, MP4 + b"x" * (1234 - len(MP4)), "video/mp4")
-    assert "?get&expires=300" in await blobs.download_url("org", UUID, blob.key)
+        await blobs.sign_download("org", UUID, blob.key)
+    body = MP4 + b"x" * (1234 - len(MP4))
+    await store.put(blob.object_key, body, "video/mp4")
+    assert (await download(blobs, "org", UUID, blob.key)).data == body
     # Once the blob has its bytes a repeat carries no upload URL.
     _, no_upload = await blobs.create_upload_url("org", UUID, "video/mp4", 1234)
     assert no_upload is None
@@ -147,9 +145,9 @@ async def test_only_the_right_key_of_the_right_organization_reads_a_blob(setup: 
     blobs, store, _clock, _records = setup
     blob = await blobs.upload_inline("org", UUID, PNG + b"bytes", "image/png")
     with pytest.raises(NotFound):
-        await blobs.download_url("org", UUID, blob.key[:-1] + "x")
+        await blobs.sign_download("org", UUID, blob.key[:-1] + "x")
     with pytest.raises(NotFound):
-        await blobs.download_url("other-org", UUID, blob.key)
+        await blobs.sign_download("other-org", UUID, blob.key)
     ref = BlobRef("org", UUID.lower(), blob.key)
     assert await blobs.read_for_page(ref, 100) == ("image/png", PNG + b"bytes")
     assert await blobs.read_for_page(ref, 100) == ("image/png", PNG + b"bytes")
@@ -182,11 +180,11 @@ async def test_the_sweeper_deletes_expired_blobs_and_their_records(setup: Setup)
     assert set(store.objects) == {young.object_key}
     assert await records.temp_blobs.count_documents({}) == 1
     with pytest.raises(NotFound):
-        await blobs.download_url("org", UUID, old.key)
+        await blobs.sign_download("org", UUID, old.key)
     # An expired record not yet swept is not served either.
     clock.advance(timedelta(hours=13))
     with pytest.raises(NotFound):
-        await blobs.download_url("org", young.temp_blob_uuid, young.key)
+        await blobs.sign_download("org", young.temp_blob_uuid, young.key)
     assert await blobs.sweep() == 1
     assert store.objects == {}
 
@@ -224,7 +222,7 @@ async def test_a_presigned_upload_of_other_bytes_is_refused_when_first_used(
     blob, _upload = await blobs.create_upload_url("org", UUID, "video/mp4", len(HLS))
     await store.put(blob.object_key, HLS, "video/mp4")
     with pytest.raises(InvalidArgument, match="not video/mp4: its bytes are an HLS"):
-        await blobs.download_url("org", UUID, blob.key)
+        await blobs.sign_download("org", UUID, blob.key)
     # The bytes are gone, the verdict stays: every later use is refused the same way.
     assert store.objects == {}
     doc = await records.temp_blobs.find_one({})
@@ -239,16 +237,45 @@ async def test_a_presigned_upload_of_other_bytes_is_refused_when_first_used(
 async def test_downloads_serve_only_verified_types_inline(setup: Setup) -> None:
     blobs, _store, _clock, _records = setup
     png = await blobs.upload_inline("org", UUID, PNG, "image/png")
-    inline = await blobs.download_url("org", UUID, png.key)
-    assert "response-content-type=image/png&response-content-disposition=inline" in inline
+    inline = await download(blobs, "org", UUID, png.key)
+    assert (inline.content_type, inline.disposition, inline.data) == ("image/png", "inline", PNG)
     # The spec accepts any image/*: SVG is stored, but only ever served as an attachment of
-    # a neutral type, so a script in it never runs from our bucket.
+    # a neutral type, so a script in it never runs from our origin.
     svg = await blobs.upload_inline(
         "org", "00000000-0000-4000-8000-000000000004", SVG, "image/svg+xml"
     )
-    attachment = await blobs.download_url("org", svg.temp_blob_uuid, svg.key)
-    assert "response-content-type=application/octet-stream" in attachment
-    assert f'response-content-disposition=attachment; filename="{svg.temp_blob_uuid}"' in attachment
+    attachment = await download(blobs, "org", svg.temp_blob_uuid, svg.key)
+    assert attachment.content_type == "application/octet-stream"
+    assert attachment.disposition == f'attachment; filename="{svg.temp_blob_uuid}"'
+    assert attachment.data == SVG
+
+
+async def test_a_download_is_named_by_a_signature_that_expires(setup: Setup) -> None:
+    blobs, _store, clock, _records = setup
+    body = PNG + bytes(range(256)) * 40
+    blob = await blobs.upload_inline("org", UUID, body, "image/png")
+    expires_at, signature = await blobs.sign_download("org", UUID, blob.key)
+    assert expires_at == int(clock.now().timestamp()) + 300
+    assert blob.key not in signature
+    # Parts, as a range asks for them; the length stops at the blob's end.
+    part = await blobs.read("org", UUID, expires_at, signature, 100, 50)
+    assert (part.data, part.total_length) == (body[100:150], len(body))
+    assert (await blobs.read("org", UUID, expires_at, signature, len(body) - 5, 50)).data == (
+        body[-5:]
+    )
+    assert (await blobs.read("org", UUID, expires_at, signature, 0, 0)).data == b""
+    for wrong in (
+        (UUID, expires_at + 1, signature),  # a later expiry than the one signed
+        (UUID, expires_at, signature[:-1] + ("0" if signature[-1] != "0" else "1")),
+        ("00000000-0000-4000-8000-000000000009", expires_at, signature),
+    ):
+        with pytest.raises(NotFound, match="wrong or has expired"):
+            await blobs.read("org", wrong[0], wrong[1], wrong[2], 0, 10)
+    with pytest.raises(NotFound):
+        await blobs.read("other-org", UUID, expires_at, signature, 0, 10)
+    clock.advance(timedelta(seconds=301))
+    with pytest.raises(NotFound, match="wrong or has expired"):
+        await blobs.read("org", UUID, expires_at, signature, 0, 10)
 
 
 async def test_a_page_never_gets_bytes_that_are_not_their_type(setup: Setup) -> None:

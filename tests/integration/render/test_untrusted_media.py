@@ -102,8 +102,10 @@ async def test_a_presigned_upload_of_other_bytes_is_refused_when_first_used(
         message = answer.json()["errorMessage"]
         assert "was refused: the content is not video/mp4" in message, message
         assert "HLS playlist" in message, message
-        # Never served afterwards either.
-        assert (await api.get(created.json()["url"])).status_code in (400, 404)
+        # Never served afterwards either: its URL answers why.
+        served = await api.get(created.json()["url"])
+        assert served.status_code == 400, served.text
+        assert "was refused: the content is not video/mp4" in served.json()["errorMessage"]
         await quiet(canary)
 
 
@@ -118,10 +120,14 @@ async def test_svg_is_downloaded_as_an_attachment_and_png_inline(api: Api, org: 
         assert target.status_code == 200 and target.content == SVG
         assert target.headers["content-type"] == "application/octet-stream"
         assert target.headers["content-disposition"].startswith("attachment")
+        # Never sniffed, and never a document of our origin that could run script.
+        assert target.headers["x-content-type-options"] == "nosniff"
+        assert "sandbox" in target.headers["content-security-policy"]
         redirect = await api.get(png.json()["url"])
         target = await client.get(redirect.headers["Location"])
         assert target.headers["content-type"] == "image/png"
         assert target.headers.get("content-disposition", "inline") == "inline"
+        assert target.headers["x-content-type-options"] == "nosniff"
 
 
 async def test_a_real_mp4_made_by_ffmpeg_still_passes(api: Api, org: Org, tmp_path: Path) -> None:

@@ -614,8 +614,8 @@ class UploadTempBlobRequest(_message.Message):
 Global___UploadTempBlobRequest: _TypeAlias = UploadTempBlobRequest  # noqa: Y015
 
 @_typing.final
-class GetTempBlobDownloadUrlRequest(_message.Message):
-    """Input of GetTempBlobDownloadUrl."""
+class SignTempBlobDownloadRequest(_message.Message):
+    """Input of SignTempBlobDownload."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -641,29 +641,120 @@ class GetTempBlobDownloadUrlRequest(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___GetTempBlobDownloadUrlRequest: _TypeAlias = GetTempBlobDownloadUrlRequest  # noqa: Y015
+Global___SignTempBlobDownloadRequest: _TypeAlias = SignTempBlobDownloadRequest  # noqa: Y015
 
 @_typing.final
-class GetTempBlobDownloadUrlResponse(_message.Message):
-    """Output of GetTempBlobDownloadUrl."""
+class SignedTempBlobDownload(_message.Message):
+    """Output of SignTempBlobDownload: what names the download in its URL."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    DOWNLOAD_URL_FIELD_NUMBER: _builtins.int
-    download_url: _builtins.str
-    """Short-lived presigned GET URL (STORYPOST_TEMP_BLOB_DOWNLOAD_SECONDS, 5 minutes)."""
+    EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
+    expires_at: _builtins.int
+    """When the download stops working (Unix seconds): now +
+    STORYPOST_TEMP_BLOB_DOWNLOAD_SECONDS (5 minutes).
+    """
+    signature: _builtins.str
+    """HMAC-SHA256 (keyed with the blob's key) of organization, blob and expires_at, hex: a
+    download URL that leaks (a log, a Referer) gives nothing after it expires, and does not
+    reveal the stable URL's key.
+    """
     def __init__(
         self,
         *,
-        download_url: _builtins.str = ...,
+        expires_at: _builtins.int = ...,
+        signature: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["download_url", b"download_url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "signature", b"signature"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___GetTempBlobDownloadUrlResponse: _TypeAlias = GetTempBlobDownloadUrlResponse  # noqa: Y015
+Global___SignedTempBlobDownload: _TypeAlias = SignedTempBlobDownload  # noqa: Y015
+
+@_typing.final
+class ReadTempBlobRequest(_message.Message):
+    """Input of ReadTempBlob."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    TEMP_BLOB_UUID_FIELD_NUMBER: _builtins.int
+    EXPIRES_AT_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
+    OFFSET_FIELD_NUMBER: _builtins.int
+    LENGTH_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The organization the blob belongs to."""
+    temp_blob_uuid: _builtins.str
+    """The blob."""
+    expires_at: _builtins.int
+    """From SignTempBlobDownload."""
+    signature: _builtins.str
+    """From SignTempBlobDownload."""
+    offset: _builtins.int
+    """The first byte wanted."""
+    length: _builtins.int
+    """How many bytes from offset (fewer at the end; at most 4 MiB per call); 0 for only the
+    fields other than data (a HEAD, or before a range is resolved).
+    """
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        temp_blob_uuid: _builtins.str = ...,
+        expires_at: _builtins.int = ...,
+        signature: _builtins.str = ...,
+        offset: _builtins.int = ...,
+        length: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_at", b"expires_at", "length", b"length", "offset", b"offset", "organization_id", b"organization_id", "signature", b"signature", "temp_blob_uuid", b"temp_blob_uuid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadTempBlobRequest: _TypeAlias = ReadTempBlobRequest  # noqa: Y015
+
+@_typing.final
+class TempBlobPart(_message.Message):
+    """Output of ReadTempBlob."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTENT_TYPE_FIELD_NUMBER: _builtins.int
+    CONTENT_DISPOSITION_FIELD_NUMBER: _builtins.int
+    TOTAL_LENGTH_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    content_type: _builtins.str
+    """Content-Type to answer: the declared type when the bytes were verified as it, else
+    application/octet-stream (SVG and any type a browser might run script from).
+    """
+    content_disposition: _builtins.str
+    """Content-Disposition to answer: "inline", or "attachment; filename=..." with the neutral
+    type.
+    """
+    total_length: _builtins.int
+    """The blob's whole length in bytes."""
+    data: _builtins.bytes
+    """The bytes asked for."""
+    def __init__(
+        self,
+        *,
+        content_type: _builtins.str = ...,
+        content_disposition: _builtins.str = ...,
+        total_length: _builtins.int = ...,
+        data: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_disposition", b"content_disposition", "content_type", b"content_type", "data", b"data", "total_length", b"total_length"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TempBlobPart: _TypeAlias = TempBlobPart  # noqa: Y015
 
 @_typing.final
 class Draft(_message.Message):

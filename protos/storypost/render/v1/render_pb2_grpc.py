@@ -68,10 +68,15 @@ class RenderServiceStub:
                 request_serializer=storypost_dot_render_dot_v1_dot_render__pb2.UploadTempBlobRequest.SerializeToString,
                 response_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.TempBlob.FromString,
                 _registered_method=True)
-        self.GetTempBlobDownloadUrl = channel.unary_unary(
-                '/storypost.render.v1.RenderService/GetTempBlobDownloadUrl',
-                request_serializer=storypost_dot_render_dot_v1_dot_render__pb2.GetTempBlobDownloadUrlRequest.SerializeToString,
-                response_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.GetTempBlobDownloadUrlResponse.FromString,
+        self.SignTempBlobDownload = channel.unary_unary(
+                '/storypost.render.v1.RenderService/SignTempBlobDownload',
+                request_serializer=storypost_dot_render_dot_v1_dot_render__pb2.SignTempBlobDownloadRequest.SerializeToString,
+                response_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.SignedTempBlobDownload.FromString,
+                _registered_method=True)
+        self.ReadTempBlob = channel.unary_unary(
+                '/storypost.render.v1.RenderService/ReadTempBlob',
+                request_serializer=storypost_dot_render_dot_v1_dot_render__pb2.ReadTempBlobRequest.SerializeToString,
+                response_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.TempBlobPart.FromString,
                 _registered_method=True)
         self.CreateDraft = channel.unary_unary(
                 '/storypost.render.v1.RenderService/CreateDraft',
@@ -173,9 +178,20 @@ class RenderServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetTempBlobDownloadUrl(self, request, context):
-        """Presigns a short-lived GET for an uploaded temp blob: NOT_FOUND for an unknown blob, a
-        wrong key, an expired blob or one whose upload never came.
+    def SignTempBlobDownload(self, request, context):
+        """Signs a short-lived download of an uploaded temp blob (the target of its stable URL's
+        redirect, served by the edge with ReadTempBlob): NOT_FOUND for an unknown blob, a wrong
+        key, an expired blob or one whose upload never came; INVALID_ARGUMENT for a blob whose
+        bytes were refused (not the type it was declared as).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadTempBlob(self, request, context):
+        """Reads part of a temp blob for a signed download, with what the answer's headers need.
+        NOT_FOUND as SignTempBlobDownload, and for a wrong or expired signature; INVALID_ARGUMENT
+        for refused bytes.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -271,10 +287,15 @@ def add_RenderServiceServicer_to_server(servicer, server):
                     request_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.UploadTempBlobRequest.FromString,
                     response_serializer=storypost_dot_render_dot_v1_dot_render__pb2.TempBlob.SerializeToString,
             ),
-            'GetTempBlobDownloadUrl': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetTempBlobDownloadUrl,
-                    request_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.GetTempBlobDownloadUrlRequest.FromString,
-                    response_serializer=storypost_dot_render_dot_v1_dot_render__pb2.GetTempBlobDownloadUrlResponse.SerializeToString,
+            'SignTempBlobDownload': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignTempBlobDownload,
+                    request_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.SignTempBlobDownloadRequest.FromString,
+                    response_serializer=storypost_dot_render_dot_v1_dot_render__pb2.SignedTempBlobDownload.SerializeToString,
+            ),
+            'ReadTempBlob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadTempBlob,
+                    request_deserializer=storypost_dot_render_dot_v1_dot_render__pb2.ReadTempBlobRequest.FromString,
+                    response_serializer=storypost_dot_render_dot_v1_dot_render__pb2.TempBlobPart.SerializeToString,
             ),
             'CreateDraft': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateDraft,
@@ -472,7 +493,7 @@ class RenderService:
             _registered_method=True)
 
     @staticmethod
-    def GetTempBlobDownloadUrl(request,
+    def SignTempBlobDownload(request,
             target,
             options=(),
             channel_credentials=None,
@@ -485,9 +506,36 @@ class RenderService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/storypost.render.v1.RenderService/GetTempBlobDownloadUrl',
-            storypost_dot_render_dot_v1_dot_render__pb2.GetTempBlobDownloadUrlRequest.SerializeToString,
-            storypost_dot_render_dot_v1_dot_render__pb2.GetTempBlobDownloadUrlResponse.FromString,
+            '/storypost.render.v1.RenderService/SignTempBlobDownload',
+            storypost_dot_render_dot_v1_dot_render__pb2.SignTempBlobDownloadRequest.SerializeToString,
+            storypost_dot_render_dot_v1_dot_render__pb2.SignedTempBlobDownload.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadTempBlob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.render.v1.RenderService/ReadTempBlob',
+            storypost_dot_render_dot_v1_dot_render__pb2.ReadTempBlobRequest.SerializeToString,
+            storypost_dot_render_dot_v1_dot_render__pb2.TempBlobPart.FromString,
             options,
             channel_credentials,
             insecure,

@@ -69,9 +69,16 @@ class RenderServiceStub:
     """
     UploadTempBlob: _grpc.UnaryUnaryMultiCallable[_render_pb2.UploadTempBlobRequest, _render_pb2.TempBlob]
     """Stores a temp blob sent inline. An existing UUID keeps its content (the upload is ignored)."""
-    GetTempBlobDownloadUrl: _grpc.UnaryUnaryMultiCallable[_render_pb2.GetTempBlobDownloadUrlRequest, _render_pb2.GetTempBlobDownloadUrlResponse]
-    """Presigns a short-lived GET for an uploaded temp blob: NOT_FOUND for an unknown blob, a
-    wrong key, an expired blob or one whose upload never came.
+    SignTempBlobDownload: _grpc.UnaryUnaryMultiCallable[_render_pb2.SignTempBlobDownloadRequest, _render_pb2.SignedTempBlobDownload]
+    """Signs a short-lived download of an uploaded temp blob (the target of its stable URL's
+    redirect, served by the edge with ReadTempBlob): NOT_FOUND for an unknown blob, a wrong
+    key, an expired blob or one whose upload never came; INVALID_ARGUMENT for a blob whose
+    bytes were refused (not the type it was declared as).
+    """
+    ReadTempBlob: _grpc.UnaryUnaryMultiCallable[_render_pb2.ReadTempBlobRequest, _render_pb2.TempBlobPart]
+    """Reads part of a temp blob for a signed download, with what the answer's headers need.
+    NOT_FOUND as SignTempBlobDownload, and for a wrong or expired signature; INVALID_ARGUMENT
+    for refused bytes.
     """
     CreateDraft: _grpc.UnaryUnaryMultiCallable[_render_pb2.CreateDraftRequest, _render_pb2.Draft]
     """Creates a draft and starts rendering it (Prepare + Finish of version 1). Idempotent on
@@ -139,9 +146,16 @@ class RenderServiceAsyncStub(RenderServiceStub):
     """
     UploadTempBlob: _aio.UnaryUnaryMultiCallable[_render_pb2.UploadTempBlobRequest, _render_pb2.TempBlob]  # type: ignore[assignment]
     """Stores a temp blob sent inline. An existing UUID keeps its content (the upload is ignored)."""
-    GetTempBlobDownloadUrl: _aio.UnaryUnaryMultiCallable[_render_pb2.GetTempBlobDownloadUrlRequest, _render_pb2.GetTempBlobDownloadUrlResponse]  # type: ignore[assignment]
-    """Presigns a short-lived GET for an uploaded temp blob: NOT_FOUND for an unknown blob, a
-    wrong key, an expired blob or one whose upload never came.
+    SignTempBlobDownload: _aio.UnaryUnaryMultiCallable[_render_pb2.SignTempBlobDownloadRequest, _render_pb2.SignedTempBlobDownload]  # type: ignore[assignment]
+    """Signs a short-lived download of an uploaded temp blob (the target of its stable URL's
+    redirect, served by the edge with ReadTempBlob): NOT_FOUND for an unknown blob, a wrong
+    key, an expired blob or one whose upload never came; INVALID_ARGUMENT for a blob whose
+    bytes were refused (not the type it was declared as).
+    """
+    ReadTempBlob: _aio.UnaryUnaryMultiCallable[_render_pb2.ReadTempBlobRequest, _render_pb2.TempBlobPart]  # type: ignore[assignment]
+    """Reads part of a temp blob for a signed download, with what the answer's headers need.
+    NOT_FOUND as SignTempBlobDownload, and for a wrong or expired signature; INVALID_ARGUMENT
+    for refused bytes.
     """
     CreateDraft: _aio.UnaryUnaryMultiCallable[_render_pb2.CreateDraftRequest, _render_pb2.Draft]  # type: ignore[assignment]
     """Creates a draft and starts rendering it (Prepare + Finish of version 1). Idempotent on
@@ -238,13 +252,26 @@ class RenderServiceServicer(metaclass=_abc_1.ABCMeta):
         """Stores a temp blob sent inline. An existing UUID keeps its content (the upload is ignored)."""
 
     @_abc_1.abstractmethod
-    def GetTempBlobDownloadUrl(
+    def SignTempBlobDownload(
         self,
-        request: _render_pb2.GetTempBlobDownloadUrlRequest,
+        request: _render_pb2.SignTempBlobDownloadRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_render_pb2.GetTempBlobDownloadUrlResponse, _abc.Awaitable[_render_pb2.GetTempBlobDownloadUrlResponse]]:
-        """Presigns a short-lived GET for an uploaded temp blob: NOT_FOUND for an unknown blob, a
-        wrong key, an expired blob or one whose upload never came.
+    ) -> _typing.Union[_render_pb2.SignedTempBlobDownload, _abc.Awaitable[_render_pb2.SignedTempBlobDownload]]:
+        """Signs a short-lived download of an uploaded temp blob (the target of its stable URL's
+        redirect, served by the edge with ReadTempBlob): NOT_FOUND for an unknown blob, a wrong
+        key, an expired blob or one whose upload never came; INVALID_ARGUMENT for a blob whose
+        bytes were refused (not the type it was declared as).
+        """
+
+    @_abc_1.abstractmethod
+    def ReadTempBlob(
+        self,
+        request: _render_pb2.ReadTempBlobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_render_pb2.TempBlobPart, _abc.Awaitable[_render_pb2.TempBlobPart]]:
+        """Reads part of a temp blob for a signed download, with what the answer's headers need.
+        NOT_FOUND as SignTempBlobDownload, and for a wrong or expired signature; INVALID_ARGUMENT
+        for refused bytes.
         """
 
     @_abc_1.abstractmethod
