@@ -189,11 +189,20 @@ class GrpcServer:
         ]
         provider = provider_for(tracer_provider)
         if provider is not None:
-            from opentelemetry.instrumentation.grpc import aio_server_interceptor
+            from opentelemetry.instrumentation.grpc import aio_server_interceptor, filters
 
             # Outermost: the server span (its parent from the caller's `traceparent`) is
             # current while the request id is bound, so the span gets it as an attribute.
-            traced = aio_server_interceptor(tracer_provider=provider)  # type: ignore[no-untyped-call]
+            # Not around the health and reflection services: the interceptor only wraps
+            # streaming handlers written as async generators, and theirs write to the context
+            # (Health/Watch, which every client's health checking calls, would fail).
+            untraced = filters.any_of(
+                filters.health_check(), filters.service_prefix("grpc.reflection.")
+            )
+            traced = aio_server_interceptor(  # type: ignore[no-untyped-call]
+                tracer_provider=provider,
+                filter_=filters.negate(untraced),
+            )
             interceptors.insert(0, traced)
         self._server = grpc.aio.server(interceptors=interceptors, options=_server_options(settings))
         self._health = health.aio.HealthServicer()
