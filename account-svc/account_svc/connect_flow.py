@@ -20,6 +20,7 @@ from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from storypost_runtime.logs import get_logger
+from storypost_runtime.vocabulary import PHOTOAPP
 
 log = get_logger(__name__)
 SESSION_LIFETIME = timedelta(minutes=15)
@@ -91,8 +92,8 @@ class ConnectFlow:
             if link.status == "used":
                 raise FailedPrecondition(LINK_USED, reason=USED_REASON)
             organization_id = link.organization_id
-            platform_name = platform_name or "PHOTOAPP"
-            if platform_name.upper() != "PHOTOAPP":
+            platform_name = platform_name or PHOTOAPP.name
+            if platform_name.upper() != PHOTOAPP.name:
                 raise InvalidArgument("connect links connect photoapp accounts only")
         elif organization_id:
             await self._organizations.get(organization_id)

@@ -6,6 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from storypost_runtime import vocabulary as words
+from storypost_runtime.vocabulary import (
+    CLIPAPP_DEFAULT_PRIVACY_LEVEL,
+    CLIPAPP_PRIVACY_LEVELS,
+    PlatformName,
+)
+
 Media = Literal["image", "video"]
 OptionType = Literal["boolean", "string", "integer", "number"]
 ConnectionKind = Literal["direct", "social"]
@@ -15,12 +22,6 @@ STORY = "schedule-photoapp-story"
 REEL = "schedule-photoapp-reel"
 CLIPAPP_POST = "schedule-clipapp-post"
 SOCIAL_POST = "schedule-social-post"
-CLIPAPP_PRIVACY_LEVELS = (
-    "PUBLIC_TO_EVERYONE",
-    "MUTUAL_FOLLOW_FRIENDS",
-    "FOLLOWER_OF_CREATOR",
-    "SELF_ONLY",
-)
 
 
 @dataclass(frozen=True)
@@ -58,16 +59,23 @@ class PostTypeSpec:
 class Platform:
     """A platform: its names, daily limit and what each kind of connection can post."""
 
-    # Lower-case key used in records, the sandbox paths and the CLI (`photoapp`).
-    key: str
-    # Uppercase name of list-social-accounts (`PHOTOAPP`).
-    name: str
+    # Its lower-case key (records, the sandbox paths, the CLI: `photoapp`) and uppercase
+    # name (list-social-accounts: `PHOTOAPP`), from the vocabulary.
+    names: PlatformName
     description: str
     # Posts per UTC day and platform account, across organizations (None: no limit here).
     daily_limit: int | None
     post_types: Mapping[ConnectionKind, tuple[PostTypeSpec, ...]]
     # The connection used when none is asked for.
     default_connection: ConnectionKind
+
+    @property
+    def key(self) -> str:
+        return self.names.key
+
+    @property
+    def name(self) -> str:
+        return self.names.name
 
     @property
     def connections(self) -> tuple[ConnectionKind, ...]:
@@ -134,7 +142,10 @@ _PIN_TITLE = OptionSpec("string", "Title of the pin.", max_length=100)
 
 _CLIPAPP_VIDEO_OPTIONS = {
     "privacyLevel": OptionSpec(
-        "string", "Who can watch the post.", enum=CLIPAPP_PRIVACY_LEVELS, default="SELF_ONLY"
+        "string",
+        "Who can watch the post.",
+        enum=CLIPAPP_PRIVACY_LEVELS,
+        default=CLIPAPP_DEFAULT_PRIVACY_LEVEL,
     ),
     "disableComment": OptionSpec("boolean", "Turn comments off.", default=False),
     "disableDuet": OptionSpec("boolean", "Turn duets off.", default=False),
@@ -154,8 +165,7 @@ _CLIPAPP_PHOTO_OPTIONS = {
 
 PLATFORMS: tuple[Platform, ...] = (
     Platform(
-        "photoapp",
-        "PHOTOAPP",
+        words.PHOTOAPP,
         "the photo/story network",
         None,
         {
@@ -168,8 +178,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "direct",
     ),
     Platform(
-        "clipapp",
-        "CLIPAPP",
+        words.CLIPAPP,
         "the short-video network",
         10,
         {
@@ -187,8 +196,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "direct",
     ),
     Platform(
-        "videochannel",
-        "VIDEOCHANNEL",
+        words.VIDEOCHANNEL,
         "the video channel",
         10,
         {
@@ -217,8 +225,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "social",
     ),
     Platform(
-        "linknet",
-        "LINKNET",
+        words.LINKNET,
         "the linknet network (pages)",
         50,
         {
@@ -232,8 +239,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "social",
     ),
     Platform(
-        "pronet",
-        "PRONET",
+        words.PRONET,
         "the professional network",
         18,
         {
@@ -245,8 +251,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "social",
     ),
     Platform(
-        "pinboard",
-        "PINBOARD",
+        words.PINBOARD,
         "the pin board",
         24,
         {
@@ -275,8 +280,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "social",
     ),
     Platform(
-        "ephemeral",
-        "EPHEMERAL",
+        words.EPHEMERAL,
         "the ephemeral chat app",
         20,
         {
@@ -289,8 +293,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "social",
     ),
     Platform(
-        "shorttext",
-        "SHORTTEXT",
+        words.SHORTTEXT,
         "the short-text network",
         200,
         {
@@ -302,8 +305,7 @@ PLATFORMS: tuple[Platform, ...] = (
         "social",
     ),
     Platform(
-        "microblog",
-        "MICROBLOG",
+        words.MICROBLOG,
         "the microblog",
         15,
         {

@@ -26,6 +26,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp
+from storypost_runtime.vocabulary import PHOTOAPP
 
 Context = grpc.aio.ServicerContext[Any, Any]
 LINK_STATUS = {"active": pb.CONNECT_LINK_STATUS_ACTIVE, "used": pb.CONNECT_LINK_STATUS_USED}
@@ -319,7 +320,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
             organization_name=organization.name,
             description=link.description,
             status=LINK_STATUS[link.status],
-            platform="PHOTOAPP",
+            platform=PHOTOAPP.name,
             connected_username=link.connected_username,
         )
 

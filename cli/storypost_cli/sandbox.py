@@ -21,19 +21,9 @@ from storypost_cli.output import EXIT_UNAVAILABLE, fail, fail_rpc, print_json
 from storypost_client.cli.parsing import example
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.settings import load_settings
+from storypost_runtime.vocabulary import PLATFORM_KEYS as PLATFORMS
+from storypost_runtime.vocabulary import SWITCH_MODES as MODES
 
-PLATFORMS = (
-    "photoapp",
-    "clipapp",
-    "videochannel",
-    "linknet",
-    "pronet",
-    "pinboard",
-    "ephemeral",
-    "shorttext",
-    "microblog",
-)
-MODES = ("ok", "fail", "slow", "late-answer", "offline", "rate-limited", "token-expired")
 CONNECTIONS = {"direct": pb.CONNECTION_DIRECT, "social": pb.CONNECTION_SOCIAL}
 
 

@@ -19,9 +19,8 @@ from storypost_cli.config import CliSettings
 from storypost_cli.output import fail, print_json
 from storypost_client.cli.parsing import example
 from storypost_runtime.grpc_client import sync_channel
+from storypost_runtime.vocabulary import DEFAULT_EVENTS, OPT_IN_EVENTS
 
-DEFAULT_EVENTS = ("photoapp_story_post.status_changed", "social_post.status_changed")
-OPT_IN_EVENTS = ("photoapp_reel_post.status_changed", "clipapp_post.status_changed")
 _STATUS = {
     pb.DELIVERY_STATUS_PENDING: "pending",
     pb.DELIVERY_STATUS_SUCCEEDED: "succeeded",

@@ -51,6 +51,12 @@ class Kind:
     success_state: str
 
 
+# Where a post or a draft stops changing. A twin of storypost_runtime.vocabulary's, kept
+# because the SDK installs without the server's packages (tests/unit/test_vocabulary.py
+# checks they agree).
+FINAL_POST_STATUSES = frozenset({"executed", "failed", "canceled"})
+FINAL_DRAFT_STATUSES = frozenset({"ready", "failed", "deleted"})
+
 KINDS: dict[str, Kind] = {
     kind.name: kind
     for kind in (
@@ -58,33 +64,31 @@ KINDS: dict[str, Kind] = {
             "story",
             "status-photoapp-story",
             "storyPostUuid",
-            frozenset({"executed", "failed", "canceled"}),
+            FINAL_POST_STATUSES,
             "executed",
         ),
         Kind(
             "reel",
             "status-photoapp-reel",
             "reelPostUuid",
-            frozenset({"executed", "failed", "canceled"}),
+            FINAL_POST_STATUSES,
             "executed",
         ),
         Kind(
             "clipapp",
             "status-clipapp-post",
             "clipappPostUuid",
-            frozenset({"executed", "failed", "canceled"}),
+            FINAL_POST_STATUSES,
             "executed",
         ),
         Kind(
             "social",
             "status-social-post",
             "socialPostUuid",
-            frozenset({"executed", "failed", "canceled"}),
+            FINAL_POST_STATUSES,
             "executed",
         ),
-        Kind(
-            "draft", "status-draft", "draftUuid", frozenset({"ready", "failed", "deleted"}), "ready"
-        ),
+        Kind("draft", "status-draft", "draftUuid", FINAL_DRAFT_STATUSES, "ready"),
     )
 }
 

@@ -12,13 +12,14 @@ from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp
+from storypost_runtime.vocabulary import PHOTOAPP
 
 TOKEN_MARGIN = timedelta(minutes=1)
 
 
 def photoapp_ref(username: str) -> apb.AccountRef:
     return apb.AccountRef(
-        platform_username=apb.PlatformUsername(platform="PHOTOAPP", username=username)
+        platform_username=apb.PlatformUsername(platform=PHOTOAPP.name, username=username)
     )
 
 

@@ -24,6 +24,7 @@ from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.tracing import current_traceparent
+from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
 
 log = get_logger(__name__)
 
@@ -157,7 +158,7 @@ class PostIntake:
                 "post to it with schedule-social-post"
             )
         params = {**new.params, "clipappAccountId": account.platform_account_id}
-        params.setdefault("privacyLevel", "SELF_ONLY")
+        params.setdefault("privacyLevel", CLIPAPP_DEFAULT_PRIVACY_LEVEL)
         return await self._accept(new, account, params)
 
     async def social(self, new: NewPost, social_account_id: str, post_type: str) -> Accepted:

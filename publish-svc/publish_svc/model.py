@@ -4,41 +4,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from storypost_runtime.mongo import Document
+from storypost_runtime.vocabulary import (
+    EVENT_TYPES,
+    FINAL_STATUSES,
+    OPEN_STATUSES,
+    PostKind,
+    PostStatus,
+)
 
-
-class Kind(StrEnum):
-    STORY = "story"
-    REEL = "reel"
-    CLIPAPP = "clipapp"
-    SOCIAL = "social"
-
-
-class Status(StrEnum):
-    SCHEDULED = "scheduled"
-    IN_PROGRESS = "in-progress"
-    EXECUTED = "executed"
-    FAILED = "failed"
-    CANCELED = "canceled"
-
+# The words are the product's (storypost_runtime.vocabulary); these names are publish-svc's.
+Kind = PostKind
+Status = PostStatus
 
 # The W3C traceparent of the schedule call (optional: records of calls made with tracing off,
 # or before it was stored, have none).
 TRACEPARENT_FIELD = "traceparent"
 
-FINAL = frozenset({Status.EXECUTED, Status.FAILED, Status.CANCELED})
-OPEN = (Status.SCHEDULED.value, Status.IN_PROGRESS.value)
+FINAL = FINAL_STATUSES
+OPEN = tuple(status.value for status in OPEN_STATUSES)
 
-# The status event each kind emits on the bus (the first and last are the spec's).
-EVENT_TYPE = {
-    Kind.STORY: "photoapp_story_post.status_changed",
-    Kind.REEL: "photoapp_reel_post.status_changed",
-    Kind.CLIPAPP: "clipapp_post.status_changed",
-    Kind.SOCIAL: "social_post.status_changed",
-}
+# The status event each kind emits on the bus.
+EVENT_TYPE = {kind: event.name for kind, event in EVENT_TYPES.items()}
 # The UUID field name of each kind in the API and in events.
 UUID_FIELD = {
     Kind.STORY: "storyPostUuid",

@@ -16,16 +16,11 @@ from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp
+from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL, proto_name
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
-STATUS_PB = {
-    Status.SCHEDULED: pb.POST_STATUS_SCHEDULED,
-    Status.IN_PROGRESS: pb.POST_STATUS_IN_PROGRESS,
-    Status.EXECUTED: pb.POST_STATUS_EXECUTED,
-    Status.FAILED: pb.POST_STATUS_FAILED,
-    Status.CANCELED: pb.POST_STATUS_CANCELED,
-}
+STATUS_PB = {s: pb.PostStatus.Value(proto_name("POST_STATUS", s)) for s in Status}
 STATUS_OF_PB = {value: key for key, value in STATUS_PB.items()}
 KIND_PB = {
     Kind.STORY: pb.POST_KIND_STORY,
@@ -126,7 +121,7 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
         params: dict[str, Any] = {
             "title": request.title,
             "description": request.description,
-            "privacyLevel": request.privacy_level or "SELF_ONLY",
+            "privacyLevel": request.privacy_level or CLIPAPP_DEFAULT_PRIVACY_LEVEL,
             "disableDuet": request.disable_duet,
             "disableComment": request.disable_comment,
             "disableStitch": request.disable_stitch,

@@ -16,6 +16,7 @@ from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp
+from storypost_runtime.vocabulary import DraftStatus, proto_name
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -26,12 +27,7 @@ STATES = {
     "failed": pb.RENDERING_STATE_FAILED,
 }
 KINDS = {"image": pb.MEDIA_KIND_IMAGE, "video": pb.MEDIA_KIND_VIDEO, "": pb.MEDIA_KIND_UNSPECIFIED}
-DRAFT_STATUSES = {
-    "rendering": pb.DRAFT_STATUS_RENDERING,
-    "ready": pb.DRAFT_STATUS_READY,
-    "failed": pb.DRAFT_STATUS_FAILED,
-    "deleted": pb.DRAFT_STATUS_DELETED,
-}
+DRAFT_STATUSES = {s.value: pb.DraftStatus.Value(proto_name("DRAFT_STATUS", s)) for s in DraftStatus}
 USER_POSTS = {
     "none": pb.DRAFT_USER_POST_NONE,
     "scheduled": pb.DRAFT_USER_POST_SCHEDULED,

@@ -15,12 +15,13 @@ from sandbox_net.gate import Gate, json_body
 from sandbox_net.media import MediaInfo
 from sandbox_net.processing import Processor
 from sandbox_net.state import Record
+from storypost_runtime.vocabulary import CLIPAPP_PUBLIC
 
 PLATFORM = "clipapp"
 TITLE_MAX = 2200
 PHOTO_TITLE_MAX = 90
 DESCRIPTION_MAX = 4000
-PUBLIC = "PUBLIC_TO_EVERYONE"
+PUBLIC = CLIPAPP_PUBLIC
 LIST_MAX = 20
 LIST_FIELDS = ("id", "create_time", "title", "video_description", "share_url", "duration")
 

@@ -5,19 +5,11 @@ from __future__ import annotations
 import hashlib
 import re
 
-# Path keys of the platforms (lower case) and their uppercase names.
-PLATFORMS = (
-    "photoapp",
-    "clipapp",
-    "videochannel",
-    "linknet",
-    "pronet",
-    "pinboard",
-    "ephemeral",
-    "shorttext",
-    "microblog",
-)
-SOCIAL_PLATFORMS = tuple(p for p in PLATFORMS if p not in ("photoapp", "clipapp"))
+from storypost_runtime.vocabulary import PLATFORM_KEYS, SOCIAL_API_PLATFORMS
+
+# Path keys of the platforms (lower case); their uppercase names are the keys upper-cased.
+PLATFORMS = PLATFORM_KEYS
+SOCIAL_PLATFORMS = tuple(p.key for p in SOCIAL_API_PLATFORMS)
 USERNAME = re.compile(r"^[a-z0-9._]{1,30}$")
 # Usernames starting with this do not exist on photoapp (to test "unknown user").
 UNKNOWN_PREFIX = "unknown"

@@ -15,6 +15,7 @@ from sandbox_net.config import SandboxSettings
 from sandbox_net.identity import account_id as derive_account_id
 from sandbox_net.switches import Switch, switch_key
 from storypost_runtime.logs import get_logger
+from storypost_runtime.vocabulary import CLIPAPP_PRIVACY_LEVELS
 
 log = get_logger(__name__)
 Record = dict[str, Any]
@@ -66,12 +67,7 @@ def _camel(name: str) -> str:
 
 def default_creator_settings() -> Record:
     return {
-        "privacy_level_options": [
-            "PUBLIC_TO_EVERYONE",
-            "MUTUAL_FOLLOW_FRIENDS",
-            "FOLLOWER_OF_CREATOR",
-            "SELF_ONLY",
-        ],
+        "privacy_level_options": list(CLIPAPP_PRIVACY_LEVELS),
         "comment_disabled": False,
         "duet_disabled": False,
         "stitch_disabled": False,

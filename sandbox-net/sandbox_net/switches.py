@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from sandbox_net.errors import PlatformHttpError
+from storypost_runtime.vocabulary import SWITCH_MODES
 
 Mode = Literal["ok", "fail", "slow", "late-answer", "offline", "rate-limited", "token-expired"]
-MODES: tuple[Mode, ...] = (
-    "ok",
-    "fail",
-    "slow",
-    "late-answer",
-    "offline",
-    "rate-limited",
-    "token-expired",
-)
+# The vocabulary's list; the Literal above only types it (checked equal here).
+MODES = cast(tuple[Mode, ...], SWITCH_MODES)
+if get_args(Mode) != SWITCH_MODES:
+    raise RuntimeError("sandbox_net.switches.Mode differs from vocabulary.SWITCH_MODES")
 SEGMENT = r"([A-Za-z0-9_.~-]+|\*)"
 ENDPOINT = re.compile(rf"^{SEGMENT}(/{SEGMENT})*$")
 

@@ -6,18 +6,18 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from storypost_runtime import vocabulary
 from storypost_runtime.errors import InvalidArgument
+from storypost_runtime.vocabulary import EVENT_TYPES, PostKind
 
-STORY = "photoapp_story_post.status_changed"
-SOCIAL = "social_post.status_changed"
-REEL = "photoapp_reel_post.status_changed"
-CLIPAPP = "clipapp_post.status_changed"
+STORY = EVENT_TYPES[PostKind.STORY].name
+SOCIAL = EVENT_TYPES[PostKind.SOCIAL].name
 
 # The spec's two webhook events: what a URL receives unless it asks otherwise.
-DEFAULT_EVENTS: tuple[str, ...] = (STORY, SOCIAL)
+DEFAULT_EVENTS = vocabulary.DEFAULT_EVENTS
 # Reel and clipapp events are on the bus too; the spec leaves their webhooks open, so a URL
 # receives them only when it asks for them by name.
-OPT_IN_EVENTS: tuple[str, ...] = (REEL, CLIPAPP)
+OPT_IN_EVENTS = vocabulary.OPT_IN_EVENTS
 KNOWN_EVENTS: tuple[str, ...] = DEFAULT_EVENTS + OPT_IN_EVENTS
 # A stored webhook without an `events` field predates social post events (spec: "URLs added
 # before social post events existed receive only story events").

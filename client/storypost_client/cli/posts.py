@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from storypost_client.cli import inputs, render
 from storypost_client.cli.parsing import SAMPLE_UUID, Subparsers, example
 from storypost_client.cli.session import common_options, handler
 from storypost_client.cli.spinner import rendering
+from storypost_client.generated.types import PrivacyLevel
 
 if TYPE_CHECKING:
     from storypost_client import StorypostClient
-    from storypost_client.generated.types import PrivacyLevel
 
-PRIVACY_LEVELS = ("PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY")
+PRIVACY_LEVELS: tuple[str, ...] = get_args(PrivacyLevel)
 
 
 def schedule_story(client: StorypostClient, args: argparse.Namespace) -> int:

@@ -282,7 +282,7 @@ _CLIPAPP_SOCIAL_OPTIONS: dict[str, object] = {
         "string",
         "Who can watch the post.",
         enum=list(f.CLIPAPP_PRIVACY_LEVELS),
-        default="SELF_ONLY",
+        default=f.CLIPAPP_DEFAULT_PRIVACY_LEVEL,
     ),
     "videoCoverTimestampMs": _option_example(
         "integer", "Frame used as cover, in milliseconds from the start.", minimum=0

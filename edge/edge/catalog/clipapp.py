@@ -6,7 +6,6 @@ from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
 
 _POST_UUID = "54ba01fa-7f90-4e90-95c7-961c8cd5ceee"
-_STATUSES = ("scheduled", "in-progress", "executed", "failed", "canceled")
 
 
 def _post_uuid() -> f.Schema:
@@ -55,7 +54,9 @@ SCHEDULE_CLIPAPP_POST = Procedure(
             "title": f.string("Title; at most 90 characters for photo posts.", max_length=2200),
             "description": f.string("Description; use it for longer text.", max_length=2200),
             "privacyLevel": f.enum(
-                "Who can watch the post.", f.CLIPAPP_PRIVACY_LEVELS, default="SELF_ONLY"
+                "Who can watch the post.",
+                f.CLIPAPP_PRIVACY_LEVELS,
+                default=f.CLIPAPP_DEFAULT_PRIVACY_LEVEL,
             ),
             "videoCoverTimestampMs": {
                 "type": "integer",
@@ -114,7 +115,7 @@ STATUS_CLIPAPP_POST = Procedure(
     output_schema=f.output_object(
         {
             "clipappPostUuid": f.uuid("The clipapp post's UUID."),
-            "status": f.status("Where the clipapp post stands.", _STATUSES),
+            "status": f.status("Where the clipapp post stands.", f.POST_STATUSES),
             "errorMessage": f.error_message(),
             "clipappStatus": f.string("Last raw publish status returned by the network."),
         },

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from storypost_runtime import vocabulary
+from storypost_runtime.vocabulary import PLATFORM_NAMES
+
 # Every helper returns a fresh dict so that no two schemas share (and could mutate) one object.
 Schema = dict[str, Any]
 
@@ -15,23 +18,12 @@ PAGE_URL_PATTERN = r"^https?://"
 PHOTOAPP_ID_PATTERN = r"^\d{1,50}$"
 # Uppercase platform names of list-social-accounts (the list grows; never a closed enum).
 PLATFORM_PATTERN = r"^[A-Z][A-Z0-9_]{0,31}$"
-PLATFORMS = (
-    "PHOTOAPP",
-    "CLIPAPP",
-    "VIDEOCHANNEL",
-    "LINKNET",
-    "PRONET",
-    "PINBOARD",
-    "EPHEMERAL",
-    "SHORTTEXT",
-    "MICROBLOG",
-)
-CLIPAPP_PRIVACY_LEVELS = (
-    "PUBLIC_TO_EVERYONE",
-    "MUTUAL_FOLLOW_FRIENDS",
-    "FOLLOWER_OF_CREATOR",
-    "SELF_ONLY",
-)
+PLATFORMS = PLATFORM_NAMES
+CLIPAPP_PRIVACY_LEVELS = vocabulary.CLIPAPP_PRIVACY_LEVELS
+POST_STATUSES: tuple[str, ...] = tuple(vocabulary.PostStatus)
+STORY_STATUSES: tuple[str, ...] = vocabulary.STORY_STATUSES
+DRAFT_STATUSES: tuple[str, ...] = tuple(vocabulary.DraftStatus)
+CLIPAPP_DEFAULT_PRIVACY_LEVEL = vocabulary.CLIPAPP_DEFAULT_PRIVACY_LEVEL
 
 
 def uuid(description: str) -> Schema:

@@ -18,7 +18,6 @@ _DRAFT_PREVIEW_URL = (
     "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=3600&X-Amz-SignedHeaders=host"
     "&X-Amz-Signature=5e0d8f2a7c1b9e3d6f4a2c8b0e7d1f3a5c9e2b4d6f8a0c1e3b5d7f9a2c4e6b8d"
 )
-_DRAFT_STATUSES = ("rendering", "ready", "failed", "deleted")
 _BLOB_URL_DOC = (
     "Stable URL of the blob (a GET answers with a 302 redirect to a download URL valid for "
     "5 minutes; no bearer token needed, the URL's last segment is a random key); use it as "
@@ -231,7 +230,7 @@ STATUS_DRAFT = Procedure(
     output_schema=f.output_object(
         {
             "draftUuid": f.uuid("The draft's UUID."),
-            "status": f.status("Where the draft stands.", _DRAFT_STATUSES),
+            "status": f.status("Where the draft stands.", f.DRAFT_STATUSES),
             "previewUrl": f.link(
                 "JPEG preview (download URL valid for one hour); present once `ready`."
             ),

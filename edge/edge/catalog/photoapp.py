@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
+from storypost_runtime.vocabulary import PostStatus
 
 _STORY_UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
 _REEL_UUID = "a238d129-05ad-4b23-aafe-f508e44205d6"
-_STORY_STATUSES = ("scheduled", "executed", "failed", "canceled")
-_REEL_STATUSES = ("scheduled", "in-progress", "executed", "failed", "canceled")
 
 
 def _story_uuid() -> f.Schema:
@@ -105,7 +104,7 @@ STATUS_PHOTOAPP_STORY = Procedure(
     output_schema=f.output_object(
         {
             "storyPostUuid": f.uuid("The story post's UUID."),
-            "status": f.status("Where the story post stands.", _STORY_STATUSES),
+            "status": f.status("Where the story post stands.", f.STORY_STATUSES),
             "errorMessage": f.error_message(),
             "previewUrl": f.link("JPEG preview; present once rendering finished."),
         },
@@ -137,7 +136,7 @@ CANCEL_PHOTOAPP_STORY = Procedure(
             "storyPostUuid": f.uuid("The story post's UUID."),
             "status": f.status(
                 "`canceled` on success (executed and failed stories answer with an error).",
-                ("canceled", "executed", "failed"),
+                (PostStatus.CANCELED, PostStatus.EXECUTED, PostStatus.FAILED),
             ),
         },
         ("storyPostUuid", "status"),
@@ -213,7 +212,7 @@ STATUS_PHOTOAPP_REEL = Procedure(
     output_schema=f.output_object(
         {
             "reelPostUuid": f.uuid("The reel post's UUID."),
-            "status": f.status("Where the reel post stands.", _REEL_STATUSES),
+            "status": f.status("Where the reel post stands.", f.POST_STATUSES),
             "errorMessage": f.error_message(),
         },
         ("reelPostUuid", "status"),

@@ -7,7 +7,6 @@ from edge.catalog.model import Procedure
 
 _POST_UUID = "6e3ad904-5df2-4afb-a744-18c526bb4e39"
 _ACCOUNT_ID = "sa_01jz8m0t6b1w"
-_STATUSES = ("scheduled", "in-progress", "executed", "failed", "canceled")
 # The longest caption any supported platform takes; each post type shortens it further.
 TEXT_MAX_CHARS = 63_206
 
@@ -86,7 +85,7 @@ SCHEDULE_SOCIAL_POST = Procedure(
             "status": f.status(
                 "`scheduled` for a future `date`, `in-progress` otherwise; a repeated UUID "
                 "answers with the post's current status.",
-                _STATUSES,
+                f.POST_STATUSES,
             ),
             "warnings": f.warnings(),
         },
@@ -124,7 +123,7 @@ STATUS_SOCIAL_POST = Procedure(
     output_schema=f.output_object(
         {
             "socialPostUuid": f.uuid("The social post's UUID."),
-            "status": f.status("Where the social post stands.", _STATUSES),
+            "status": f.status("Where the social post stands.", f.POST_STATUSES),
             "errorMessage": f.error_message(),
             "permalink": f.link(
                 "Link to the published post; present when executed and the platform reports one."

@@ -12,6 +12,7 @@ from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, Handler, JsonObject
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.vocabulary import CLIPAPP, PHOTOAPP
 
 CONNECTION_NAMES = {pb.CONNECTION_DIRECT: "direct", pb.CONNECTION_SOCIAL: "social"}
 CLIPAPP_NAME_MAX = 100
@@ -119,9 +120,9 @@ def social_account(account: pb.ConnectedAccount) -> JsonObject:
     if account.profile_picture_url:
         data["profilePictureUrl"] = account.profile_picture_url
     data["disconnected"] = account.disconnected
-    if connection == "direct" and account.platform == "PHOTOAPP":
+    if connection == "direct" and account.platform == PHOTOAPP.name:
         data["photoappUsername"] = account.username
-    if connection == "direct" and account.platform == "CLIPAPP":
+    if connection == "direct" and account.platform == CLIPAPP.name:
         data["clipappAccountId"] = account.platform_account_id
     if account.linknet_destinations:
         data["linknetDestinations"] = _destinations(account)
@@ -150,11 +151,11 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         return list(reply.accounts)
 
     def list_photoapp_users(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
-        found = listed(ctx, "PHOTOAPP", pb.CONNECTION_DIRECT)
+        found = listed(ctx, PHOTOAPP.name, pb.CONNECTION_DIRECT)
         return {"photoappUsers": [photoapp_user(a) for a in found]}
 
     def list_clipapp_accounts(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
-        found = listed(ctx, "CLIPAPP", pb.CONNECTION_DIRECT)
+        found = listed(ctx, CLIPAPP.name, pb.CONNECTION_DIRECT)
         return {"clipappAccounts": [clipapp_account(a) for a in found]}
 
     def list_social_accounts(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:

@@ -11,6 +11,7 @@ from edge.procedures.base import CallContext, Handler, JsonObject
 from edge.procedures.posts import design, get_handler, scheduled_json, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
+from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
 
 # Clipapp videos are at most 600 s; a cover frame later than that is invalid.
 COVER_MAX_MS = 600_000
@@ -28,7 +29,7 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
             date=timestamp(params.get("date")),
             title=params.get("title", ""),
             description=params.get("description", ""),
-            privacy_level=params.get("privacyLevel", "SELF_ONLY"),
+            privacy_level=params.get("privacyLevel", CLIPAPP_DEFAULT_PRIVACY_LEVEL),
             disable_duet=bool(params.get("disableDuet")),
             disable_comment=bool(params.get("disableComment")),
             disable_stitch=bool(params.get("disableStitch")),

@@ -15,15 +15,11 @@ from edge.procedures.base import CallContext, Handler, JsonObject
 from edge.validation import validation_body
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
+from storypost_runtime.vocabulary import DraftStatus, proto_name
 
 # 41,943,040 base64 characters decode to at most 30 MiB.
 MAX_INLINE_BYTES = 31_457_280
-DRAFT_STATUSES = {
-    pb.DRAFT_STATUS_RENDERING: "rendering",
-    pb.DRAFT_STATUS_READY: "ready",
-    pb.DRAFT_STATUS_FAILED: "failed",
-    pb.DRAFT_STATUS_DELETED: "deleted",
-}
+DRAFT_STATUSES = {pb.DraftStatus.Value(proto_name("DRAFT_STATUS", s)): s.value for s in DraftStatus}
 
 
 def design_of(params: Mapping[str, Any]) -> pb.Design:

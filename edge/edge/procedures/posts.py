@@ -12,14 +12,9 @@ from edge.procedures.base import CallContext, Handler, JsonObject
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import iso_utc
+from storypost_runtime.vocabulary import PostStatus, proto_name
 
-STATUS_TEXT = {
-    pb.POST_STATUS_SCHEDULED: "scheduled",
-    pb.POST_STATUS_IN_PROGRESS: "in-progress",
-    pb.POST_STATUS_EXECUTED: "executed",
-    pb.POST_STATUS_FAILED: "failed",
-    pb.POST_STATUS_CANCELED: "canceled",
-}
+STATUS_TEXT = {pb.PostStatus.Value(proto_name("POST_STATUS", s)): s.value for s in PostStatus}
 
 
 def design(params: Mapping[str, Any]) -> rpb.Design:

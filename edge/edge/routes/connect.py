@@ -21,6 +21,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.logs import get_logger
 from storypost_runtime.status import details_from
+from storypost_runtime.vocabulary import PHOTOAPP
 
 log = get_logger(__name__)
 TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{43}$")
@@ -157,7 +158,7 @@ class ConnectLinkPage:
             started = self._accounts.StartConnect(
                 pb.StartConnectRequest(
                     connect_link_token=token,
-                    platform="PHOTOAPP",
+                    platform=PHOTOAPP.name,
                     redirect_uri=f"{self._settings.public_url.rstrip('/')}/connect/callback",
                 )
             )

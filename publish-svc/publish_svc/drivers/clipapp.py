@@ -21,12 +21,13 @@ from typing import Any
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
 from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
 from publish_svc.model import Kind, Post
+from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL, CLIPAPP_PUBLIC
 
 POLL_START_SECONDS = 0.3
 POLL_MAX_SECONDS = 3.0
 POLL_LIMIT_SECONDS = 300.0
 FINAL_OK = "PUBLISH_COMPLETE"
-PUBLIC = "PUBLIC_TO_EVERYONE"
+PUBLIC = CLIPAPP_PUBLIC
 # What the progress says while an init's answer is not recorded.
 AWAITING_INIT = "init"
 # A listed post counts as ours only if created at most this long before our init was sent
@@ -53,7 +54,7 @@ def _settings(post: Post) -> dict[str, Any]:
 
 
 def _refusal(creator: dict[str, Any], wanted: dict[str, Any], media: Media) -> str | None:
-    level = wanted.get("privacyLevel") or "SELF_ONLY"
+    level = wanted.get("privacyLevel") or CLIPAPP_DEFAULT_PRIVACY_LEVEL
     allowed = creator.get("privacy_level_options") or []
     if level not in allowed:
         return (
@@ -80,7 +81,7 @@ def init_request(wanted: dict[str, Any], media: Media) -> dict[str, Any]:
     post_info: dict[str, Any] = {
         "title": wanted.get("title") or "",
         "description": wanted.get("description") or "",
-        "privacy_level": wanted.get("privacyLevel") or "SELF_ONLY",
+        "privacy_level": wanted.get("privacyLevel") or CLIPAPP_DEFAULT_PRIVACY_LEVEL,
         "disable_comment": bool(wanted.get("disableComment")),
         "disable_duet": bool(wanted.get("disableDuet")),
         "disable_stitch": bool(wanted.get("disableStitch")),

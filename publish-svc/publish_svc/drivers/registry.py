@@ -10,32 +10,27 @@ from publish_svc.drivers.clipapp import ClipappDriver
 from publish_svc.drivers.http import PlatformClient
 from publish_svc.drivers.photoapp import PhotoappDriver
 from publish_svc.drivers.social import SocialDriver
-
-SOCIAL_PLATFORMS = (
-    "VIDEOCHANNEL",
-    "LINKNET",
-    "PRONET",
-    "PINBOARD",
-    "EPHEMERAL",
-    "SHORTTEXT",
-    "MICROBLOG",
-)
+from storypost_runtime.vocabulary import CLIPAPP, PHOTOAPP, SOCIAL_API_PLATFORMS
 
 
 class DriverRegistry:
     def __init__(self, http: httpx.AsyncClient, settings: PublishSettings) -> None:
         photoapp = PlatformClient(
-            http, settings.platform_url("photoapp") + "/photoapp/v1", "photoapp"
+            http, settings.platform_url("photoapp") + "/photoapp/v1", PHOTOAPP.key
         )
-        clipapp = PlatformClient(http, settings.platform_url("clipapp") + "/clipapp/v2", "clipapp")
+        clipapp = PlatformClient(
+            http, settings.platform_url("clipapp") + "/clipapp/v2", CLIPAPP.key
+        )
         self._drivers: dict[str, Driver] = {
-            "PHOTOAPP": PhotoappDriver(photoapp),
-            "CLIPAPP": ClipappDriver(clipapp),
+            PHOTOAPP.name: PhotoappDriver(photoapp),
+            CLIPAPP.name: ClipappDriver(clipapp),
         }
         social_base = settings.platform_url("social")
-        for name in SOCIAL_PLATFORMS:
-            key = name.lower()
-            self._drivers[name] = SocialDriver(PlatformClient(http, f"{social_base}/{key}/v1", key))
+        for platform in SOCIAL_API_PLATFORMS:
+            key = platform.key
+            self._drivers[platform.name] = SocialDriver(
+                PlatformClient(http, f"{social_base}/{key}/v1", key)
+            )
 
     def get(self, platform: str) -> Driver:
         driver = self._drivers.get(platform.upper())

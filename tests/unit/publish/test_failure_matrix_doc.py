@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from publish_svc.drivers.registry import SOCIAL_PLATFORMS
+from storypost_runtime.vocabulary import SOCIAL_API_PLATFORMS
 from tests.support.failure_matrix import CALLS, CELLS, HEADER, Expect, Mode, table
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "publishing.md"
@@ -40,4 +40,4 @@ def test_every_driver_call_has_its_three_cells_or_says_why_not() -> None:
     assert {"clipapp video", "clipapp photo"} <= drivers
     platforms = {call.driver.platform for call in CALLS if call.driver.kind == "social"}
     # Every platform publish-svc has a social driver for, and clipapp as a social post.
-    assert platforms == {"clipapp", *(name.lower() for name in SOCIAL_PLATFORMS)}
+    assert platforms == {"clipapp", *(platform.key for platform in SOCIAL_API_PLATFORMS)}

@@ -14,19 +14,10 @@ from edge.web.base import Form, Page, field
 from edge.web.failures import PageError, page_error
 from edge.web.session import Viewer, cookie, org_path
 from storypost.account.v1 import account_pb2 as pb
+from storypost_runtime import vocabulary
 
 # (name, label) of the platforms an account can be connected on (account-svc's catalog).
-PLATFORMS = (
-    ("PHOTOAPP", "photoapp (stories and reels)"),
-    ("CLIPAPP", "clipapp (short videos)"),
-    ("VIDEOCHANNEL", "video channel"),
-    ("LINKNET", "linknet"),
-    ("PRONET", "professional network"),
-    ("PINBOARD", "pin board"),
-    ("EPHEMERAL", "ephemeral chat app"),
-    ("SHORTTEXT", "short-text network"),
-    ("MICROBLOG", "microblog"),
-)
+PLATFORMS = tuple((platform.name, platform.label) for platform in vocabulary.PLATFORMS)
 PLATFORM_NAMES = {name for name, _ in PLATFORMS}
 CONNECTION_LABEL = {pb.CONNECTION_DIRECT: "direct", pb.CONNECTION_SOCIAL: "social"}
 CONNECT_PATH = "/accounts"

@@ -28,6 +28,7 @@ from edge.web.views import EDITOR_CSP, format_when
 from storypost.account.v1 import account_pb2
 from storypost.publish.v1 import publish_pb2
 from storypost.render.v1 import render_pb2 as pb
+from storypost_runtime.vocabulary import PHOTOAPP
 
 HTML_MAX = 10_485_760
 URL_MAX = 2048
@@ -111,7 +112,7 @@ class EditorPage(Page):
                     self.web.accounts.ListConnectedAccounts(
                         account_pb2.ListConnectedAccountsRequest(
                             organization_id=org,
-                            platform="PHOTOAPP",
+                            platform=PHOTOAPP.name,
                             connection=account_pb2.CONNECTION_DIRECT,
                         )
                     ).accounts

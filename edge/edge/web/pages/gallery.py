@@ -8,17 +8,13 @@ import falcon
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from edge.procedures.media import DRAFT_STATUSES
 from edge.web.base import Page
 from edge.web.failures import PageError, page_error
 from storypost.render.v1 import render_pb2 as pb
 
 PAGE_SIZE = 48
-DRAFT_STATUS = {
-    pb.DRAFT_STATUS_RENDERING: "rendering",
-    pb.DRAFT_STATUS_READY: "ready",
-    pb.DRAFT_STATUS_FAILED: "failed",
-    pb.DRAFT_STATUS_DELETED: "deleted",
-}
+DRAFT_STATUS = DRAFT_STATUSES
 USER_POST = {
     pb.DRAFT_USER_POST_SCHEDULED: "scheduled",
     pb.DRAFT_USER_POST_POSTED: "posted",

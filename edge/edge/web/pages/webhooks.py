@@ -12,15 +12,11 @@ from edge.web.base import Form, Page, field, fields
 from edge.web.failures import PageError, page_error
 from edge.web.session import Viewer
 from storypost.webhook.v1 import webhook_pb2 as pb
+from storypost_runtime.vocabulary import EVENT_TYPES
 
 WEBHOOK_LIMIT = 5
 # (name, label, on by default): the spec's two first; reels and clipapp posts on request.
-EVENTS = (
-    ("photoapp_story_post.status_changed", "Story posts", True),
-    ("social_post.status_changed", "Social posts", True),
-    ("photoapp_reel_post.status_changed", "Reel posts", False),
-    ("clipapp_post.status_changed", "Clipapp posts", False),
-)
+EVENTS = tuple((e.name, e.label, e.by_default) for e in EVENT_TYPES.values())
 EVENT_LABELS = {name: label for name, label, _ in EVENTS}
 DELIVERY_STATUS = {
     pb.DELIVERY_STATUS_PENDING: "pending",

@@ -1,0 +1,146 @@
+"""The product's words, written once: platforms, post kinds, statuses, status events, clipapp
+privacy levels. Every component (account-svc's platform catalog, the edge's JSON Schemas and
+app pages, publish-svc's drivers, webhook-svc's subscriptions, the CLI, the sandbox network)
+derives its lists from here; `tests/unit/test_vocabulary.py` fails when one is written out
+again anywhere else.
+
+What each platform can post, and its limits, is account-svc's catalog (docs/accounts.md);
+this module only names things.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+@dataclass(frozen=True)
+class PlatformName:
+    """A platform as every component names it."""
+
+    # Lower case: URL path segments (`/linknet/v1`), CLI choices, sandbox switches.
+    key: str
+    # What the app shows.
+    label: str
+    # True for the platforms with a driver of their own (and their own API); the others
+    # publish through the social posting API.
+    own_api: bool = False
+
+    @property
+    def name(self) -> str:
+        """Upper case, as the API and account-svc name it (`LINKNET`)."""
+        return self.key.upper()
+
+
+PHOTOAPP = PlatformName("photoapp", "photoapp (stories and reels)", own_api=True)
+CLIPAPP = PlatformName("clipapp", "clipapp (short videos)", own_api=True)
+VIDEOCHANNEL = PlatformName("videochannel", "video channel")
+LINKNET = PlatformName("linknet", "linknet")
+PRONET = PlatformName("pronet", "professional network")
+PINBOARD = PlatformName("pinboard", "pin board")
+EPHEMERAL = PlatformName("ephemeral", "ephemeral chat app")
+SHORTTEXT = PlatformName("shorttext", "short-text network")
+MICROBLOG = PlatformName("microblog", "microblog")
+# In the order the API lists them.
+PLATFORMS: tuple[PlatformName, ...] = (
+    PHOTOAPP,
+    CLIPAPP,
+    VIDEOCHANNEL,
+    LINKNET,
+    PRONET,
+    PINBOARD,
+    EPHEMERAL,
+    SHORTTEXT,
+    MICROBLOG,
+)
+PLATFORM_KEYS: tuple[str, ...] = tuple(p.key for p in PLATFORMS)
+PLATFORM_NAMES: tuple[str, ...] = tuple(p.name for p in PLATFORMS)
+# The platforms publish-svc reaches through the social posting API.
+SOCIAL_API_PLATFORMS: tuple[PlatformName, ...] = tuple(p for p in PLATFORMS if not p.own_api)
+
+
+class PostKind(StrEnum):
+    """The four kinds of post publish-svc keeps."""
+
+    STORY = "story"
+    REEL = "reel"
+    CLIPAPP = "clipapp"
+    SOCIAL = "social"
+
+
+class PostStatus(StrEnum):
+    """A post's status, as the API and the status events spell it."""
+
+    SCHEDULED = "scheduled"
+    IN_PROGRESS = "in-progress"
+    EXECUTED = "executed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+FINAL_STATUSES = frozenset({PostStatus.EXECUTED, PostStatus.FAILED, PostStatus.CANCELED})
+OPEN_STATUSES: tuple[PostStatus, ...] = (PostStatus.SCHEDULED, PostStatus.IN_PROGRESS)
+# A story is published in one step: the API never shows it in progress (spec).
+STORY_STATUSES: tuple[PostStatus, ...] = tuple(
+    s for s in PostStatus if s is not PostStatus.IN_PROGRESS
+)
+
+
+class DraftStatus(StrEnum):
+    """A draft's status, as the API spells it."""
+
+    RENDERING = "rendering"
+    READY = "ready"
+    FAILED = "failed"
+    DELETED = "deleted"
+
+
+def proto_name(prefix: str, word: StrEnum) -> str:
+    """The proto enum value a word maps to: `POST_STATUS_IN_PROGRESS` for
+    (`POST_STATUS`, PostStatus.IN_PROGRESS); the protos name them after these words."""
+    return f"{prefix}_{word.name}"
+
+
+@dataclass(frozen=True)
+class EventType:
+    """The status event a kind of post emits (on the bus, and to webhooks)."""
+
+    name: str
+    # What the app's webhooks page shows.
+    label: str
+    # The spec's two events go to every webhook URL that names none; the others only to
+    # URLs that ask for them.
+    by_default: bool
+
+
+EVENT_TYPES: dict[PostKind, EventType] = {
+    PostKind.STORY: EventType("photoapp_story_post.status_changed", "Story posts", True),
+    PostKind.SOCIAL: EventType("social_post.status_changed", "Social posts", True),
+    PostKind.REEL: EventType("photoapp_reel_post.status_changed", "Reel posts", False),
+    PostKind.CLIPAPP: EventType("clipapp_post.status_changed", "Clipapp posts", False),
+}
+# The spec's two events go to every URL that names none; the others when asked for by name.
+DEFAULT_EVENTS: tuple[str, ...] = tuple(e.name for e in EVENT_TYPES.values() if e.by_default)
+OPT_IN_EVENTS: tuple[str, ...] = tuple(e.name for e in EVENT_TYPES.values() if not e.by_default)
+
+# Who can see a clipapp post (its `privacyLevel`), least private first.
+CLIPAPP_PRIVACY_LEVELS: tuple[str, ...] = (
+    "PUBLIC_TO_EVERYONE",
+    "MUTUAL_FOLLOW_FRIENDS",
+    "FOLLOWER_OF_CREATOR",
+    "SELF_ONLY",
+)
+CLIPAPP_PUBLIC = CLIPAPP_PRIVACY_LEVELS[0]
+# A clipapp post's privacy level when the caller names none.
+CLIPAPP_DEFAULT_PRIVACY_LEVEL = "SELF_ONLY"
+
+# The sandbox network's switch modes (sandbox-net, and `storypost sandbox switch`).
+SWITCH_MODES: tuple[str, ...] = (
+    "ok",
+    "fail",
+    "slow",
+    "late-answer",
+    "offline",
+    "rate-limited",
+    "token-expired",
+)
