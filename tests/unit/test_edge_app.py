@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import falcon.testing
@@ -17,8 +17,8 @@ from edge.backends import Backends
 from edge.catalog import build_catalog
 from edge.config import EdgeSettings
 from edge.middleware import InFlight
-from edge.procedures import build_handlers
-from edge.procedures.base import CallContext, JsonObject
+from edge.procedures import HandlerMismatch, all_handlers, build_handlers, misc
+from edge.procedures.base import CallContext, Handler, JsonObject
 from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from storypost_runtime.status import status_for
@@ -90,12 +90,23 @@ def accounts(monkeypatch: pytest.MonkeyPatch) -> FakeAccounts:
     return fake
 
 
+def with_unused(names: Iterable[str], handlers: Mapping[str, Handler]) -> dict[str, Handler]:
+    """The handlers a test gives (and generate-uuid's), and one that fails the test for every
+    other procedure."""
+    given = {**misc.handlers(), **handlers}
+
+    def unused(_ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        raise AssertionError("this test calls no such procedure")
+
+    return {name: given.get(name, unused) for name in names}
+
+
 def make_client(accounts: FakeAccounts, **handlers: Any) -> falcon.testing.TestClient:
     catalog = build_catalog()
     deps = EdgeDependencies(
         backends=Backends.connect(EdgeSettings(account_addr="127.0.0.1:1")),
         catalog=catalog,
-        handlers=build_handlers(catalog.names(), handlers),
+        handlers=with_unused(catalog.names(), handlers),
         registry=CollectorRegistry(),
         draining=threading.Event(),
         in_flight=InFlight(),
@@ -128,11 +139,15 @@ def test_auth_answers_are_cached(accounts: FakeAccounts) -> None:
     assert accounts.auth_calls == 2
 
 
-def test_service_not_landed_answers_501(accounts: FakeAccounts) -> None:
-    client = make_client(accounts)
-    result = post(client, "status-draft", {"draftUuid": "0f8e1d3c-6a45-4b2f-9a8e-2c6b9d1e7f00"})
-    assert result.status_code == 501
-    assert "status-draft" in result.json["errorMessage"]
+def test_every_catalog_procedure_has_exactly_one_handler() -> None:
+    catalog = build_catalog()
+    settings = EdgeSettings(account_addr="127.0.0.1:1")
+    wired = all_handlers(catalog.names(), Backends.connect(settings), settings)
+    assert list(wired) == list(catalog.names())
+    with pytest.raises(HandlerMismatch, match=r"no handler for \['status-draft'\]"):
+        build_handlers(catalog.names(), {n: h for n, h in wired.items() if n != "status-draft"})
+    with pytest.raises(HandlerMismatch, match=r"handlers of no procedure: \['status-drafts'\]"):
+        build_handlers(catalog.names(), {**wired, "status-drafts": wired["status-draft"]})
 
 
 @pytest.mark.parametrize(
@@ -201,7 +216,7 @@ def test_body_too_large_is_413(accounts: FakeAccounts) -> None:
     deps = EdgeDependencies(
         backends=Backends.connect(EdgeSettings(account_addr="127.0.0.1:1")),
         catalog=catalog,
-        handlers=build_handlers(catalog.names()),
+        handlers=with_unused(catalog.names(), {}),
         registry=CollectorRegistry(),
         draining=threading.Event(),
         in_flight=InFlight(),

@@ -1,32 +1,35 @@
-"""The handler of every procedure; those whose service has not landed answer 501."""
+"""The handler of every procedure; the edge refuses to start when one has none."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.errors import ApiError
 from edge.procedures import accounts, clipapp, media, misc, photoapp, social
-from edge.procedures.base import CallContext, Handler, JsonObject
+from edge.procedures.base import Handler
 
 
-def not_implemented(name: str) -> Handler:
-    def handler(_ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
-        raise ApiError(501, f"procedure {name} is not available yet")
-
-    return handler
+class HandlerMismatch(RuntimeError):
+    """A catalog procedure without a handler, or a handler of no catalog procedure."""
 
 
 def build_handlers(
     procedure_names: Iterable[str], *areas: Mapping[str, Handler]
 ) -> dict[str, Handler]:
-    """One handler per catalog procedure: from the areas given, else a 501 answer."""
+    """Exactly one handler per catalog procedure, from the areas given."""
     known: dict[str, Handler] = dict(misc.handlers())
     for area in areas:
         known.update(area)
-    return {name: known.get(name) or not_implemented(name) for name in procedure_names}
+    names = list(procedure_names)
+    missing = [name for name in names if name not in known]
+    unknown = sorted(set(known) - set(names))
+    if missing or unknown:
+        raise HandlerMismatch(
+            "the edge's handlers do not match the catalog: "
+            f"no handler for {missing or 'none'}; handlers of no procedure: {unknown or 'none'}"
+        )
+    return {name: known[name] for name in names}
 
 
 def all_handlers(
