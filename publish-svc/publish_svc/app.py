@@ -11,7 +11,7 @@ import grpc
 import httpx
 from prometheus_client import CollectorRegistry
 
-from publish_svc.accounts import Accounts
+from publish_svc.accounts_client import AccountsClient
 from publish_svc.config import PublishSettings
 from publish_svc.drivers.registry import DriverRegistry
 from publish_svc.intake import PostIntake
@@ -19,7 +19,7 @@ from publish_svc.metrics import PublishMetrics
 from publish_svc.posts import Posts
 from publish_svc.processing import PostProcessor
 from publish_svc.quota import StoryQuota
-from publish_svc.renderer import Renderer
+from publish_svc.render_client import RenderClient
 from publish_svc.scheduler import DueScheduler
 from publish_svc.servicer import PublishServicer
 from publish_svc.store import PostStore
@@ -65,8 +65,8 @@ async def build(
     render_channel = await stack.enter_async_context(
         aio_channel(settings.render_addr, settings.grpc_deadline_seconds, signer)
     )
-    accounts = Accounts(account_pb2_grpc.AccountServiceStub(account_channel), clock)
-    renderer = Renderer(render_pb2_grpc.RenderServiceStub(render_channel))
+    accounts = AccountsClient(account_pb2_grpc.AccountServiceStub(account_channel), clock)
+    renderer = RenderClient(render_pb2_grpc.RenderServiceStub(render_channel))
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds)
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from publish_svc.accounts import Accounts
+from publish_svc.accounts_client import AccountsClient
 from publish_svc.model import Kind, Post
 from publish_svc.store import PostStore
 from storypost_runtime.clock import Clock
@@ -33,7 +33,7 @@ def owes_release(post: Post) -> bool:
 
 
 class DailyReleases:
-    def __init__(self, store: PostStore, accounts: Accounts, clock: Clock) -> None:
+    def __init__(self, store: PostStore, accounts: AccountsClient, clock: Clock) -> None:
         self._store = store
         self._accounts = accounts
         self._clock = clock

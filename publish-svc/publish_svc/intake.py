@@ -10,11 +10,17 @@ from typing import Any
 
 import grpc
 
-from publish_svc.accounts import Accounts, account_info, clipapp_ref, photoapp_ref, social_ref
+from publish_svc.accounts_client import (
+    AccountsClient,
+    account_info,
+    clipapp_ref,
+    photoapp_ref,
+    social_ref,
+)
 from publish_svc.events import status_event
 from publish_svc.model import TRACEPARENT_FIELD, Kind, Post, Status, post_id
 from publish_svc.quota import StoryQuota
-from publish_svc.renderer import Renderer
+from publish_svc.render_client import RenderClient
 from publish_svc.social_options import check_options, shorten_caption
 from publish_svc.store import PostStore
 from storypost.account.v1 import account_pb2 as apb
@@ -77,8 +83,8 @@ class PostIntake:
         self,
         store: PostStore,
         quota: StoryQuota,
-        accounts: Accounts,
-        renderer: Renderer,
+        accounts: AccountsClient,
+        renderer: RenderClient,
         clock: Clock,
         window: timedelta,
         wake_scheduler: Callable[[], None],

@@ -6,14 +6,14 @@ from dataclasses import dataclass, replace
 
 import grpc
 
-from publish_svc.accounts import Accounts
+from publish_svc.accounts_client import AccountsClient
 from publish_svc.daily import DailyReleases, owes_release
 from publish_svc.drivers.base import Credentials
 from publish_svc.events import status_event
 from publish_svc.listing import ListQuery, Position, decode, encode
 from publish_svc.model import Kind, Post, Status, post_id
 from publish_svc.processing import DriverLookup
-from publish_svc.renderer import Renderer
+from publish_svc.render_client import RenderClient
 from publish_svc.store import PostStore
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
@@ -38,8 +38,8 @@ class Posts:
     def __init__(
         self,
         store: PostStore,
-        accounts: Accounts,
-        renderer: Renderer,
+        accounts: AccountsClient,
+        renderer: RenderClient,
         drivers: DriverLookup,
         clock: Clock,
     ) -> None:

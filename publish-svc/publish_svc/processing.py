@@ -20,7 +20,7 @@ import grpc
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
-from publish_svc.accounts import Accounts
+from publish_svc.accounts_client import AccountsClient
 from publish_svc.daily import DailyReleases
 from publish_svc.drivers.base import (
     Canceled,
@@ -35,7 +35,7 @@ from publish_svc.events import status_event
 from publish_svc.metrics import PublishMetrics
 from publish_svc.model import OPEN, Kind, Post, Status
 from publish_svc.progress import ANSWER_GRACE, StoredProgress, TooLate, Unsettled
-from publish_svc.renderer import Renderer
+from publish_svc.render_client import RenderClient
 from publish_svc.store import PostStore
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import Clock, iso_utc
@@ -82,8 +82,8 @@ class PostProcessor:
     def __init__(
         self,
         store: PostStore,
-        accounts: Accounts,
-        renderer: Renderer,
+        accounts: AccountsClient,
+        renderer: RenderClient,
         drivers: DriverLookup,
         clock: Clock,
         *,

@@ -27,7 +27,7 @@ from render_svc.drafts import Drafts
 from render_svc.fair import FairSlots
 from render_svc.ffmpeg import MediaTools, VideoSettings
 from render_svc.finisher import Finisher, finish_durations
-from render_svc.mentions import AccountMentionLookup
+from render_svc.mentions import AccountsMentionClient
 from render_svc.netguard import GuardedFetcher, NetRules
 from render_svc.quota import DraftQuota
 from render_svc.records import RenderCollections
@@ -181,7 +181,7 @@ async def build(
         capture,
         sources,
         tools,
-        AccountMentionLookup(account_pb2_grpc.AccountServiceStub(accounts)),
+        AccountsMentionClient(account_pb2_grpc.AccountServiceStub(accounts)),
         clock,
         source_slots(settings),
     )

@@ -29,7 +29,7 @@ class MentionLookup(Protocol):
     async def resolve(self, organization_id: str, username: str) -> Resolved | str: ...
 
 
-class AccountMentionLookup:
+class AccountsMentionClient:
     """ResolveMention of account-svc, its answers turned into our rules."""
 
     def __init__(self, stub: object, timeout_seconds: float = 10.0) -> None:

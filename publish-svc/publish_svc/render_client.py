@@ -17,7 +17,7 @@ PURPOSE = {
 PREPARE_DEADLINE_SECONDS = 100.0
 
 
-class Renderer:
+class RenderClient:
     def __init__(self, stub: render_pb2_grpc.RenderServiceAsyncStub) -> None:
         self._stub = stub
 

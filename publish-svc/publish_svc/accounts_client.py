@@ -40,7 +40,7 @@ def account_info(account: apb.ConnectedAccount) -> AccountInfo:
     )
 
 
-class Accounts:
+class AccountsClient:
     def __init__(self, stub: account_pb2_grpc.AccountServiceAsyncStub, clock: Clock) -> None:
         self._stub = stub
         self._clock = clock
