@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import grpc
@@ -25,7 +25,7 @@ from account_svc.workspace_users import WorkspaceUsers
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
-from storypost_runtime.protobuf import timestamp
+from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import PHOTOAPP
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -117,7 +117,7 @@ def reservation_pb(reservation: DailyReservation) -> pb.DailyPostReservation:
 def post_date(request: pb.DailyPostRequest) -> datetime:
     if not request.HasField("post_date"):
         raise InvalidArgument("post_date is required")
-    return request.post_date.ToDatetime(tzinfo=UTC)
+    return to_datetime(request.post_date)
 
 
 @dataclass(frozen=True)

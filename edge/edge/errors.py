@@ -9,7 +9,7 @@ import grpc
 
 from storypost_runtime.status import ErrorDetails, details_from, retry_after_header
 
-# The one table from gRPC status to HTTP status (DESIGN.md "Errors").
+# The one table from gRPC status to HTTP status (../shared/DESIGN.md "Errors").
 HTTP_STATUS_FOR_CODE: Mapping[grpc.StatusCode, int] = {
     grpc.StatusCode.INVALID_ARGUMENT: 400,
     grpc.StatusCode.FAILED_PRECONDITION: 400,

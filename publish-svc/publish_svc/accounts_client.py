@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import grpc
 
@@ -11,7 +11,7 @@ from storypost.account.v1 import account_pb2 as apb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import InvalidArgument
-from storypost_runtime.protobuf import timestamp
+from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import PHOTOAPP
 
 TOKEN_MARGIN = timedelta(minutes=1)
@@ -82,7 +82,7 @@ class AccountsClient:
             )
         )
         if token.HasField("expires_at"):
-            valid_until = token.expires_at.ToDatetime(tzinfo=UTC) - TOKEN_MARGIN
+            valid_until = to_datetime(token.expires_at) - TOKEN_MARGIN
             self._tokens[key] = (token, valid_until)
         return token
 

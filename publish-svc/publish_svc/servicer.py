@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import grpc
@@ -15,7 +15,7 @@ from publish_svc.posts import Posts
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
-from storypost_runtime.protobuf import timestamp
+from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL, proto_name
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -34,7 +34,7 @@ KIND_OF_PB = {value: key for key, value in KIND_PB.items()}
 def _moment(request: Any, name: str) -> datetime | None:
     if not request.HasField(name):
         return None
-    moment: datetime = getattr(request, name).ToDatetime(tzinfo=UTC)
+    moment = to_datetime(getattr(request, name))
     return moment
 
 

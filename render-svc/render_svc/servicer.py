@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC
 from typing import Any
 
 import grpc
@@ -15,7 +14,7 @@ from render_svc.renderings import Rendering, Renderings
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
-from storypost_runtime.protobuf import timestamp
+from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import DraftStatus, proto_name
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -242,9 +241,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
             include_deleted=request.include_deleted,
             limit=request.limit,
             created_before=(
-                request.created_before.ToDatetime(tzinfo=UTC)
-                if request.HasField("created_before")
-                else None
+                to_datetime(request.created_before) if request.HasField("created_before") else None
             ),
         )
         return pb.ListDraftsResponse(drafts=[draft_pb(view, app_url) for view in views])

@@ -55,10 +55,6 @@ class Unavailable(DomainError):
     code = grpc.StatusCode.UNAVAILABLE
 
 
-class DeadlineExceeded(DomainError):
-    code = grpc.StatusCode.DEADLINE_EXCEEDED
-
-
 class ResourceExhausted(DomainError):
     """A quota, rate limit or busy resource; retry_after_seconds tells when to try again."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -12,6 +12,7 @@ from edge.procedures.base import CallContext, Handler, JsonObject
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import iso_utc
+from storypost_runtime.protobuf import to_datetime
 from storypost_runtime.vocabulary import PostStatus, proto_name
 
 STATUS_TEXT = {pb.PostStatus.Value(proto_name("POST_STATUS", s)): s.value for s in PostStatus}
@@ -45,7 +46,7 @@ def post_json(uuid_field: str, post: pb.Post, *extra: str) -> JsonObject:
         "socialAccountId": post.social_account_id,
         "platform": post.platform,
         "postType": post.post_type,
-        "date": iso_utc(post.date.ToDatetime(tzinfo=UTC)) if post.HasField("date") else "",
+        "date": iso_utc(to_datetime(post.date)) if post.HasField("date") else "",
     }
     for name in extra:
         if optional.get(name):

@@ -14,6 +14,8 @@ import falcon
 import jinja2
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from storypost_runtime.protobuf import to_datetime
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 # Pages run only our own script and styles. Previews are presigned URLs on the media store,
@@ -49,7 +51,7 @@ def as_datetime(moment: Timestamp | datetime | None) -> datetime | None:
     if isinstance(moment, Timestamp):
         if moment.seconds == 0 and moment.nanos == 0:
             return None
-        return moment.ToDatetime(tzinfo=UTC)
+        return to_datetime(moment)
     return moment.astimezone(UTC)
 
 
