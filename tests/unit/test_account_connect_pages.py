@@ -21,32 +21,19 @@ from storypost_runtime.errors import (
     Unavailable,
 )
 from storypost_runtime.status import status_for
+from tests.support.rpc import FakeRpcError
 
 TOKEN = "T" * 43
 
 
-class RpcFailure(grpc.RpcError):
-    def __init__(self, status: grpc.Status) -> None:
-        self._status = status
-
-    def code(self) -> grpc.StatusCode:
-        return self._status.code
-
-    def details(self) -> str:
-        return self._status.details
-
-    def trailing_metadata(self) -> Any:
-        return self._status.trailing_metadata
-
-
-def failing(error: DomainError | None = None) -> RpcFailure:
+def failing(error: DomainError | None = None) -> FakeRpcError:
     if error is None:
 
         class Internal:
             code, details, trailing_metadata = grpc.StatusCode.INTERNAL, "boom\nTraceback", ()
 
-        return RpcFailure(Internal())  # type: ignore[arg-type]
-    return RpcFailure(status_for(error))
+        return FakeRpcError(Internal())  # type: ignore[arg-type]
+    return FakeRpcError(status_for(error))
 
 
 class FakeAccounts:
@@ -57,7 +44,7 @@ class FakeAccounts:
             status=pb.CONNECT_LINK_STATUS_ACTIVE,
             platform="PHOTOAPP",
         )
-        self.failure: RpcFailure | None = None
+        self.failure: FakeRpcError | None = None
         self.started: list[pb.StartConnectRequest] = []
 
     def _maybe_fail(self) -> None:

@@ -22,23 +22,10 @@ from edge.procedures.base import CallContext, Handler, JsonObject
 from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from storypost_runtime.status import status_for
+from tests.support.rpc import FakeRpcError
 
 TOKEN = "sp_" + "a" * 43
 ORG = "0123456789abcdef01234567"
-
-
-class FakeRpcError(grpc.RpcError):
-    def __init__(self, status: grpc.Status) -> None:
-        self._status = status
-
-    def code(self) -> grpc.StatusCode:
-        return self._status.code
-
-    def details(self) -> str:
-        return self._status.details
-
-    def trailing_metadata(self) -> Any:
-        return self._status.trailing_metadata
 
 
 def rpc_error(code: grpc.StatusCode, message: str = "down") -> FakeRpcError:

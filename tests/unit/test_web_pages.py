@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 
 import falcon
 import falcon.testing
-import grpc
 import pytest
 
 from edge.config import EdgeSettings
@@ -37,30 +36,12 @@ from storypost_runtime.errors import (
     Unauthenticated,
     Unavailable,
 )
-from storypost_runtime.status import status_for
+from tests.support.rpc import rpc_error
 
 ORG = "0123456789abcdef01234567"
 TOKEN = "T" * 43
 EMAIL = "ana@example.com"
 PASSWORD = "correct horse battery"
-
-
-class FakeRpcError(grpc.RpcError):
-    def __init__(self, status: grpc.Status) -> None:
-        self._status = status
-
-    def code(self) -> grpc.StatusCode:
-        return self._status.code
-
-    def details(self) -> str:
-        return self._status.details
-
-    def trailing_metadata(self) -> Any:
-        return self._status.trailing_metadata
-
-
-def rpc_error(error: DomainError) -> FakeRpcError:
-    return FakeRpcError(status_for(error))
 
 
 @dataclass
