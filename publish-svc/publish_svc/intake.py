@@ -30,7 +30,7 @@ from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.tracing import current_traceparent
-from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
+from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL, PHOTOAPP
 
 log = get_logger(__name__)
 
@@ -112,7 +112,7 @@ class PostIntake:
         if params.get("shareToLinknet"):
             params["linknetDestination"] = self._linknet_destination(account, params, username)
         params["photoappUsername"] = account.username
-        quota_key = f"PHOTOAPP:{account.platform_account_id}"
+        quota_key = f"{PHOTOAPP.name}:{account.platform_account_id}"
         record_id = post_id(Kind.STORY, new.organization_id, new.post_uuid)
         now = self._clock.now()
         decision = await self._quota.reserve(quota_key, record_id, now)
