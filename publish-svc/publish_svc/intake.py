@@ -30,7 +30,11 @@ from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.tracing import current_traceparent
-from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL, PHOTOAPP
+from storypost_runtime.vocabulary import (
+    CLIPAPP_DEFAULT_PRIVACY_LEVEL,
+    PHOTOAPP,
+    REEL_SHARE_TO_LINKNET_DEFAULT,
+)
 
 log = get_logger(__name__)
 
@@ -141,7 +145,7 @@ class PostIntake:
             new.organization_id, photoapp_ref(username), f"photoapp account '{username}'"
         )
         params = {**new.params, "photoappUsername": account.username}
-        params.setdefault("shareToLinknet", True)
+        params.setdefault("shareToLinknet", REEL_SHARE_TO_LINKNET_DEFAULT)
         notes: list[str] = []
         if params["shareToLinknet"] and not account.linknet_destinations:
             # The default is true; an account without a linknet destination posts the reel

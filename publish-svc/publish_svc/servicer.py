@@ -108,10 +108,9 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
             "caption": request.caption,
             "shareToFeed": request.share_to_feed,
             "aiGenerated": request.ai_generated,
-            "shareToLinknet": request.share_to_linknet
-            if request.HasField("share_to_linknet")
-            else True,
         }
+        if request.HasField("share_to_linknet"):
+            params["shareToLinknet"] = request.share_to_linknet
         new = _new(Kind.REEL, request, request.reel_post_uuid, params)
         return _accepted(await self._intake.reel(new, request.photoapp_username))
 

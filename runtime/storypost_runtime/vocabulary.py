@@ -133,6 +133,9 @@ CLIPAPP_PRIVACY_LEVELS: tuple[str, ...] = (
 CLIPAPP_PUBLIC = CLIPAPP_PRIVACY_LEVELS[0]
 # A clipapp post's privacy level when the caller names none.
 CLIPAPP_DEFAULT_PRIVACY_LEVEL = "SELF_ONLY"
+# Whether a reel lets linknet recommend it when the caller does not say (publish-svc applies
+# it to an unset `share_to_linknet`; the catalog documents it).
+REEL_SHARE_TO_LINKNET_DEFAULT = True
 
 # The sandbox network's switch modes (sandbox-net, and `storypost sandbox switch`).
 SWITCH_MODES: tuple[str, ...] = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
+from storypost_runtime import vocabulary
 from storypost_runtime.vocabulary import PostStatus
 
 _STORY_UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
@@ -172,7 +173,8 @@ SCHEDULE_PHOTOAPP_REEL = Procedure(
             "shareToFeed": f.boolean("Also show the reel in the feed.", default=False),
             "aiGenerated": f.boolean("Marks the reel as AI-generated."),
             "shareToLinknet": f.boolean(
-                "Let the linknet network recommend the reel.", default=True
+                "Let the linknet network recommend the reel.",
+                default=vocabulary.REEL_SHARE_TO_LINKNET_DEFAULT,
             ),
         },
         ("photoappUsername", "reelPostUuid"),

@@ -45,7 +45,8 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
                 date=timestamp(params.get("date")),
                 share_to_feed=bool(params.get("shareToFeed", False)),
                 ai_generated=bool(params.get("aiGenerated")),
-                share_to_linknet=bool(params.get("shareToLinknet", True)),
+                # Unset when not given: publish-svc applies the default.
+                share_to_linknet=params.get("shareToLinknet"),
             ),
             timeout=deadline,
         )

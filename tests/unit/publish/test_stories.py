@@ -9,8 +9,10 @@ import pytest
 
 from publish_svc.drivers.base import Outcome
 from publish_svc.model import Kind, Status
+from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from tests.unit.publish.conftest import START, Core
+from tests.unit.publish.fakes import photoapp_account
 
 UUID = "6f1c1f9e-4f0e-4c7a-9d6b-2f6f0a4b9c01"
 
@@ -175,3 +177,25 @@ async def test_refused_design_stores_nothing_and_frees_the_quota_slot(core: Core
     assert await core.db["posts"].count_documents({}) == 0
     doc = await core.db["story_quota"].find_one({})
     assert doc is not None and doc["slots"] == []
+
+
+async def test_a_reel_is_shared_to_linknet_unless_told_or_unable(core: Core) -> None:
+    core.renderer.media_kind = rpb.MEDIA_KIND_VIDEO
+    # Unset: the default (recommended on linknet) where the account has a destination.
+    shared = await core.intake.reel(
+        core.new(Kind.REEL, "00000000-0000-4000-8000-00000000000a"), "alice"
+    )
+    assert shared.post.params["shareToLinknet"] is True
+    assert not any("linknet" in warning for warning in shared.warnings)
+    told = await core.intake.reel(
+        core.new(Kind.REEL, "00000000-0000-4000-8000-00000000000b", shareToLinknet=False), "alice"
+    )
+    assert told.post.params["shareToLinknet"] is False
+    # An account without a linknet destination posts the reel unshared, and says so.
+    core.accounts.accounts["bob"] = photoapp_account("bob")
+    del core.accounts.accounts["bob"].linknet_destinations[:]
+    unable = await core.intake.reel(
+        core.new(Kind.REEL, "00000000-0000-4000-8000-00000000000c"), "bob"
+    )
+    assert unable.post.params["shareToLinknet"] is False
+    assert any("not shared to linknet" in warning for warning in unable.warnings)
