@@ -123,9 +123,11 @@ async def try_every_way(
     await asyncio.sleep(LATE_SECONDS)
     assert_untouched(wire)
     warnings = list(rendering.warnings)
-    # What was refused is named (the routed requests among them: images, styles, frames).
+    # What was refused while the page loaded is named (images, styles: the load waits for
+    # them). A script's fetch is refused all the same, but may reach the router after the
+    # capture on a loaded machine, when no warning can name it any more (docs/render.md).
     assert any(f"127.0.0.1:{wire.port}/img.png" in w for w in warnings), warnings
-    assert any(f"127.0.0.1:{wire.port}/fetch" in w for w in warnings), warnings
+    assert any(f"127.0.0.1:{wire.port}/style.css" in w for w in warnings), warnings
     return warnings
 
 
