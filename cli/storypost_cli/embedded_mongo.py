@@ -41,7 +41,7 @@ def check_mongoeco_version(found: str | None = None) -> str:
             "storypost_cli.embedded_mongo patches mongoeco's internals as they are in "
             f"{MONGOECO_VERSION}. Install that version (`make venv` installs requirements.lock, "
             f"or `pip install 'mongoeco[wire]=={MONGOECO_VERSION}'`); to move to {found}, check "
-            "every patch against it (tests/unit/test_embedded_mongo.py), then raise "
+            "every patch against it (tests/unit/cli/test_embedded_mongo.py), then raise "
             "MONGOECO_VERSION and the pin in pyproject.toml together and run `make lock`."
         )
     return found
@@ -78,7 +78,7 @@ def skip_full_scan_for_plain_ids() -> None:
     The indexed storage-key lookup just before that scan already finds every duplicate of a
     string, ObjectId or other non-numeric id, so for those the scan adds nothing but time
     (measured: ~58 µs per stored document per insert; a growing deliveries collection fell
-    behind at 100 events/s). Numeric ids keep the scan. tests/unit/test_embedded_mongo.py
+    behind at 100 events/s). Numeric ids keep the scan. tests/unit/cli/test_embedded_mongo.py
     checks that duplicates are still refused either way.
     """
     from mongoeco.core.identity import id_contains_numeric_value

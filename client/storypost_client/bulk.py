@@ -44,7 +44,7 @@ _TAG_OPEN = re.compile(r"</?([A-Za-z][A-Za-z0-9:-]*)")
 _RAW_TEXT = frozenset({"script", "style"})
 
 # minLength/maxLength of the string fields a bulk row fills, as the catalog's input schemas
-# give them (tests/unit/test_client_bulk.py compares them with `edge.catalog`).
+# give them (tests/unit/client/test_bulk.py compares them with `edge.catalog`).
 LENGTH_LIMITS: Mapping[ProcedureName, Mapping[str, tuple[int, int]]] = {
     "schedule-photoapp-story": {"html": (1, 10_485_760), "photoappUsername": (1, 64)},
     "create-draft": {"html": (1, 10_485_760), "name": (1, 200), "folderName": (1, 512)},

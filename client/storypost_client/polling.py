@@ -52,7 +52,7 @@ class Kind:
 
 
 # Where a post or a draft stops changing. A twin of storypost_runtime.vocabulary's, kept
-# because the SDK installs without the server's packages (tests/unit/test_vocabulary.py
+# because the SDK installs without the server's packages (tests/unit/runtime/test_vocabulary.py
 # checks they agree).
 FINAL_POST_STATUSES = frozenset({"executed", "failed", "canceled"})
 FINAL_DRAFT_STATUSES = frozenset({"ready", "failed", "deleted"})

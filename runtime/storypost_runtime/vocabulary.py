@@ -1,7 +1,7 @@
 """The product's words, written once: platforms, post kinds, statuses, status events, clipapp
 privacy levels. Every component (account-svc's platform catalog, the edge's JSON Schemas and
 app pages, publish-svc's drivers, webhook-svc's subscriptions, the CLI, the sandbox network)
-derives its lists from here; `tests/unit/test_vocabulary.py` fails when one is written out
+derives its lists from here; `tests/unit/runtime/test_vocabulary.py` fails when one is written out
 again anywhere else.
 
 What each platform can post, and its limits, is account-svc's catalog (docs/accounts.md);

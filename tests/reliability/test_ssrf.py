@@ -4,7 +4,7 @@ addresses, `file:`/`ws:` schemes, redirects to them, host names that resolve to 
 all refused, and a canary server on loopback never sees a request.
 
 Complements tests/integration/render/test_sandbox.py (the plain spellings, one redirect) and
-tests/unit/test_webhook_targets.py (the webhook address rules) with the tricky spellings,
+tests/unit/webhook/test_targets.py (the webhook address rules) with the tricky spellings,
 every way a page can make a request, and the whole path through the public API.
 """
 

@@ -2,5 +2,5 @@
 
 Its modules import only the standard library at the top: the SDK's clients, httpx and rich
 are imported when a command runs, so `storypost --help` starts fast
-(tests/unit/test_client_cli_help.py, bench/cli_startup.py).
+(tests/unit/client/test_cli_help.py, bench/cli_startup.py).
 """

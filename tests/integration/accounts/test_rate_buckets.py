@@ -80,7 +80,7 @@ def fresh_org() -> str:
 
 
 async def test_key_value_buckets_decide_exactly_as_mongodb_buckets(deps: EmbeddedStack) -> None:
-    # The same check as the MongoDB buckets' (tests/unit/test_account_store.py).
+    # The same check as the MongoDB buckets' (tests/unit/account/test_store.py).
     async with attached(deps) as kv:
         await full_bucket_then_refuses_then_refills(kv, FrozenClock(START))
 

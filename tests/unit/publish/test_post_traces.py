@@ -13,7 +13,7 @@ from storypost_runtime.bus import JetStreamPublisher
 from storypost_runtime.outbox import OutboxRelay
 from storypost_runtime.tracing import tracer
 from tests.unit.publish.conftest import Core
-from tests.unit.test_tracing import FakeJetStream
+from tests.unit.runtime.test_tracing import FakeJetStream
 
 UUID = "0b6f5a7e-3c1d-4e2f-8a9b-7c6d5e4f3a21"
 OLD_UUID = "0b6f5a7e-3c1d-4e2f-8a9b-7c6d5e4f3a22"

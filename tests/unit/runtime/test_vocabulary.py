@@ -18,7 +18,7 @@ from storypost_client import polling
 from storypost_client.generated import types as sdk_types
 from storypost_runtime import vocabulary as v
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Production code: every component, the SDK and the CLIs (generated code and tests aside).
 SOURCES = (
     "account-svc",

@@ -17,7 +17,7 @@ from storypost_client import AsyncStorypostClient, RetryPolicy, StorypostClient
 from storypost_client.bulk import BadRowsError, RowResult
 from storypost_client.bulk_files import read_results
 from storypost_client.cli.exits import EXIT_ROWS_FAILED
-from tests.unit.test_client_support import Reply, Seen, scripted
+from tests.unit.client.support import Reply, Seen, scripted
 
 TOKEN = "sp_bulk-test-token"
 PAGE = '<h1 title="{{title}}">{{title}}</h1>'

@@ -56,7 +56,7 @@ NOT_PUBLISHED = {
     # (calls unsigned); no value of it is published. Production requires it (tested below).
     "service_key",
     # Empty by default: the default credential chain. Its published development value is
-    # refused outside development (tests/unit/test_s3_addressing.py).
+    # refused outside development (tests/unit/runtime/test_s3_addressing.py).
     "s3_secret_key",
 }
 # What production needs beyond the secrets: each gRPC server its callers' public keys, each

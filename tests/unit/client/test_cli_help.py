@@ -21,7 +21,7 @@ from storypost_client.cli.parsing import EXAMPLE_HEADING
 from storypost_client.kinds import KIND_NAMES
 from storypost_client.version import __version__
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Modules `storypost --help` must not import: each costs tens of milliseconds at every start.
 HEAVY = ("httpx", "rich", "pydantic", "grpc", "storypost_client.sync_client", "storypost_cli")
 

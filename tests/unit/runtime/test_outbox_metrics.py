@@ -9,7 +9,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_runtime.mongo import Document
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay, new_record_outbox
-from tests.unit.test_outbox import RecordingPublisher, status_event
+from tests.unit.runtime.test_outbox import RecordingPublisher, status_event
 
 
 def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:

@@ -22,7 +22,7 @@ from storypost_client import (
     StorypostError,
     UnavailableError,
 )
-from tests.unit.test_client_support import ORG_PATH, Reply, closed_port_url, scripted
+from tests.unit.client.support import ORG_PATH, Reply, closed_port_url, scripted
 
 TOKEN = "sp_test-token"
 # Small delays keep the tests fast; the bounds checked are the policy's own formula.

@@ -14,7 +14,7 @@ from edge.catalog import Procedure, build_catalog
 from storypost_client import KINDS, PROCEDURES, AsyncStorypostClient, StorypostClient
 from storypost_client.generated import types
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CATALOG = build_catalog()
 
 

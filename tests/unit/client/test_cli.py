@@ -18,7 +18,7 @@ from storypost_cli.output import (
     EXIT_SERVER,
     EXIT_UNAVAILABLE,
 )
-from tests.unit.test_client_support import ORG_PATH, Reply, ScriptedServer, Seen, scripted
+from tests.unit.client.support import ORG_PATH, Reply, ScriptedServer, Seen, scripted
 
 TOKEN = "sp_cli-test-token"
 UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"

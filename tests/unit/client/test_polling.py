@@ -13,7 +13,7 @@ from storypost_client import (
     StorypostClient,
     WaitTimeoutError,
 )
-from tests.unit.test_client_support import ORG_PATH, Reply, scripted
+from tests.unit.client.support import ORG_PATH, Reply, scripted
 
 TOKEN = "sp_test-token"
 POLL = PollPolicy(initial_interval=0.1, multiplier=2.0, max_interval=0.3, timeout=10.0)

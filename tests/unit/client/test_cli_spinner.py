@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from storypost_client.cli.app import main
-from tests.unit.test_client_support import Reply, scripted
+from tests.unit.client.support import Reply, scripted
 
 TOKEN = "sp_spinner-test-token"
 UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"

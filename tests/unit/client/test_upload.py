@@ -11,7 +11,7 @@ import pytest
 
 from storypost_client import AsyncStorypostClient, StorypostClient, UploadError
 from storypost_client.uploads import CHUNK_BYTES
-from tests.unit.test_client_support import (
+from tests.unit.client.support import (
     ORG_PATH,
     Reply,
     ScriptedServer,
