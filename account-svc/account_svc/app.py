@@ -10,26 +10,26 @@ import httpx
 from argon2 import PasswordHasher
 from prometheus_client import CollectorRegistry
 
-from account_svc.access_tokens import AccessTokens
 from account_svc.callers import RESTRICTIONS, SERVICE_NAME
 from account_svc.config import AccountSettings
-from account_svc.connect_flow import ConnectFlow
-from account_svc.connect_links import ConnectLinks
-from account_svc.connected_accounts import ConnectedAccounts
-from account_svc.credentials import Credentials
-from account_svc.credits import Credits
-from account_svc.daily_limits import DailyLimits
-from account_svc.mentions import MentionResolver
-from account_svc.organizations import Organizations
-from account_svc.platform_api import PlatformApi
-from account_svc.rate_buckets_kv import FailoverBuckets, KvBuckets, keep_kv_attached
-from account_svc.ratelimit import BucketStore, MongoBuckets, RateLimiter
+from account_svc.connections.access_tokens import AccessTokens
+from account_svc.connections.connect_flow import ConnectFlow
+from account_svc.connections.connect_links import ConnectLinks
+from account_svc.connections.connected_accounts import ConnectedAccounts
+from account_svc.connections.credits import Credits
+from account_svc.connections.daily_limits import DailyLimits
+from account_svc.connections.mentions import MentionResolver
+from account_svc.connections.platform_api import PlatformApi
+from account_svc.connections.token_crypto import TokenCipher
+from account_svc.identity.credentials import Credentials
+from account_svc.identity.organizations import Organizations
+from account_svc.identity.rate_buckets_kv import FailoverBuckets, KvBuckets, keep_kv_attached
+from account_svc.identity.ratelimit import BucketStore, MongoBuckets, RateLimiter
+from account_svc.identity.sessions import AppSessions
+from account_svc.identity.signin_limits import Bucket, SignInLimits
+from account_svc.identity.users import Users
 from account_svc.records import AccountCollections
 from account_svc.servicer import AccountServicer, ConnectedAccountParts
-from account_svc.sessions import AppSessions
-from account_svc.signin_limits import Bucket, SignInLimits
-from account_svc.token_crypto import TokenCipher
-from account_svc.users import Users
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.mongo import mongo_client

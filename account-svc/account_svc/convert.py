@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from google.protobuf import struct_pb2
 
-from account_svc.connected_accounts import AccountRef, ConnectedAccount
-from account_svc.platforms import JsonScalar, OptionSpec, PostTypeSpec
+from account_svc.connections.connected_accounts import AccountRef, ConnectedAccount
+from account_svc.connections.platforms import JsonScalar, OptionSpec, PostTypeSpec
 from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp

@@ -8,20 +8,20 @@ from typing import Any
 
 import grpc
 
-from account_svc.access_tokens import AccessTokens
-from account_svc.connect_flow import ConnectFlow
-from account_svc.connect_links import ConnectLink, ConnectLinks
-from account_svc.connected_accounts import ConnectedAccounts
+from account_svc.connections.access_tokens import AccessTokens
+from account_svc.connections.connect_flow import ConnectFlow
+from account_svc.connections.connect_links import ConnectLink, ConnectLinks
+from account_svc.connections.connected_accounts import ConnectedAccounts
+from account_svc.connections.credits import Credits
+from account_svc.connections.daily_limits import DailyLimits, DailyReservation
+from account_svc.connections.mentions import MentionResolver
 from account_svc.convert import account_pb, account_ref, connection_name
-from account_svc.credentials import Credential, Credentials
-from account_svc.credits import Credits
-from account_svc.daily_limits import DailyLimits, DailyReservation
-from account_svc.mentions import MentionResolver
-from account_svc.organizations import Organization, Organizations
-from account_svc.ratelimit import RateLimiter
-from account_svc.sessions import AppSessions, Session
-from account_svc.users import Role, User, Users
-from account_svc.workspace_users import WorkspaceUsers
+from account_svc.identity.credentials import Credential, Credentials
+from account_svc.identity.organizations import Organization, Organizations
+from account_svc.identity.ratelimit import RateLimiter
+from account_svc.identity.sessions import AppSessions, Session
+from account_svc.identity.users import Role, User, Users
+from account_svc.identity.workspace_users import WorkspaceUsers
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.errors import InvalidArgument

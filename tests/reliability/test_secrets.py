@@ -21,7 +21,7 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.config import DEV_TOKEN_KEY
-from account_svc.token_crypto import TokenCipher
+from account_svc.connections.token_crypto import TokenCipher
 from storypost.account.v1 import account_pb2 as apb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import StackHandle
@@ -200,7 +200,7 @@ def test_token_checks_are_timing_safe() -> None:
     reveal nothing about the token: the lookup key is a hash the caller cannot steer."""
     import inspect
 
-    from account_svc.credentials import Credentials, hash_token
+    from account_svc.identity.credentials import Credentials, hash_token
     from edge.auth import Authenticator
 
     authenticate = inspect.getsource(Credentials.authenticate)

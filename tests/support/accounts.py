@@ -22,8 +22,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.app import connected_parts
 from account_svc.config import AccountSettings
-from account_svc.connected_accounts import ConnectedAccount
-from account_svc.organizations import Organizations
+from account_svc.connections.connected_accounts import ConnectedAccount
+from account_svc.identity.organizations import Organizations
 from account_svc.records import AccountCollections
 from account_svc.servicer import ConnectedAccountParts
 from sandbox_net.app import Sandbox, create_sandbox

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from account_svc.ratelimit import BucketStore, RateLimiter
+from account_svc.identity.ratelimit import BucketStore, RateLimiter
 from storypost_runtime.clock import FrozenClock
 
 

@@ -15,14 +15,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pymongo import AsyncMongoClient
 
-from account_svc.rate_buckets_kv import (
+from account_svc.identity.rate_buckets_kv import (
     FailoverBuckets,
     KvBuckets,
     StoreUnavailable,
     keep_kv_attached,
     kv_key,
 )
-from account_svc.ratelimit import MongoBuckets, RateLimiter, Take
+from account_svc.identity.ratelimit import MongoBuckets, RateLimiter, Take
 from account_svc.records import AccountCollections
 from storypost_cli.stack import EmbeddedStack, StackPorts
 from storypost_runtime.clock import FrozenClock

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from account_svc.connect_links import LINK_LIMIT, ConnectLinks, hash_link_token
-from account_svc.token_crypto import TokenCipher
+from account_svc.connections.connect_links import LINK_LIMIT, ConnectLinks, hash_link_token
+from account_svc.connections.token_crypto import TokenCipher
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 from tests.support.accounts import TEST_TOKEN_KEY, AccountWorld, account_world

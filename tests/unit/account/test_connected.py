@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from account_svc.connected_accounts import AccountRef
+from account_svc.connections.connected_accounts import AccountRef
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 from tests.support.accounts import AccountWorld, account_world

@@ -9,8 +9,8 @@ import uuid
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from account_svc.credits import Credits
-from account_svc.organizations import Organizations
+from account_svc.connections.credits import Credits
+from account_svc.identity.organizations import Organizations
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import FrozenClock, SystemClock
 from storypost_runtime.errors import InvalidArgument, NotFound

@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from account_svc.connected_accounts import AccountRef
-from account_svc.daily_limits import DailyLimits
+from account_svc.connections.connected_accounts import AccountRef
+from account_svc.connections.daily_limits import DailyLimits
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 from tests.support.accounts import AccountWorld, account_world

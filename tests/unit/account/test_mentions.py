@@ -10,10 +10,10 @@ from datetime import timedelta
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from account_svc.access_tokens import AccessTokens
-from account_svc.connected_accounts import AccountRef
-from account_svc.mentions import MentionResolver
-from account_svc.platform_api import PlatformApi
+from account_svc.connections.access_tokens import AccessTokens
+from account_svc.connections.connected_accounts import AccountRef
+from account_svc.connections.mentions import MentionResolver
+from account_svc.connections.platform_api import PlatformApi
 from sandbox_net.identity import account_id
 from sandbox_net.switches import Switch
 from storypost_runtime.errors import (

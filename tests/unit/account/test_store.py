@@ -8,11 +8,11 @@ import pytest
 from argon2 import PasswordHasher
 from pymongo.asynchronous.database import AsyncDatabase
 
-from account_svc.credentials import Credentials, hash_token
-from account_svc.organizations import Organizations
-from account_svc.ratelimit import MongoBuckets
+from account_svc.identity.credentials import Credentials, hash_token
+from account_svc.identity.organizations import Organizations
+from account_svc.identity.ratelimit import MongoBuckets
+from account_svc.identity.users import Users
 from account_svc.records import AccountCollections
-from account_svc.users import Users
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.errors import (
     AlreadyExists,

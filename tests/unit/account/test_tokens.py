@@ -12,8 +12,8 @@ from pydantic import SecretStr, ValidationError
 from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.config import DEV_TOKEN_KEY, AccountSettings
-from account_svc.connected_accounts import AccountRef
-from account_svc.token_crypto import TokenCipher
+from account_svc.connections.connected_accounts import AccountRef
+from account_svc.connections.token_crypto import TokenCipher
 from sandbox_net.switches import Switch
 from storypost_runtime.errors import FailedPrecondition
 from storypost_runtime.mongo import Document

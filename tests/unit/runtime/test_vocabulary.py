@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
-from account_svc import platforms as catalog_platforms
+from account_svc.connections import platforms as catalog_platforms
 from edge.catalog.registry import build_catalog
 from storypost.publish.v1 import publish_pb2
 from storypost.render.v1 import render_pb2

@@ -15,10 +15,16 @@ from typing import Literal
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from account_svc.platform_api import Destination, Profile, TokenGrant
-from account_svc.platforms import ConnectionKind, Platform, PostTypeSpec, by_key, by_name
+from account_svc.connections.platform_api import Destination, Profile, TokenGrant
+from account_svc.connections.platforms import (
+    ConnectionKind,
+    Platform,
+    PostTypeSpec,
+    by_key,
+    by_name,
+)
+from account_svc.connections.token_crypto import TokenCipher
 from account_svc.records import AccountCollections
-from account_svc.token_crypto import TokenCipher
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.mongo import Document

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 
 from pymongo import ASCENDING, ReturnDocument
 
-from account_svc.access_tokens import AccessTokens
-from account_svc.connected_accounts import AccountRef, ConnectedAccounts, username_key
-from account_svc.platform_api import Failure, PlatformApi, PlatformError
+from account_svc.connections.access_tokens import AccessTokens
+from account_svc.connections.connected_accounts import AccountRef, ConnectedAccounts, username_key
+from account_svc.connections.platform_api import Failure, PlatformApi, PlatformError
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import (

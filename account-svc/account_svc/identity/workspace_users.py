@@ -4,8 +4,8 @@ to the users and not in every caller."""
 
 from __future__ import annotations
 
-from account_svc.sessions import AppSessions, Session
-from account_svc.users import Role, User, Users
+from account_svc.identity.sessions import AppSessions, Session
+from account_svc.identity.users import Role, User, Users
 from storypost_runtime.errors import FailedPrecondition, PermissionDenied
 
 NOT_ADMIN = "NOT_WORKSPACE_ADMIN"

@@ -34,7 +34,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 from prometheus_client import CollectorRegistry, Counter
 
-from account_svc.ratelimit import BucketStore, Take
+from account_svc.identity.ratelimit import BucketStore, Take
 from storypost_runtime.bus import nats_connection
 from storypost_runtime.logs import get_logger
 from storypost_runtime.settings import NatsSettings

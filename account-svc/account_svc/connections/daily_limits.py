@@ -15,7 +15,11 @@ from datetime import UTC, date, datetime, timedelta
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from account_svc.connected_accounts import AccountRef, ConnectedAccount, ConnectedAccounts
+from account_svc.connections.connected_accounts import (
+    AccountRef,
+    ConnectedAccount,
+    ConnectedAccounts,
+)
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import InvalidArgument

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from account_svc.connected_accounts import AccountRef, ConnectedAccount, ConnectedAccounts
-from account_svc.platform_api import Failure, PlatformApi, PlatformError
+from account_svc.connections.connected_accounts import (
+    AccountRef,
+    ConnectedAccount,
+    ConnectedAccounts,
+)
+from account_svc.connections.platform_api import Failure, PlatformApi, PlatformError
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import FailedPrecondition, Unavailable
 from storypost_runtime.logs import get_logger

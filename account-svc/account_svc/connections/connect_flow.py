@@ -11,11 +11,15 @@ from urllib.parse import urlsplit
 
 from pymongo import ReturnDocument
 
-from account_svc.connect_links import USED_REASON, ConnectLink, ConnectLinks
-from account_svc.connected_accounts import AccountRef, ConnectedAccount, ConnectedAccounts
-from account_svc.organizations import Organizations
-from account_svc.platform_api import Destination, Failure, PlatformApi, PlatformError
-from account_svc.platforms import ConnectionKind, Platform, by_key, by_name
+from account_svc.connections.connect_links import USED_REASON, ConnectLink, ConnectLinks
+from account_svc.connections.connected_accounts import (
+    AccountRef,
+    ConnectedAccount,
+    ConnectedAccounts,
+)
+from account_svc.connections.platform_api import Destination, Failure, PlatformApi, PlatformError
+from account_svc.connections.platforms import ConnectionKind, Platform, by_key, by_name
+from account_svc.identity.organizations import Organizations
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable

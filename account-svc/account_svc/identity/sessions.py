@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 
 from pymongo import ReturnDocument
 
+from account_svc.identity.signin_limits import SignInLimits
+from account_svc.identity.users import DEFAULT_TIME_ZONE, WRONG_LOGIN, Role, User, Users
 from account_svc.records import AccountCollections
-from account_svc.signin_limits import SignInLimits
-from account_svc.users import DEFAULT_TIME_ZONE, WRONG_LOGIN, Role, User, Users
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import Unauthenticated
 from storypost_runtime.logs import get_logger

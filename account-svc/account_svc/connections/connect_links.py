@@ -17,8 +17,8 @@ from typing import Literal
 from pymongo import DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
+from account_svc.connections.token_crypto import TokenCipher
 from account_svc.records import AccountCollections
-from account_svc.token_crypto import TokenCipher
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from storypost_runtime.mongo import Document
