@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
-from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
+from publish_svc.drivers.http import PlatformError, StepDriver, while_unsettled
 from publish_svc.model import Kind, Post
 from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL, CLIPAPP_PUBLIC
 
@@ -125,18 +125,7 @@ def _same_post(video: dict[str, Any], post_info: dict[str, Any], media: Media) -
     return True
 
 
-class ClipappDriver:
-    def __init__(self, client: PlatformClient) -> None:
-        self._client = client
-
-    async def publish(
-        self, post: Post, media: Media, credentials: Credentials, progress: Progress
-    ) -> Outcome:
-        try:
-            return await self._publish(post, media, credentials, progress)
-        except PlatformError as error:
-            return error.outcome
-
+class ClipappDriver(StepDriver):
     async def _publish(
         self, post: Post, media: Media, credentials: Credentials, progress: Progress
     ) -> Outcome:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from publish_svc.drivers.base import Outcome, OutcomeKind
+from publish_svc.drivers.base import Credentials, Media, Outcome, OutcomeKind, Progress
+from publish_svc.model import Post
 
 
 @dataclass(frozen=True)
@@ -150,3 +152,25 @@ class PlatformClient:
         except httpx.HTTPError:
             return False
         return response.status_code < 500
+
+
+class StepDriver(ABC):
+    """A driver that publishes in steps through its platform's client: a PlatformError any
+    step raises is the attempt's outcome (failed, retry or unauthorized, as it says)."""
+
+    def __init__(self, client: PlatformClient) -> None:
+        self._client = client
+
+    async def publish(
+        self, post: Post, media: Media, credentials: Credentials, progress: Progress
+    ) -> Outcome:
+        try:
+            return await self._publish(post, media, credentials, progress)
+        except PlatformError as error:
+            return error.outcome
+
+    @abstractmethod
+    async def _publish(
+        self, post: Post, media: Media, credentials: Credentials, progress: Progress
+    ) -> Outcome:
+        """The steps; a PlatformError ends them."""

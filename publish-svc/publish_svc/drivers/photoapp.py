@@ -14,8 +14,9 @@ import re
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
-from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
+from publish_svc.drivers.http import PlatformError, StepDriver, while_unsettled
 from publish_svc.model import Kind, Post
+from storypost_runtime.vocabulary import REEL_SHARE_TO_LINKNET_DEFAULT
 
 # "the media URL answered HTTP 503": our store, for a while; worth another attempt.
 SERVER_ERROR = re.compile(r"\bHTTP 5\d\d\b")
@@ -60,25 +61,16 @@ def container_request(post: Post, media: Media) -> dict[str, Any]:
     elif post.kind is Kind.REEL:
         body["caption"] = post.params.get("caption") or ""
         body["share_to_feed"] = bool(post.params.get("shareToFeed"))
-        body["share_to_linknet"] = bool(post.params.get("shareToLinknet", True))
+        body["share_to_linknet"] = bool(
+            post.params.get("shareToLinknet", REEL_SHARE_TO_LINKNET_DEFAULT)
+        )
     else:
         body["caption"] = post.params.get("text") or ""
         body.update(post.params.get("options") or {})
     return body
 
 
-class PhotoappDriver:
-    def __init__(self, client: PlatformClient) -> None:
-        self._client = client
-
-    async def publish(
-        self, post: Post, media: Media, credentials: Credentials, progress: Progress
-    ) -> Outcome:
-        try:
-            return await self._publish(post, media, credentials, progress)
-        except PlatformError as error:
-            return error.outcome
-
+class PhotoappDriver(StepDriver):
     async def _publish(
         self, post: Post, media: Media, credentials: Credentials, progress: Progress
     ) -> Outcome:
