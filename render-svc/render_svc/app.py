@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 from prometheus_client import CollectorRegistry
 
-from render_svc.assets import load_assets
+from render_svc.assets import Assets, load_assets
 from render_svc.blob_urls import BlobUrlMatcher
 from render_svc.blobs import OBJECT_PREFIX, BlobCache, BlobSettings, TempBlobs, sweep_forever
 from render_svc.browser.capture import CaptureSettings, PageCapture
@@ -99,27 +99,30 @@ def video_settings(settings: RenderSettings) -> VideoSettings:
     )
 
 
-async def build(
-    settings: RenderSettings,
-    stack: AsyncExitStack,
-    registry: CollectorRegistry,
-    clock: Clock | None = None,
-) -> ServiceParts:
-    clock = clock or SystemClock()
-    # Before the first child process (the browser's driver, ffmpeg) starts.
-    confine_service_process(settings)
+async def storage(
+    settings: RenderSettings, stack: AsyncExitStack
+) -> tuple[RenderCollections, MediaStore]:
+    """The database's collections (indexes made) and the media bucket (made, with expiry)."""
     client = mongo_client(settings, "render-svc")
     stack.push_async_callback(client.close)
     records = RenderCollections.of(client[settings.mongo_database])
     await records.ensure_indexes()
-
     s3 = await stack.enter_async_context(
         s3_session(settings).client("s3", **s3_client_kwargs(settings))
     )
     store = MediaStore(s3, settings.s3_bucket)
     await store.ensure_bucket()
     await store.ensure_expiry_rule(OBJECT_PREFIX, BUCKET_EXPIRY_DAYS)
+    return records, store
 
+
+async def event_relay(
+    settings: RenderSettings,
+    stack: AsyncExitStack,
+    records: RenderCollections,
+    registry: CollectorRegistry,
+) -> OutboxRelay:
+    """The outbox relay of the renderings' events, running."""
     nats = await stack.enter_async_context(nats_connection(settings, "render-svc"))
     js = nats.jetstream()
     await ensure_events_stream(js, settings)
@@ -127,11 +130,14 @@ async def build(
         [records.renderings], JetStreamPublisher(js), metrics=OutboxMetrics.create(registry)
     )
     await stack.enter_async_context(background(relay.run(), "outbox relay"))
+    return relay
 
-    accounts = aio_channel(
-        settings.account_addr, settings.grpc_deadline_seconds, caller_signer(settings.service_key)
-    )
-    stack.push_async_callback(accounts.close)
+
+async def browsers(
+    settings: RenderSettings, stack: AsyncExitStack
+) -> tuple[BrowserPool, GuardedFetcher, Assets]:
+    """The jailed browsers (started, with the renderer memory guard) and the checked fetcher
+    that is their only way out."""
     fetcher = GuardedFetcher(NetRules(settings.allowed_hosts()))
     stack.push_async_callback(fetcher.close)
     assets = load_assets()
@@ -141,13 +147,21 @@ async def build(
     if settings.render_renderer_memory_mib:
         guard = RendererMemoryGuard(settings.render_renderer_memory_mib * MIB)
         await stack.enter_async_context(background(guard.run(), "renderer memory guard"))
+    return pool, fetcher, assets
 
-    work_root = Path(settings.render_work_dir or tempfile.mkdtemp(prefix="render-svc-"))
-    await asyncio.to_thread(work_root.mkdir, parents=True, exist_ok=True)
-    stack.callback(shutil.rmtree, work_root, True)
 
-    matcher = BlobUrlMatcher(settings.public_url)
-    blobs = TempBlobs(
+async def work_root(settings: RenderSettings, stack: AsyncExitStack) -> Path:
+    """The scratch folder of renders (video sources, composites), removed at exit."""
+    root = Path(settings.render_work_dir or tempfile.mkdtemp(prefix="render-svc-"))
+    await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
+    stack.callback(shutil.rmtree, root, True)
+    return root
+
+
+def temp_blobs(
+    settings: RenderSettings, records: RenderCollections, store: MediaStore, clock: Clock
+) -> TempBlobs:
+    return TempBlobs(
         records,
         store,
         clock,
@@ -158,7 +172,23 @@ async def build(
         ),
         BlobCache(settings.render_blob_cache_bytes),
     )
-    tools = MediaTools(video_settings(settings))
+
+
+def renderer(
+    settings: RenderSettings,
+    stack: AsyncExitStack,
+    browser: tuple[BrowserPool, GuardedFetcher, Assets],
+    blobs: TempBlobs,
+    tools: MediaTools,
+    clock: Clock,
+) -> Renderer:
+    """Page capture, video sources and mention look-ups (account-svc) put together."""
+    pool, fetcher, assets = browser
+    accounts = aio_channel(
+        settings.account_addr, settings.grpc_deadline_seconds, caller_signer(settings.service_key)
+    )
+    stack.push_async_callback(accounts.close)
+    matcher = BlobUrlMatcher(settings.public_url)
     capture = PageCapture(
         pool,
         fetcher,
@@ -177,7 +207,7 @@ async def build(
         max_bytes=settings.render_max_video_bytes,
         timeout_seconds=settings.render_video_fetch_seconds,
     )
-    renderer = Renderer(
+    return Renderer(
         capture,
         sources,
         tools,
@@ -185,19 +215,38 @@ async def build(
         clock,
         source_slots(settings),
     )
+
+
+async def build(
+    settings: RenderSettings,
+    stack: AsyncExitStack,
+    registry: CollectorRegistry,
+    clock: Clock | None = None,
+) -> ServiceParts:
+    """render-svc's composition root: storage, events, browsers, then the domain objects."""
+    clock = clock or SystemClock()
+    # Before the first child process (the browser's driver, ffmpeg) starts.
+    confine_service_process(settings)
+    records, store = await storage(settings, stack)
+    relay = await event_relay(settings, stack, records, registry)
+    browser = await browsers(settings, stack)
+    root = await work_root(settings, stack)
+    blobs = temp_blobs(settings, records, store, clock)
+    tools = MediaTools(video_settings(settings))
+    render = renderer(settings, stack, browser, blobs, tools, clock)
     renderings = Renderings(
         records,
         store,
-        renderer,
+        render,
         clock,
-        work_root,
+        root,
         media_url_seconds=settings.render_media_url_seconds,
         kept_video_sources=settings.render_kept_video_sources,
     )
     finisher = Finisher(
         records,
         renderings,
-        renderer,
+        render,
         store,
         tools,
         clock,

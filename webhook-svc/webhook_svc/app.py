@@ -7,6 +7,7 @@ from contextlib import AsyncExitStack
 from datetime import timedelta
 
 import grpc
+import httpx
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import CollectorRegistry
 
@@ -49,12 +50,60 @@ def consumer_config(settings: WebhookSettings) -> ConsumerConfig:
     )
 
 
+def dispatcher_of(
+    settings: WebhookSettings,
+    webhooks: Webhooks,
+    store: DeliveryStore,
+    http: httpx.AsyncClient,
+    clock: Clock,
+    metrics: WebhookMetrics,
+) -> Dispatcher:
+    """Sends due deliveries: per-URL lanes, the retry schedule, leases between replicas."""
+    return Dispatcher(
+        webhooks,
+        store,
+        Sender(http, clock, settings.webhook_attempt_timeout_seconds),
+        Lanes(
+            settings.webhook_concurrency,
+            settings.webhook_concurrency_per_url,
+            queue_per_lane=settings.webhook_queue_per_url,
+            max_wait=settings.webhook_queue_wait_seconds,
+        ),
+        RetrySchedule(settings.webhook_retry_schedule_seconds, settings.webhook_retry_jitter),
+        clock,
+        metrics,
+        lease_seconds=settings.webhook_lease_seconds,
+        poll_seconds=settings.webhook_poll_seconds,
+    )
+
+
+async def events_subscription(settings: WebhookSettings, stack: AsyncExitStack) -> Fetcher:
+    """The durable pull subscription to every status event on the bus."""
+    nats = await stack.enter_async_context(nats_connection(settings, "webhook-svc"))
+    js = nats.jetstream()
+    await ensure_events_stream(js, settings)
+    subscription = await js.pull_subscribe(
+        EVENTS_SUBJECT_PREFIX + ">",
+        durable=settings.webhook_consumer_name,
+        stream=settings.nats_stream,
+        config=consumer_config(settings),
+    )
+    # Unsubscribed before the connection drains (the exit stack runs in reverse): messages
+    # fetched into its queue but not handled would otherwise hold the drain up; JetStream
+    # hands them out again after the ack wait.
+    stack.push_async_callback(subscription.unsubscribe)
+    fetcher: Fetcher = subscription
+    return fetcher
+
+
 async def build(
     settings: WebhookSettings,
     stack: AsyncExitStack,
     registry: CollectorRegistry,
     clock: Clock | None = None,
 ) -> ServiceParts:
+    """webhook-svc's composition root: storage, the delivery client, the dispatcher, then the
+    event consumer that feeds it."""
     clock = clock or SystemClock()
     # httpx logs every request at info: one line per attempt is the metrics' job.
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -84,41 +133,11 @@ async def build(
         box=SecretBox(settings.secret_keys()),
     )
     store = DeliveryStore(records.deliveries, timedelta(days=settings.webhook_retention_days))
-    dispatcher = Dispatcher(
-        webhooks,
-        store,
-        Sender(http, clock, settings.webhook_attempt_timeout_seconds),
-        Lanes(
-            settings.webhook_concurrency,
-            settings.webhook_concurrency_per_url,
-            queue_per_lane=settings.webhook_queue_per_url,
-            max_wait=settings.webhook_queue_wait_seconds,
-        ),
-        RetrySchedule(settings.webhook_retry_schedule_seconds, settings.webhook_retry_jitter),
-        clock,
-        metrics,
-        lease_seconds=settings.webhook_lease_seconds,
-        poll_seconds=settings.webhook_poll_seconds,
-    )
+    dispatcher = dispatcher_of(settings, webhooks, store, http, clock, metrics)
     writer = RecordWriter(store)
-
-    nats = await stack.enter_async_context(nats_connection(settings, "webhook-svc"))
-    js = nats.jetstream()
-    await ensure_events_stream(js, settings)
-    subscription = await js.pull_subscribe(
-        EVENTS_SUBJECT_PREFIX + ">",
-        durable=settings.webhook_consumer_name,
-        stream=settings.nats_stream,
-        config=consumer_config(settings),
-    )
-    # Unsubscribed before the connection drains (the exit stack runs in reverse): messages
-    # fetched into its queue but not handled would otherwise hold the drain up; JetStream
-    # hands them out again after the ack wait.
-    stack.push_async_callback(subscription.unsubscribe)
-    fetcher: Fetcher = subscription
     directory = WebhookDirectory(webhooks, settings.webhook_directory_ttl_seconds)
     consumer = EventConsumer(
-        fetcher,
+        await events_subscription(settings, stack),
         directory,
         store,
         dispatcher,

@@ -33,7 +33,7 @@ def _photoapp_user() -> f.Schema:
 
 LIST_PHOTOAPP_USERS = Procedure(
     name="list-photoapp-users",
-    backend="account",
+    rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
     summary="Lists the connected photoapp accounts and their linknet destinations.",
     doc=(
         "Lists the photoapp accounts connected to the organization. Only active "
@@ -84,7 +84,7 @@ def _clipapp_account() -> f.Schema:
 
 LIST_CLIPAPP_ACCOUNTS = Procedure(
     name="list-clipapp-accounts",
-    backend="account",
+    rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
     summary="Lists the directly connected clipapp accounts.",
     doc=(
         "Lists the clipapp (short-video network) accounts connected directly to the "
@@ -300,7 +300,7 @@ _PINBOARD_OPTIONS: dict[str, object] = {
 
 LIST_SOCIAL_ACCOUNTS = Procedure(
     name="list-social-accounts",
-    backend="account",
+    rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
     summary="Lists every connected account on every platform, with what can be posted to it.",
     doc=(
         "Lists every account connected to the organization on every platform (photoapp, "
@@ -430,7 +430,7 @@ LIST_SOCIAL_ACCOUNTS = Procedure(
 
 CREATE_CONNECT_LINK = Procedure(
     name="create-connect-link",
-    backend="account",
+    rpc="storypost.account.v1.AccountService/CreateConnectLink",
     summary="Creates a shareable link through which an account owner connects a photoapp account.",
     doc=(
         "Creates a connect link: a shareable URL through which the owner of a photoapp "

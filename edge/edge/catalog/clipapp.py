@@ -18,7 +18,7 @@ def _flag(description: str) -> f.Schema:
 
 SCHEDULE_CLIPAPP_POST = Procedure(
     name="schedule-clipapp-post",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/ScheduleClipappPost",
     summary="Renders a page and schedules it as a post on a directly connected clipapp account.",
     doc=(
         "Renders the page (a video post when the design has video, a photo post otherwise) "
@@ -103,7 +103,7 @@ SCHEDULE_CLIPAPP_POST = Procedure(
 
 STATUS_CLIPAPP_POST = Procedure(
     name="status-clipapp-post",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/GetClipappPost",
     summary="Returns the status of a clipapp post.",
     doc=(
         "Returns where a clipapp post stands: `scheduled` (queued, or the media is still "
@@ -132,7 +132,7 @@ STATUS_CLIPAPP_POST = Procedure(
 
 CANCEL_CLIPAPP_POST = Procedure(
     name="cancel-clipapp-post",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/CancelClipappPost",
     summary="Cancels a scheduled or in-progress clipapp post.",
     doc=(
         "Cancels a clipapp post that is `scheduled` or `in-progress`; it becomes "

@@ -31,7 +31,7 @@ def _temp_blob_uuid() -> f.Schema:
 
 CREATE_TEMP_BLOB_UPLOAD_URL = Procedure(
     name="create-temp-blob-upload-url",
-    backend="render",
+    rpc="storypost.render.v1.RenderService/CreateTempBlobUploadUrl",
     summary="Creates a presigned URL to upload a media file (up to 100 MB) as a temp blob.",
     doc=(
         "Creates a temporary media blob and a presigned `uploadUrl` for its bytes, for media "
@@ -108,7 +108,7 @@ CREATE_TEMP_BLOB_UPLOAD_URL = Procedure(
 
 UPLOAD_TEMP_BLOB = Procedure(
     name="upload-temp-blob",
-    backend="render",
+    rpc="storypost.render.v1.RenderService/UploadTempBlob",
     summary="Uploads a media file (up to 30 MB) inline as base64 and stores it as a temp blob.",
     doc=(
         "Fallback for environments that cannot PUT to the presigned URL of "
@@ -158,7 +158,7 @@ def _draft_uuid() -> f.Schema:
 
 CREATE_DRAFT = Procedure(
     name="create-draft",
-    backend="render",
+    rpc="storypost.render.v1.RenderService/CreateDraft",
     summary="Renders a page and stores it as a draft in the gallery, without posting it.",
     doc=(
         "Renders the page and stores the result as a draft in the gallery; nothing is "
@@ -214,7 +214,7 @@ CREATE_DRAFT = Procedure(
 
 STATUS_DRAFT = Procedure(
     name="status-draft",
-    backend="render",
+    rpc="storypost.render.v1.RenderService/GetDraft",
     summary="Returns the status, preview and editor link of a draft.",
     doc=(
         "Returns where a draft stands: `rendering` (rendering started), `ready` (rendered; "
@@ -250,7 +250,7 @@ STATUS_DRAFT = Procedure(
 
 DELETE_DRAFT = Procedure(
     name="delete-draft",
-    backend="render",
+    rpc="storypost.render.v1.RenderService/DeleteDraft",
     summary="Deletes a draft from the gallery.",
     doc=(
         "Deletes a draft (`rendering`, `ready` or `failed`); when a user edited it, the "

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 JsonObject = Mapping[str, Any]
-Backend = Literal["edge", "account", "render", "publish"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,8 +14,9 @@ class Procedure:
     """One procedure of the HTTP RPC API (`POST {base_url}/<name>`)."""
 
     name: str
-    # Which component answers it: the edge itself or a gRPC service.
-    backend: Backend
+    # The gRPC method its handler calls (`storypost.publish.v1.PublishService/ScheduleStory`),
+    # or "" for a procedure the edge answers itself (docs/architecture.md: a procedure's path).
+    rpc: str
     # One line for lists, then the full description (Markdown).
     summary: str
     doc: str

@@ -21,7 +21,7 @@ def _reel_uuid() -> f.Schema:
 
 SCHEDULE_PHOTOAPP_STORY = Procedure(
     name="schedule-photoapp-story",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/ScheduleStory",
     summary="Renders a page and schedules it as a story on a connected photoapp account.",
     doc=(
         "Renders the page into an image story, or into a video story when its "
@@ -91,7 +91,7 @@ SCHEDULE_PHOTOAPP_STORY = Procedure(
 
 STATUS_PHOTOAPP_STORY = Procedure(
     name="status-photoapp-story",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/GetStory",
     summary="Returns the status and preview of a story post.",
     doc=(
         "Returns where a story post stands: `scheduled`, `executed`, `failed` (with "
@@ -122,7 +122,7 @@ STATUS_PHOTOAPP_STORY = Procedure(
 
 CANCEL_PHOTOAPP_STORY = Procedure(
     name="cancel-photoapp-story",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/CancelStory",
     summary="Cancels a scheduled story post.",
     doc=(
         "Cancels a story post that is still `scheduled`; it becomes `canceled` and the "
@@ -149,7 +149,7 @@ CANCEL_PHOTOAPP_STORY = Procedure(
 
 SCHEDULE_PHOTOAPP_REEL = Procedure(
     name="schedule-photoapp-reel",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/ScheduleReel",
     summary="Renders a video page and schedules it as a reel on a connected photoapp account.",
     doc=(
         "Renders the page into a video and schedules it as a reel on the connected photoapp "
@@ -203,7 +203,7 @@ SCHEDULE_PHOTOAPP_REEL = Procedure(
 
 STATUS_PHOTOAPP_REEL = Procedure(
     name="status-photoapp-reel",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/GetReel",
     summary="Returns the status of a reel post.",
     doc=(
         "Returns where a reel post stands: `scheduled` (queued, or the video is still "
@@ -230,7 +230,7 @@ STATUS_PHOTOAPP_REEL = Procedure(
 
 CANCEL_PHOTOAPP_REEL = Procedure(
     name="cancel-photoapp-reel",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/CancelReel",
     summary="Cancels a scheduled reel post.",
     doc=(
         "Cancels a reel post that is still `scheduled`; it becomes `canceled`.\n\n"

@@ -25,7 +25,7 @@ def _account_id() -> f.Schema:
 
 SCHEDULE_SOCIAL_POST = Procedure(
     name="schedule-social-post",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/ScheduleSocialPost",
     summary="Renders a page and schedules it as a post on any connected social account.",
     doc=(
         "Renders the page and schedules it as a post of type `postType` on the account "
@@ -108,7 +108,7 @@ SCHEDULE_SOCIAL_POST = Procedure(
 
 STATUS_SOCIAL_POST = Procedure(
     name="status-social-post",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/GetSocialPost",
     summary="Returns the status and permalink of a social post.",
     doc=(
         "Returns where a social post stands: `scheduled` (the date has not come), "
@@ -154,7 +154,7 @@ STATUS_SOCIAL_POST = Procedure(
 
 CANCEL_SOCIAL_POST = Procedure(
     name="cancel-social-post",
-    backend="publish",
+    rpc="storypost.publish.v1.PublishService/CancelSocialPost",
     summary="Cancels a scheduled or in-progress social post.",
     doc=(
         "Cancels a social post that is `scheduled` or `in-progress`; it becomes `canceled` "

@@ -9,7 +9,7 @@ from google.protobuf import struct_pb2
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.vocabulary import CLIPAPP, PHOTOAPP
@@ -133,15 +133,21 @@ def social_account(account: pb.ConnectedAccount) -> JsonObject:
     return data
 
 
-def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
-    accounts = account_pb2_grpc.AccountServiceStub(backends.account)
+class AccountProcedures:
+    """Connected accounts and connect links (account-svc); each public method is the
+    procedure of its name."""
 
-    def listed(
+    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
+        self._accounts = account_pb2_grpc.AccountServiceStub(backends.account)
+        self._public_url = settings.public_url
+
+    def _listed(
+        self,
         ctx: CallContext,
         platform: str = "",
         connection: pb.Connection.ValueType = pb.CONNECTION_UNSPECIFIED,
     ) -> list[pb.ConnectedAccount]:
-        reply = accounts.ListConnectedAccounts(
+        reply = self._accounts.ListConnectedAccounts(
             pb.ListConnectedAccountsRequest(
                 organization_id=ctx.organization_id,
                 platform=platform,
@@ -150,19 +156,19 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         )
         return list(reply.accounts)
 
-    def list_photoapp_users(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
-        found = listed(ctx, PHOTOAPP.name, pb.CONNECTION_DIRECT)
+    def list_photoapp_users(self, ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        found = self._listed(ctx, PHOTOAPP.name, pb.CONNECTION_DIRECT)
         return {"photoappUsers": [photoapp_user(a) for a in found]}
 
-    def list_clipapp_accounts(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
-        found = listed(ctx, CLIPAPP.name, pb.CONNECTION_DIRECT)
+    def list_clipapp_accounts(self, ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        found = self._listed(ctx, CLIPAPP.name, pb.CONNECTION_DIRECT)
         return {"clipappAccounts": [clipapp_account(a) for a in found]}
 
-    def list_social_accounts(ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
-        return {"socialAccounts": [social_account(a) for a in listed(ctx)]}
+    def list_social_accounts(self, ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
+        return {"socialAccounts": [social_account(a) for a in self._listed(ctx)]}
 
-    def create_connect_link(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        link = accounts.CreateConnectLink(
+    def create_connect_link(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        link = self._accounts.CreateConnectLink(
             pb.CreateConnectLinkRequest(
                 organization_id=ctx.organization_id,
                 connect_link_uuid=params["connectLinkUuid"],
@@ -171,12 +177,9 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         )
         return {
             "connectLinkUuid": link.connect_link_uuid,
-            "connectLinkUrl": connect_link_url(settings.public_url, link.token),
+            "connectLinkUrl": connect_link_url(self._public_url, link.token),
         }
 
-    return {
-        "list-photoapp-users": list_photoapp_users,
-        "list-clipapp-accounts": list_clipapp_accounts,
-        "list-social-accounts": list_social_accounts,
-        "create-connect-link": create_connect_link,
-    }
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    return procedure_methods(AccountProcedures(backends, settings))

@@ -21,3 +21,13 @@ class CallContext:
 
 
 Handler = Callable[[CallContext, Mapping[str, Any]], JsonObject]
+
+
+def procedure_methods(area: object) -> dict[str, Handler]:
+    """An area's handlers by procedure name: each public method of its class is the procedure
+    of its name with `-` for `_` (`schedule_photoapp_story` is `schedule-photoapp-story`)."""
+    return {
+        name.replace("_", "-"): getattr(area, name)
+        for name, member in vars(type(area)).items()
+        if callable(member) and not name.startswith("_")
+    }

@@ -7,8 +7,8 @@ from typing import Any
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject
-from edge.procedures.posts import design, get_handler, scheduled_json, timestamp
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.posts import design, post_answer, scheduled_json, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
@@ -17,10 +17,14 @@ from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
 COVER_MAX_MS = 600_000
 
 
-def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
-    publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
+class ClipappProcedures:
+    """clipapp posts (publish-svc); each method is the procedure of its name."""
 
-    def schedule(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
+        self._publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
+        self._deadline = settings.render_deadline_seconds
+
+    def schedule_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         request = pb.ScheduleClipappPostRequest(
             organization_id=ctx.organization_id,
             clipapp_post_uuid=params["clipappPostUuid"],
@@ -43,13 +47,17 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         # it is not sent (and a number past int64 cannot reach publish-svc at all).
         if cover is not None and int(cover) <= COVER_MAX_MS:
             request.video_cover_timestamp_ms = int(cover)
-        reply = publish.ScheduleClipappPost(request, timeout=settings.render_deadline_seconds)
+        reply = self._publish.ScheduleClipappPost(request, timeout=self._deadline)
         return scheduled_json("clipappPostUuid", reply)
 
-    return {
-        "schedule-clipapp-post": schedule,
-        "status-clipapp-post": get_handler(
-            publish.GetClipappPost, "clipappPostUuid", "clipappStatus"
-        ),
-        "cancel-clipapp-post": get_handler(publish.CancelClipappPost, "clipappPostUuid"),
-    }
+    def status_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(
+            self._publish.GetClipappPost, ctx, params, "clipappPostUuid", "clipappStatus"
+        )
+
+    def cancel_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(self._publish.CancelClipappPost, ctx, params, "clipappPostUuid")
+
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    return procedure_methods(ClipappProcedures(backends, settings))

@@ -11,7 +11,7 @@ from edge.backends import Backends
 from edge.catalog.media import UPLOAD_TEMP_BLOB
 from edge.config import EdgeSettings
 from edge.errors import ApiError
-from edge.procedures.base import CallContext, Handler, JsonObject
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
 from edge.validation import validation_body
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
@@ -73,12 +73,17 @@ def _draft_status(draft: pb.Draft) -> JsonObject:
     return answer
 
 
-def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
-    render = render_pb2_grpc.RenderServiceStub(backends.render)
-    render_deadline = settings.render_deadline_seconds
+class MediaProcedures:
+    """Temp blobs and drafts (render-svc); each method is the procedure of its name."""
 
-    def create_temp_blob_upload_url(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        blob = render.CreateTempBlobUploadUrl(
+    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
+        self._render = render_pb2_grpc.RenderServiceStub(backends.render)
+        self._render_deadline = settings.render_deadline_seconds
+
+    def create_temp_blob_upload_url(
+        self, ctx: CallContext, params: Mapping[str, Any]
+    ) -> JsonObject:
+        blob = self._render.CreateTempBlobUploadUrl(
             pb.CreateTempBlobUploadUrlRequest(
                 organization_id=ctx.organization_id,
                 temp_blob_uuid=params["tempBlobUuid"],
@@ -89,9 +94,9 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         )
         return _blob_answer(blob)
 
-    def upload_temp_blob(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+    def upload_temp_blob(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         content = decode_base64(params["contentBase64"])
-        blob = render.UploadTempBlob(
+        blob = self._render.UploadTempBlob(
             pb.UploadTempBlobRequest(
                 organization_id=ctx.organization_id,
                 temp_blob_uuid=params["tempBlobUuid"],
@@ -104,8 +109,8 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         )
         return _blob_answer(blob)
 
-    def create_draft(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        draft = render.CreateDraft(
+    def create_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        draft = self._render.CreateDraft(
             pb.CreateDraftRequest(
                 organization_id=ctx.organization_id,
                 draft_uuid=params["draftUuid"],
@@ -114,7 +119,7 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
                 folder_name=params.get("folderName", ""),
                 public_app_url=ctx.app_url,
             ),
-            timeout=render_deadline,
+            timeout=self._render_deadline,
         )
         answer: JsonObject = {
             "draftUuid": draft.draft_uuid,
@@ -125,8 +130,8 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
             answer["warnings"] = list(draft.warnings)
         return answer
 
-    def status_draft(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        draft = render.GetDraft(
+    def status_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        draft = self._render.GetDraft(
             pb.GetDraftRequest(
                 organization_id=ctx.organization_id,
                 draft_uuid=params["draftUuid"],
@@ -135,8 +140,8 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         )
         return _draft_status(draft)
 
-    def delete_draft(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        draft = render.DeleteDraft(
+    def delete_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        draft = self._render.DeleteDraft(
             pb.DeleteDraftRequest(
                 organization_id=ctx.organization_id,
                 draft_uuid=params["draftUuid"],
@@ -145,10 +150,6 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
         )
         return {"draftUuid": draft.draft_uuid, "status": "deleted"}
 
-    return {
-        "create-temp-blob-upload-url": create_temp_blob_upload_url,
-        "upload-temp-blob": upload_temp_blob,
-        "create-draft": create_draft,
-        "status-draft": status_draft,
-        "delete-draft": delete_draft,
-    }
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    return procedure_methods(MediaProcedures(backends, settings))

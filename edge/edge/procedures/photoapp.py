@@ -7,19 +7,22 @@ from typing import Any
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject
-from edge.procedures.posts import design, get_handler, scheduled_json, timestamp
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.posts import design, post_answer, scheduled_json, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 
 
-def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
-    publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
-    deadline = settings.render_deadline_seconds
+class PhotoappProcedures:
+    """Stories and reels (publish-svc); each method is the procedure of its name."""
 
-    def schedule_story(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
+        self._publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
+        self._deadline = settings.render_deadline_seconds
+
+    def schedule_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         destination = params.get("linknetDestinationId")
-        reply = publish.ScheduleStory(
+        reply = self._publish.ScheduleStory(
             pb.ScheduleStoryRequest(
                 organization_id=ctx.organization_id,
                 story_post_uuid=params["storyPostUuid"],
@@ -30,12 +33,18 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
                 share_to_linknet=bool(params.get("shareToLinknet")),
                 linknet_destination_id="" if destination is None else str(destination),
             ),
-            timeout=deadline,
+            timeout=self._deadline,
         )
         return scheduled_json("storyPostUuid", reply)
 
-    def schedule_reel(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        reply = publish.ScheduleReel(
+    def status_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(self._publish.GetStory, ctx, params, "storyPostUuid", "previewUrl")
+
+    def cancel_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(self._publish.CancelStory, ctx, params, "storyPostUuid")
+
+    def schedule_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        reply = self._publish.ScheduleReel(
             pb.ScheduleReelRequest(
                 organization_id=ctx.organization_id,
                 reel_post_uuid=params["reelPostUuid"],
@@ -48,15 +57,16 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
                 # Unset when not given: publish-svc applies the default.
                 share_to_linknet=params.get("shareToLinknet"),
             ),
-            timeout=deadline,
+            timeout=self._deadline,
         )
         return scheduled_json("reelPostUuid", reply)
 
-    return {
-        "schedule-photoapp-story": schedule_story,
-        "status-photoapp-story": get_handler(publish.GetStory, "storyPostUuid", "previewUrl"),
-        "cancel-photoapp-story": get_handler(publish.CancelStory, "storyPostUuid"),
-        "schedule-photoapp-reel": schedule_reel,
-        "status-photoapp-reel": get_handler(publish.GetReel, "reelPostUuid"),
-        "cancel-photoapp-reel": get_handler(publish.CancelReel, "reelPostUuid"),
-    }
+    def status_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(self._publish.GetReel, ctx, params, "reelPostUuid")
+
+    def cancel_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(self._publish.CancelReel, ctx, params, "reelPostUuid")
+
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    return procedure_methods(PhotoappProcedures(backends, settings))

@@ -8,7 +8,7 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from edge.procedures.base import CallContext, Handler, JsonObject
+from edge.procedures.base import CallContext, JsonObject
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import iso_utc
@@ -70,13 +70,15 @@ def scheduled_json(
     return body
 
 
-def get_handler(call: Callable[..., pb.Post], uuid_field: str, *extra: str) -> Handler:
+def post_answer(
+    call: Callable[..., pb.Post],
+    ctx: CallContext,
+    params: Mapping[str, Any],
+    uuid_field: str,
+    *extra: str,
+) -> JsonObject:
     """A status or cancel procedure: one UUID in, the post out."""
-
-    def handler(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        post = call(
-            pb.GetPostRequest(organization_id=ctx.organization_id, post_uuid=params[uuid_field])
-        )
-        return post_json(uuid_field, post, *extra)
-
-    return handler
+    post = call(
+        pb.GetPostRequest(organization_id=ctx.organization_id, post_uuid=params[uuid_field])
+    )
+    return post_json(uuid_field, post, *extra)

@@ -8,19 +8,23 @@ from typing import Any
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject
-from edge.procedures.posts import design, get_handler, scheduled_json, timestamp
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.posts import design, post_answer, scheduled_json, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 
 STATUS_FIELDS = ("permalink", "socialAccountId", "platform", "postType", "date")
 
 
-def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
-    publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
+class SocialProcedures:
+    """Social posts (publish-svc); each method is the procedure of its name."""
 
-    def schedule(ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        reply = publish.ScheduleSocialPost(
+    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
+        self._publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
+        self._deadline = settings.render_deadline_seconds
+
+    def schedule_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        reply = self._publish.ScheduleSocialPost(
             pb.ScheduleSocialPostRequest(
                 organization_id=ctx.organization_id,
                 social_post_uuid=params["socialPostUuid"],
@@ -31,12 +35,18 @@ def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
                 options_json=json.dumps(params.get("options") or {}),
                 date=timestamp(params.get("date")),
             ),
-            timeout=settings.render_deadline_seconds,
+            timeout=self._deadline,
         )
         return scheduled_json("socialPostUuid", reply, current_status=True)
 
-    return {
-        "schedule-social-post": schedule,
-        "status-social-post": get_handler(publish.GetSocialPost, "socialPostUuid", *STATUS_FIELDS),
-        "cancel-social-post": get_handler(publish.CancelSocialPost, "socialPostUuid"),
-    }
+    def status_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(
+            self._publish.GetSocialPost, ctx, params, "socialPostUuid", *STATUS_FIELDS
+        )
+
+    def cancel_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return post_answer(self._publish.CancelSocialPost, ctx, params, "socialPostUuid")
+
+
+def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:
+    return procedure_methods(SocialProcedures(backends, settings))

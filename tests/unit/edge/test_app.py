@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -124,6 +125,39 @@ def test_auth_answers_are_cached(accounts: FakeAccounts) -> None:
         assert post(client, "generate-uuid").status_code == 200
         assert post(client, "generate-uuid", token="sp_wrong").status_code == 401
     assert accounts.auth_calls == 2
+
+
+class Called(Exception):
+    """Raised by the recording channel in place of an answer."""
+
+
+class RecordingChannel:
+    """A channel whose every call records its method and raises Called."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self._calls = calls
+
+    def unary_unary(self, method: str, *_args: Any, **_kwargs: Any) -> Any:
+        def call(_request: Any, **_options: Any) -> Any:
+            self._calls.append(method.removeprefix("/"))
+            raise Called
+
+        return call
+
+
+def test_each_handler_calls_the_rpc_its_catalog_entry_names() -> None:
+    catalog = build_catalog()
+    calls: list[str] = []
+    channel: Any = RecordingChannel(calls)
+    wired = all_handlers(
+        catalog.names(), Backends(channel, channel, channel, channel), EdgeSettings()
+    )
+    ctx = CallContext("org", "cred", "req", "http://edge/o/org/api/v1", "http://edge/o/org")
+    for procedure in catalog:
+        calls.clear()
+        with contextlib.suppress(Called):
+            wired[procedure.name](ctx, procedure.example_input)
+        assert calls == ([procedure.rpc] if procedure.rpc else []), procedure.name
 
 
 def test_every_catalog_procedure_has_exactly_one_handler() -> None:
