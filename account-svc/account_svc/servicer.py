@@ -3,121 +3,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import grpc
 
 from account_svc.connections.access_tokens import AccessTokens
 from account_svc.connections.connect_flow import ConnectFlow
-from account_svc.connections.connect_links import ConnectLink, ConnectLinks
+from account_svc.connections.connect_links import ConnectLinks
 from account_svc.connections.connected_accounts import ConnectedAccounts
 from account_svc.connections.credits import Credits
-from account_svc.connections.daily_limits import DailyLimits, DailyReservation
+from account_svc.connections.daily_limits import DailyLimits
 from account_svc.connections.mentions import MentionResolver
-from account_svc.convert import account_pb, account_ref, connection_name
-from account_svc.identity.credentials import Credential, Credentials
-from account_svc.identity.organizations import Organization, Organizations
+from account_svc.convert import (
+    LINK_STATUS,
+    account_pb,
+    account_ref,
+    connection_name,
+    credential_pb,
+    link_pb,
+    organization_pb,
+    post_date,
+    reservation_pb,
+    role_of,
+    session_pb,
+    user_pb,
+)
+from account_svc.identity.credentials import Credentials
+from account_svc.identity.organizations import Organizations
 from account_svc.identity.ratelimit import RateLimiter
-from account_svc.identity.sessions import AppSessions, Session
-from account_svc.identity.users import Role, User, Users
+from account_svc.identity.sessions import AppSessions
+from account_svc.identity.users import Users
 from account_svc.identity.workspace_users import WorkspaceUsers
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
-from storypost_runtime.errors import InvalidArgument
-from storypost_runtime.protobuf import timestamp, to_datetime
+from storypost_runtime.protobuf import timestamp
 from storypost_runtime.vocabulary import PHOTOAPP
 
 Context = grpc.aio.ServicerContext[Any, Any]
-LINK_STATUS = {"active": pb.CONNECT_LINK_STATUS_ACTIVE, "used": pb.CONNECT_LINK_STATUS_USED}
-ROLE_PB: dict[Role, pb.UserRole.ValueType] = {
-    "admin": pb.USER_ROLE_ADMIN,
-    "member": pb.USER_ROLE_MEMBER,
-}
-
-
-def role_of(value: pb.UserRole.ValueType, unspecified: Role) -> Role:
-    if value == pb.USER_ROLE_UNSPECIFIED:
-        return unspecified
-    for role, known in ROLE_PB.items():
-        if known == value:
-            return role
-    raise InvalidArgument("unknown role")
-
-
-def organization_pb(org: Organization) -> pb.Organization:
-    return pb.Organization(
-        organization_id=org.organization_id, name=org.name, created_at=timestamp(org.created_at)
-    )
-
-
-def credential_pb(cred: Credential) -> pb.ApiCredential:
-    return pb.ApiCredential(
-        credential_id=cred.credential_id,
-        organization_id=cred.organization_id,
-        name=cred.name,
-        token_prefix=cred.token_prefix,
-        created_at=timestamp(cred.created_at),
-        last_used_at=timestamp(cred.last_used_at),
-        revoked_at=timestamp(cred.revoked_at),
-    )
-
-
-def user_pb(user: User) -> pb.User:
-    return pb.User(
-        user_id=user.user_id,
-        organization_id=user.organization_id,
-        email=user.email,
-        created_at=timestamp(user.created_at),
-        role=ROLE_PB[user.role],
-        time_zone=user.time_zone,
-    )
-
-
-def link_pb(link: ConnectLink) -> pb.ConnectLink:
-    return pb.ConnectLink(
-        connect_link_uuid=link.connect_link_uuid,
-        organization_id=link.organization_id,
-        token=link.token,
-        description=link.description,
-        status=LINK_STATUS[link.status],
-        created_at=timestamp(link.created_at),
-        used_at=timestamp(link.used_at),
-        social_account_id=link.social_account_id,
-    )
-
-
-def session_pb(session: Session) -> pb.AppSession:
-    return pb.AppSession(
-        session_id=session.session_id,
-        organization_id=session.organization_id,
-        user_id=session.user_id,
-        email=session.email,
-        created_at=timestamp(session.created_at),
-        expires_at=timestamp(session.expires_at),
-        role=ROLE_PB[session.role],
-        time_zone=session.time_zone,
-    )
-
-
-def reservation_pb(reservation: DailyReservation) -> pb.DailyPostReservation:
-    message = pb.DailyPostReservation(
-        reserved=reservation.reserved,
-        day=reservation.day,
-        used=reservation.used,
-        already_reserved=reservation.already_reserved,
-        platform=reservation.account.platform.name,
-        platform_account_id=reservation.account.platform_account_id,
-    )
-    if reservation.limit is not None:
-        message.limit = reservation.limit
-    return message
-
-
-def post_date(request: pb.DailyPostRequest) -> datetime:
-    if not request.HasField("post_date"):
-        raise InvalidArgument("post_date is required")
-    return to_datetime(request.post_date)
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.connections.connect_links import ConnectLinks
 from account_svc.connections.token_crypto import TokenCipher
+from account_svc.convert import role_of, session_pb
 from account_svc.identity.organizations import Organizations
 from account_svc.identity.sessions import AppSessions, hash_session_token
 from account_svc.identity.signin_limits import Bucket, SignInLimits
 from account_svc.identity.users import Users
 from account_svc.identity.workspace_users import NOT_ADMIN, WorkspaceUsers
 from account_svc.records import AccountCollections
-from account_svc.servicer import role_of, session_pb
 from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.errors import (

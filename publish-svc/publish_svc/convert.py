@@ -1,0 +1,75 @@
+"""Conversions between publish_svc's domain objects and its protos (the servicer's two sides)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from publish_svc.intake import Accepted, NewPost
+from publish_svc.model import Kind, Post, Status
+from storypost.publish.v1 import publish_pb2 as pb
+from storypost_runtime.protobuf import timestamp, to_datetime
+from storypost_runtime.vocabulary import proto_name
+
+STATUS_PB = {s: pb.PostStatus.Value(proto_name("POST_STATUS", s)) for s in Status}
+STATUS_OF_PB = {value: key for key, value in STATUS_PB.items()}
+KIND_PB = {
+    Kind.STORY: pb.POST_KIND_STORY,
+    Kind.REEL: pb.POST_KIND_REEL,
+    Kind.CLIPAPP: pb.POST_KIND_CLIPAPP,
+    Kind.SOCIAL: pb.POST_KIND_SOCIAL,
+}
+KIND_OF_PB = {value: key for key, value in KIND_PB.items()}
+
+
+def moment_of(request: Any, name: str) -> datetime | None:
+    if not request.HasField(name):
+        return None
+    moment = to_datetime(getattr(request, name))
+    return moment
+
+
+def date_of(request: Any) -> datetime | None:
+    return moment_of(request, "date")
+
+
+def post_pb(post: Post) -> pb.Post:
+    account = {
+        Kind.STORY: post.account.username,
+        Kind.REEL: post.account.username,
+        Kind.CLIPAPP: post.account.platform_account_id,
+        Kind.SOCIAL: post.account.social_account_id,
+    }[post.kind]
+    return pb.Post(
+        organization_id=post.organization_id,
+        post_uuid=post.post_uuid,
+        kind=KIND_PB[post.kind],
+        status=STATUS_PB[post.status],
+        error_message=(post.error_message or "") if post.status is Status.FAILED else "",
+        preview_url=post.preview_url or "",
+        clipapp_status=post.clipapp_status or "",
+        permalink=post.permalink or "",
+        date=timestamp(post.listed_at),
+        social_account_id=post.account.social_account_id if post.kind is Kind.SOCIAL else "",
+        platform=post.account.platform if post.kind is Kind.SOCIAL else "",
+        account=account,
+        created_at=timestamp(post.created_at),
+        finished_at=timestamp(post.finished_at),
+        post_type=str(post.params.get("postType") or ""),
+        warnings=post.warnings,
+    )
+
+
+def accepted_pb(result: Accepted) -> pb.ScheduleResponse:
+    return pb.ScheduleResponse(post=post_pb(result.post), warnings=result.warnings)
+
+
+def new_post(kind: Kind, request: Any, post_uuid: str, params: dict[str, Any]) -> NewPost:
+    return NewPost(
+        kind=kind,
+        organization_id=request.organization_id,
+        post_uuid=post_uuid,
+        design=request.design,
+        date=date_of(request),
+        params=params,
+    )
