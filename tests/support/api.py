@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_fixed
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
@@ -27,6 +28,22 @@ class IssuedToken:
     token: str
 
 
+def _unavailable(error: BaseException) -> bool:
+    return isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNAVAILABLE
+
+
+# As every caller is told to: UNAVAILABLE (a service or its database restarting, e.g. right
+# after a test that killed one) is retried for a while. A repeat may make a second test
+# organization; nothing reads it.
+def retrying_unavailable() -> AsyncRetrying:
+    return AsyncRetrying(
+        retry=retry_if_exception(_unavailable),
+        stop=stop_after_delay(30),
+        wait=wait_fixed(0.5),
+        reraise=True,
+    )
+
+
 class Admin:
     """account-svc calls a test needs (what `storypost admin` does)."""
 
@@ -35,16 +52,22 @@ class Admin:
         self._edge_url = edge_url
 
     async def create_org(self, name: str = "test org") -> Org:
-        org = await self._accounts.CreateOrganization(pb.CreateOrganizationRequest(name=name))
+        async for attempt in retrying_unavailable():
+            with attempt:
+                org = await self._accounts.CreateOrganization(
+                    pb.CreateOrganizationRequest(name=name)
+                )
         issued = await self.create_token(org.organization_id)
         return Org(
             org.organization_id, issued.token, f"{self._edge_url}/o/{org.organization_id}/api/v1"
         )
 
     async def create_token(self, organization_id: str, name: str = "tests") -> IssuedToken:
-        reply = await self._accounts.CreateApiCredential(
-            pb.CreateApiCredentialRequest(organization_id=organization_id, name=name)
-        )
+        async for attempt in retrying_unavailable():
+            with attempt:
+                reply = await self._accounts.CreateApiCredential(
+                    pb.CreateApiCredentialRequest(organization_id=organization_id, name=name)
+                )
         return IssuedToken(reply.credential.credential_id, reply.token)
 
     async def set_credits(self, organization_id: str, credits: int) -> None:
