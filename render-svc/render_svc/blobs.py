@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -291,13 +291,23 @@ class TempBlobs:
             return found
         return TempBlob.from_doc(doc)
 
-    async def _usable(self, org: str, uuid: str, key: str) -> TempBlob | None:
-        """The blob when the key matches, it has not expired and its bytes are there."""
+    async def _record(self, org: str, uuid: str) -> TempBlob | None:
+        """The blob's record: from memory once its bytes were seen, else from the database."""
         if not UUID.match(uuid):
             return None
-        blob = self._uploaded.get(f"{org}:{uuid}") or await self._find(org, uuid)
+        return self._uploaded.get(f"{org}:{uuid}") or await self._find(org, uuid)
+
+    async def _usable(self, org: str, uuid: str, key: str) -> TempBlob | None:
+        """The blob when the key matches, it has not expired and its bytes are there."""
+        blob = await self._record(org, uuid)
         if blob is None or not hmac.compare_digest(blob.key.encode(), key.encode()):
             return None
+        return await self._ready(blob)
+
+    async def _ready(self, blob: TempBlob) -> TempBlob | None:
+        """The blob when it has not expired and its bytes are there (checked against its
+        declared type the first time); Refused when they were not that type."""
+        org, uuid = blob.organization_id, blob.temp_blob_uuid
         if blob.expires_at <= self._clock.now():
             return None
         if not blob.uploaded:
@@ -340,16 +350,16 @@ class TempBlobs:
         nosniff`: a verified type inline as itself, anything else (SVG…) as an attachment of a
         neutral type, whatever the object was stored as."""
         uuid = uuid.lower()
-        blob = self._uploaded.get(f"{org}:{uuid}") or await self._find(org, uuid)
+        signed = await self._record(org, uuid)
         if (
-            blob is None
+            signed is None
             or expires_at < self._clock.now().timestamp()
             or not hmac.compare_digest(
-                download_signature(blob.key, org, uuid, expires_at).encode(), signature.encode()
+                download_signature(signed.key, org, uuid, expires_at).encode(), signature.encode()
             )
         ):
             raise NotFound(DOWNLOAD_EXPIRED)
-        blob = await self._usable_or_refused(org, uuid, blob.key)
+        blob = await self._refused_or_found(self._ready(signed))
         content_type, disposition = served_as(blob.content_type)
         if disposition == "attachment":
             disposition = f'attachment; filename="{blob.temp_blob_uuid}"'
@@ -366,8 +376,14 @@ class TempBlobs:
         return BlobPart(content_type, disposition, blob.content_length, data)
 
     async def _usable_or_refused(self, org: str, uuid: str, key: str) -> TempBlob:
+        return await self._refused_or_found(self._usable(org, uuid, key))
+
+    @staticmethod
+    async def _refused_or_found(check: Awaitable[TempBlob | None]) -> TempBlob:
+        """A usable blob, or the caller's error: INVALID_ARGUMENT for refused bytes,
+        NOT_FOUND for anything else."""
         try:
-            blob = await self._usable(org, uuid, key)
+            blob = await check
         except Refused as error:
             raise InvalidArgument(str(error)) from None
         if blob is None:

@@ -13,6 +13,7 @@ to be an image. Types that cannot be verified (SVG…) come as attachments of a 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NoReturn
 
 import falcon
 import grpc
@@ -37,7 +38,7 @@ DOWNLOAD_HEADERS = {
 }
 
 
-def _raise_for(error: grpc.RpcError) -> None:
+def _raise_for(error: grpc.RpcError) -> NoReturn:
     code = error.code()
     if code == grpc.StatusCode.NOT_FOUND:
         raise ApiError(404, error.details() or NOT_FOUND) from None
@@ -66,7 +67,6 @@ class TempBlobRedirect:
             )
         except grpc.RpcError as error:
             _raise_for(error)
-            raise
         resp.status = falcon.HTTP_302
         resp.location = (
             f"{self._settings.app_url(organization_id)}/blobs/{temp_blob_uuid.lower()}"
@@ -121,7 +121,6 @@ class TempBlobDownload:
             head = self._read(name, 0, 0)  # the headers' values; no bytes yet
         except grpc.RpcError as error:
             _raise_for(error)
-            raise
         total = head.total_length
         resp.set_headers(DOWNLOAD_HEADERS)
         resp.content_type = head.content_type
