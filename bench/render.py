@@ -145,6 +145,62 @@ def tree_memory(pid: int) -> tuple[int, int]:
     return pss, rss
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds_by_process() -> dict[int, tuple[str, float]]:
+    """CPU seconds used so far by every process, with its kind: a Chromium process by its
+    `--type` and whose it is (render-svc's or the bench's bare browser), render-svc by name,
+    any other by its program. Processes that end between two looks are not counted."""
+    table: dict[int, tuple[int, float, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().split()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        seconds = (int(fields[11]) + int(fields[12])) / TICKS
+        types = [a.split("=", 1)[1] for a in argv if a.startswith("--type=")]
+        if types:
+            kind = "chromium " + types[0]
+        elif any("render_svc" in a for a in argv):
+            kind = "render-svc"
+        elif argv and "chrom" in Path(argv[0]).name:
+            kind = "chromium browser"
+        else:
+            kind = Path(argv[0]).name if argv else stat.split("(", 1)[1].split(")")[0]
+        table[int(entry.name)] = (int(fields[1]), seconds, kind)
+    service = {pid for pid, (_, _, kind) in table.items() if kind == "render-svc"}
+    found: dict[int, tuple[str, float]] = {}
+    for pid, (_, seconds, kind) in table.items():
+        owner, at = "", table[pid][0]
+        while at in table:
+            if at in service:
+                owner = "svc "
+                break
+            at = table[at][0]
+        if kind.startswith("chromium") and not owner:
+            owner = "bare "
+        found[pid] = (owner + kind, seconds)
+    return found
+
+
+def cpu_per_unit(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], units: float
+) -> str:
+    """Milliseconds of CPU per unit of work by kind of process, the largest first."""
+    used: dict[str, float] = {}
+    for pid, (kind, seconds) in after.items():
+        earlier = before.get(pid)
+        spent = seconds - (earlier[1] if earlier and earlier[0] == kind else 0.0)
+        used[kind] = used.get(kind, 0.0) + spent * 1000 / units
+    shown = sorted(((ms, k) for k, ms in used.items() if ms >= 1), reverse=True)
+    return ", ".join(f"{k} {ms:.0f}" for ms, k in shown)
+
+
 @dataclass
 class Service:
     stub: render_pb2_grpc.RenderServiceAsyncStub
@@ -276,8 +332,14 @@ async def bench_throughput(
     ours: list[float] = []
     bare: list[float] = []
     for _ in range(rounds):
+        before = await asyncio.to_thread(cpu_seconds_by_process)
         ours.append(await rate(lambda _caller: prepare(service, html), THROUGHPUT_SECONDS))
+        middle = await asyncio.to_thread(cpu_seconds_by_process)
         bare.append(await rate(bare_once, THROUGHPUT_SECONDS))
+        after = await asyncio.to_thread(cpu_seconds_by_process)
+        renders, shots = ours[-1] * THROUGHPUT_SECONDS, bare[-1] * THROUGHPUT_SECONDS
+        print(f"CPU ms per render: {cpu_per_unit(before, middle, renders)}", flush=True)
+        print(f"CPU ms per bare screenshot: {cpu_per_unit(middle, after, shots)}", flush=True)
     return statistics.median(ours), statistics.median(bare)
 
 

@@ -56,10 +56,17 @@ class PageSession:
         self._assets = assets
         self._settle = settle
         self._key = lease.key
+        # Where the design is: the lease's render frame (an `html` design) or the page's
+        # own main frame (a `url` design, loaded at its address).
+        self._document: Any = lease.document
 
     @property
     def page(self) -> Any:
         return self._lease.page
+
+    @property
+    def document(self) -> Any:
+        return self._document
 
     @property
     def page_render(self) -> int:
@@ -121,7 +128,7 @@ class PageSession:
     async def _load_html(self, html: str) -> None:
         try:
             await self._bounded(
-                self.page.set_content(
+                self._document.set_content(
                     html, wait_until="load", timeout=self.network.remaining() * 1000
                 ),
                 "finish loading",
@@ -138,6 +145,7 @@ class PageSession:
             network.fetcher.rules.check_url(url)
         except Blocked as error:
             raise InvalidArgument(f"the page url is not allowed: {error}") from None
+        self._document = self.page.main_frame
         for _hop in range(MAX_PAGE_REDIRECTS + 1):
             network.main_redirect = network.main_error = None
             try:
@@ -168,20 +176,24 @@ class PageSession:
     async def collect(self) -> list[RawElement]:
         """The page's photoapp-* elements (the script is installed again if it went missing)."""
         raw: list[dict[str, Any]] | None = await self._bounded(
-            self.page.evaluate("(key) => window[key] ? window[key].collect() : null", self._key),
+            self._document.evaluate(
+                "(key) => window[key] ? window[key].collect() : null", self._key
+            ),
             "settle",
         )
         if raw is None:
-            await self._bounded(self.page.evaluate(self._assets.page_script(self._key)), "settle")
+            await self._bounded(
+                self._document.evaluate(self._assets.page_script(self._key)), "settle"
+            )
             raw = await self._bounded(
-                self.page.evaluate("(key) => window[key].collect()", self._key), "settle"
+                self._document.evaluate("(key) => window[key].collect()", self._key), "settle"
             )
         return [RawElement.from_js(item) for item in raw or []]
 
     async def draw(self, plans: Sequence[Plan], *, video: bool, now_ms: int) -> Drawn:
         """Draws the stickers (video: over a transparent page) and measures them."""
         result: dict[str, Any] = await self._bounded(
-            self.page.evaluate(
+            self._document.evaluate(
                 "([key, plans, video, now]) => window[key].draw(plans, video, now)",
                 [self._key, [plan.to_js() for plan in plans], video, now_ms],
             ),

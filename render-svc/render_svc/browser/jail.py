@@ -42,6 +42,32 @@ def enter() -> None:
     Path("/proc/self/gid_map").write_text(f"{gid or INSIDE_ID} {gid} 1\n")
 
 
+# Switches whose values are lists Chromium reads from their last occurrence only.
+LIST_SWITCHES = ("--disable-features=", "--enable-features=")
+
+
+def merge_feature_lists(argv: list[str]) -> list[str]:
+    """One `--disable-features` and one `--enable-features`, each holding every value given.
+
+    Playwright passes lists of its own and render-svc adds to them (pool.BASE_ARGS); Chromium
+    would keep only the last occurrence and silently drop the others' features. The merged
+    switch stands where the first occurrence stood."""
+    merged: dict[str, list[str]] = {}
+    out: list[str] = []
+    for arg in argv:
+        prefix = next((p for p in LIST_SWITCHES if arg.startswith(p)), None)
+        if prefix is None:
+            out.append(arg)
+            continue
+        if prefix not in merged:
+            merged[prefix] = []
+            out.append(prefix)  # a placeholder, filled below
+        for name in arg[len(prefix) :].split(","):
+            if name and name not in merged[prefix]:
+                merged[prefix].append(name)
+    return [arg + ",".join(merged[arg]) if arg in merged else arg for arg in out]
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: jail.py (--probe | CHROMIUM [ARGS…])", file=sys.stderr)
@@ -60,6 +86,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == PROBE:
         return 0
     # The browser replaces this process: Playwright's pipe and pid stay what they were.
+    argv = merge_feature_lists(argv)
     os.execv(argv[0], argv)  # noqa: S606
 
 

@@ -4,9 +4,10 @@ Each render gets a page whose context holds nothing of any other render or organ
 no cookies, storage or cache, and every request routed to render-svc. Creating a context's
 first page starts a renderer process, the slow part, so each browser keeps contexts ready
 and reuses a page after an `html` render in which nothing ran at an address of its own
-(no origin could keep storage), once it is wiped: cookies cleared, a new document (a new
-window: globals, timers and workers of the render end), history reset, `window.name`
-emptied (docs/render.md "Reuse"). Any other render's context is closed. A browser is
+(no origin could keep storage), once it is wiped: cookies cleared, the render's frame
+replaced by a new one (a new window: globals, timers and workers of the render end;
+browser/frames.py), history reset (docs/render.md "Reuse"). Any other render's context is
+closed. A browser is
 replaced after `max_renders` renders, and relaunched when it crashes.
 """
 
@@ -29,6 +30,7 @@ from playwright.async_api import (
     Browser,
     BrowserContext,
     CDPSession,
+    Frame,
     Page,
     Playwright,
     async_playwright,
@@ -37,6 +39,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from render_svc.assets import Assets
 from render_svc.browser import jail
+from render_svc.browser.frames import fresh_frame
 from render_svc.browser.network import SessionHolder
 from render_svc.browser.priority import at_lower_priority, lower_sessions
 from render_svc.fair import FairSlots
@@ -63,11 +66,13 @@ BASE_ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--dns-prefetch-disable",
     "--host-resolver-rules=MAP * ~NOTFOUND",
-    # A reused page's previous document must not survive in the back/forward cache. A new
-    # document in the same frame keeps its frame host (RenderDocument off): the wipe's
-    # navigation costs half the CPU (29 vs 59 ms measured here); each document still gets a
-    # window of its own.
-    "--disable-features=BackForwardCache,RenderDocument",
+    # A page's previous document must not survive in the back/forward cache. A new document
+    # in the same frame keeps its frame host (RenderDocument off): a `url` design's
+    # navigation costs half the CPU; each document still gets a window of its own. Every
+    # context's window would start a renderer process for the omnibox popup's WebUI (two
+    # pages, 130 MiB and more each), which a headless browser never shows. The jail merges
+    # this list with Playwright's (browser/jail.py).
+    "--disable-features=BackForwardCache,RenderDocument,WebUIOmniboxPopup,WebUIOmniboxAimPopup",
 )
 # Seconds a reused page's wipe may take; a page that will not be wiped is closed.
 WIPE_SECONDS = 5.0
@@ -130,9 +135,10 @@ class PoolSettings:
     # Script installed in every document of a context before the page's own scripts; it gets
     # the context's random key (our component script under window[key]).
     page_script: Callable[[str], str] | None = None
-    # Run on a spare page (with its context's key) before any render leases it, off the
-    # render's path: the one-time costs of a new renderer process (browser/warmup.py).
-    warm_up: Callable[[Page, str], Awaitable[None]] | None = None
+    # Run on a spare page's render frame (with its context's key) before any render leases
+    # it, off the render's path: the one-time costs of a new renderer process
+    # (browser/warmup.py). The render then gets a new frame.
+    warm_up: Callable[[Frame, str], Awaitable[None]] | None = None
     warm_up_seconds: float = 10.0
 
 
@@ -142,6 +148,8 @@ class Lease:
 
     context: BrowserContext
     page: Page
+    # The frame an `html` design is loaded into: new for every render (browser/frames.py).
+    document: Frame
     holder: SessionHolder
     # The name of our component script in this context's pages.
     key: str
@@ -299,11 +307,12 @@ class BrowserPool:
             await context.route_web_socket("**/*", holder.on_websocket)
             context.on("requestfailed", holder.on_request_failed)
             page = await context.new_page()
+            document = await fresh_frame(page)
         except BaseException:
             with contextlib.suppress(PlaywrightError):
                 await context.close()
             raise
-        lease = Lease(context, page, holder, key)
+        lease = Lease(context, page, document, holder, key)
         page.on("crash", lambda _p: lease.crashed.set())
         page.on("framenavigated", lambda frame: holder.note_document(frame.url))
         page.on("worker", lambda worker: holder.note_document(worker.url))
@@ -315,7 +324,8 @@ class BrowserPool:
             return True
         try:
             async with asyncio.timeout(self._s.warm_up_seconds):
-                await self._s.warm_up(lease.page, lease.key)
+                await self._s.warm_up(lease.document, lease.key)
+                lease.document = await fresh_frame(lease.page)
             warm = not lease.crashed.is_set()
         except (PlaywrightError, TimeoutError) as error:
             log.warning("warming a spare page failed; it is not used", error=str(error))
@@ -476,14 +486,13 @@ class BrowserPool:
         try:
             async with asyncio.timeout(WIPE_SECONDS):
                 await lease.context.clear_cookies()
-                # A new document is a new window: the render's globals, timers, workers and
-                # performance entries end with the old one (no back/forward cache: BASE_ARGS).
-                await page.goto("about:blank")
+                # A new frame is a new window (and a new `window.name`): the render's globals,
+                # timers, workers and performance entries end with the old frame.
+                lease.document = await fresh_frame(page)
+                # The old frame's navigations stay in the page's joint session history.
                 if lease.cdp is None:
                     lease.cdp = await lease.context.new_cdp_session(page)
                 await lease.cdp.send("Page.resetNavigationHistory")
-                # A window's name outlives its documents.
-                await page.evaluate("window.name = ''")
         except (PlaywrightError, TimeoutError) as error:
             log.info("a used page could not be wiped; its context is closed", error=str(error))
             return False

@@ -4,13 +4,13 @@ A spare page lives in a brand-new renderer process. Its first document, first st
 drawing and first screenshot pay one-time costs (compiling the component script, loading
 the sticker fonts into the renderer, setting up the compositor's capture surface) that a
 long-lived page would not. The pool runs this warm-up off the render's path, while the
-spare waits; the render then replaces the document with the caller's design. Nothing of an
+spare waits; the render then gets a new frame for the caller's design. Nothing of an
 organization is involved: the sample is ours and the context is still new.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from playwright.async_api import Frame
 
 from render_svc.browser.capture import JPEG_QUALITY
 from render_svc.stickers import RawElement, plan_page
@@ -26,13 +26,13 @@ SAMPLE = (
 )
 
 
-async def warm_up(page: Any, key: str) -> None:
-    """Loads, draws and captures the sample on `page` (the same steps as a render)."""
-    await page.set_content(SAMPLE, wait_until="load")
-    raw = await page.evaluate("(key) => window[key] ? window[key].collect() : []", key)
+async def warm_up(document: Frame, key: str) -> None:
+    """Loads, draws and captures the sample in a page's render frame (a render's steps)."""
+    await document.set_content(SAMPLE, wait_until="load")
+    raw = await document.evaluate("(key) => window[key] ? window[key].collect() : []", key)
     plans = plan_page([RawElement.from_js(item) for item in raw]).stickers
-    await page.evaluate(
+    await document.evaluate(
         "([key, plans]) => window[key] && window[key].draw(plans, false, Date.now())",
         [key, [plan.to_js() for plan in plans]],
     )
-    await page.screenshot(type="jpeg", quality=JPEG_QUALITY)
+    await document.page.screenshot(type="jpeg", quality=JPEG_QUALITY)

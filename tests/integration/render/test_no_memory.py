@@ -1,10 +1,10 @@
 """Issue #21 item 2: nothing a page leaves behind is seen by a later render.
 
 One page, rendered back to back in one organization and then in another: it first reads
-every place a page can leave something (window.name, globals, localStorage, sessionStorage,
-cookies, Cache Storage, IndexedDB, service workers, history entries, performance entries,
-the HTTP cache), then leaves something in each and reads again. It reports both readings to the page
-server. Every render must find nothing before it leaves its own; the reading after leaving
+every place a page can leave something (window.name, globals, the top window's globals,
+localStorage, sessionStorage, cookies, Cache Storage, IndexedDB, service workers, history
+entries, performance entries, the HTTP cache), then leaves something in each and reads
+again. It reports both readings to the page server. Every render must find nothing before it leaves its own; the reading after leaving
 finds everything, which shows the readers work. The page's load event waits for its report
 (an image the page server holds until the report arrives), so no render is captured and torn
 down before its page has reported, however loaded the machine.
@@ -47,6 +47,7 @@ async function read() {
   };
   await note("window.name", () => window.name);
   await note("global", () => globalThis.leftBehind);
+  await note("top", () => top.leftBehind);
   await note("localStorage", () => localStorage.getItem("left"));
   await note("sessionStorage", () => sessionStorage.getItem("left"));
   await note("cookie", () => document.cookie.includes("left=") && document.cookie);
@@ -61,6 +62,7 @@ async function read() {
 async function leave() {
   await attempt(() => { window.name = "left"; });
   await attempt(() => { globalThis.leftBehind = "left"; });
+  await attempt(() => { top.leftBehind = "left"; });
   await attempt(() => localStorage.setItem("left", "1"));
   await attempt(() => sessionStorage.setItem("left", "1"));
   await attempt(() => { document.cookie = "left=1; max-age=3600"; });
@@ -93,10 +95,12 @@ async function leave() {
 # What the reading after leaving must find: everything but what only outlives a document
 # (service workers are blocked in every context, so none is ever registered).
 LEFT_IN_ONE_RENDER = {
-    "window.name", "global", "localStorage", "sessionStorage", "cookie", "caches",
+    "window.name", "global", "top", "localStorage", "sessionStorage", "cookie", "caches",
     "indexedDB", "performance",
 }  # fmt: skip
-# In a document without an origin the storage APIs refuse: what is left is the window's.
+# In a document without an origin the storage APIs refuse: what is left is the window's. The
+# top document (ours, kept between renders) is of another origin: it can neither be written
+# nor read.
 LEFT_WITHOUT_AN_ORIGIN = {"window.name", "global", "performance"}
 ORGANIZATIONS = ["memory-org-a", "memory-org-a", "memory-org-b", "memory-org-a"]
 

@@ -5,13 +5,16 @@ render that arrives while a spare is being prepared getting that spare (issue #5
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from render_svc.assets import load_assets
+from render_svc.browser.memory import descendants, processes
 from render_svc.browser.pool import BrowserPool, PoolSettings
 from render_svc.browser.warmup import warm_up
 from render_svc.config import RenderSettings
@@ -29,12 +32,12 @@ class Recorder:
         self.gate: asyncio.Event | None = None
         self.entered = asyncio.Event()
 
-    async def __call__(self, page: Any, key: str) -> None:
+    async def __call__(self, document: Any, key: str) -> None:
         if self.gate is not None:
             self.entered.set()
             await self.gate.wait()
-        await warm_up(page, key)
-        self.warmed.append(page)
+        await warm_up(document, key)
+        self.warmed.append(document.page)
 
 
 @asynccontextmanager
@@ -81,12 +84,16 @@ async def test_spares_are_warmed_and_every_render_gets_a_new_context(
     for _ in range(3):
         async with pool.lease(ORG) as lease:
             contexts.append(lease.context)
-            drawn = await lease.page.evaluate(
+            # The page comes warmed (our sample drawn in a frame of its own) with a new, empty
+            # frame for the render: nothing of the sample is in it, our script is.
+            assert recorder.warmed[-1] is lease.page
+            drawn = await lease.document.evaluate(
                 "() => document.querySelectorAll('photoapp-hashtag').length"
             )
-            # The page comes warmed, still showing our sample: a render replaces it.
-            assert drawn == 1
-            assert await lease.page.evaluate("(key) => typeof window[key]", lease.key) == "object"
+            assert drawn == 0
+            assert await lease.document.evaluate("(key) => typeof window[key]", lease.key) == (
+                "object"
+            )
         # Replaced after the render ends, not during it.
         await wait_for(lambda: len(recorder.warmed) >= len(contexts) + 1)
     assert len({id(c) for c in contexts}) == 3
@@ -109,9 +116,9 @@ async def test_a_used_page_is_wiped_and_reused_up_to_its_limit() -> None:
             async with pool.lease(ORG) as lease:
                 pages.append(lease.page)
                 # What every earlier render left is gone: a new window, one history entry.
-                assert await lease.page.evaluate(READ) == ["", "undefined", 1]
-                await lease.page.set_content("<p>a design</p>")
-                await lease.page.evaluate(LEAVE)
+                assert await lease.document.evaluate(READ) == ["", "undefined", 1]
+                await lease.document.set_content("<p>a design</p>")
+                await lease.document.evaluate(LEAVE)
                 await lease.context.add_cookies(
                     [{"name": "left", "value": "1", "url": "https://example.com/"}]
                 )
@@ -131,7 +138,7 @@ async def test_a_page_where_a_document_came_from_an_address_is_not_reused() -> N
             used = lease.page
             # The frame's document is asked for (and refused: no render is running); that it
             # was asked for is enough: an origin could have kept storage in this context.
-            await used.set_content("<iframe src='https://example.com/'></iframe>")
+            await lease.document.set_content("<iframe src='https://example.com/'></iframe>")
             await wait_for(lambda: lease.holder.opened_origin)
         await wait_for(lambda: pool.stats().spares == 1)
         assert used.is_closed() and pool.reused == 0
@@ -188,3 +195,45 @@ async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
         await asyncio.wait_for(asyncio.gather(first, second), 20)
         # With the queue empty again, a render waits its turn instead of being refused.
         await asyncio.wait_for(render(hold=False), 20)
+
+
+def _argv(pid: int) -> list[str]:
+    # Chromium rewrites its children's titles: their arguments may be space-separated.
+    try:
+        return (
+            Path(f"/proc/{pid}/cmdline")
+            .read_bytes()
+            .decode(errors="replace")
+            .replace("\0", " ")
+            .split()
+        )
+    except OSError:
+        return []  # ended meanwhile
+
+
+async def test_the_browser_gets_every_feature_switch_and_starts_no_browser_ui() -> None:
+    """Chromium reads only the last --disable-features: Playwright's list and ours must
+    arrive as one. And no context's window starts a renderer for the browser's own UI."""
+    earlier = set(descendants(os.getpid(), processes()))  # other tests' render-svc browsers
+    async with running_pool(concurrency=2, spare_pages=1) as pool:
+        for _ in range(2):
+            async with pool.lease(ORG) as lease:
+                await lease.document.set_content("<p>a design</p>")
+        table = processes()
+        browsers = [
+            pid
+            for pid in set(descendants(os.getpid(), table)) - earlier
+            if (argv := _argv(pid))
+            and "chrom" in argv[0]
+            and not any(a.startswith("--type=") for a in argv)
+        ]
+        assert len(browsers) == 1, [_argv(pid) for pid in browsers]
+        argvs = [_argv(pid) for pid in descendants(browsers[0], table)]
+        disabled = [a for a in _argv(browsers[0]) if a.startswith("--disable-features=")]
+    assert len(disabled) == 1, disabled
+    features = disabled[0].split("=", 1)[1].split(",")
+    # One of Playwright's own (it keeps pages painting at once) and ours.
+    assert "PaintHolding" in features and "BackForwardCache" in features, features
+    renderers = [argv for argv in argvs if "--type=renderer" in argv]
+    assert renderers, "no renderer process"
+    assert not [argv for argv in renderers if "--top-chrome-webui" in argv]
