@@ -4,10 +4,11 @@ One page, rendered back to back in one organization and then in another: it firs
 every place a page can leave something (window.name, globals, the top window's globals,
 localStorage, sessionStorage, cookies, Cache Storage, IndexedDB, service workers, history
 entries, performance entries, the HTTP cache), then leaves something in each and reads
-again. It reports both readings to the page server. Every render must find nothing before it leaves its own; the reading after leaving
-finds everything, which shows the readers work. The page's load event waits for its report
-(an image the page server holds until the report arrives), so no render is captured and torn
-down before its page has reported, however loaded the machine.
+again. It reports both readings to the page server. Every render must find nothing before
+it leaves its own; the reading after leaving finds everything, which shows the readers work.
+The page's load event waits for its report (an image the page server holds until the report
+arrives), so no render is captured and torn down before its page has reported, however
+loaded the machine.
 """
 
 from __future__ import annotations
