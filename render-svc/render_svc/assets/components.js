@@ -297,12 +297,15 @@
   async function draw(plans, video, now) {
     nowMs = now;
     await Promise.all(registerFonts().map((face) => face.load().catch(() => null)));
-    if (video) {
+    // No text caret in the capture (a focused field's caret blinks): render-svc captures
+    // without Playwright's own caret hiding, which costs two script runs in every frame. The
+    // :not() of five ids outweighs any selector of the page's own.
+    const page = new CSSStyleSheet();
+    page.replaceSync(
+      "*:not(#sp-a#sp-b#sp-c#sp-d#sp-e) { caret-color: transparent !important; }" +
       // The video shows through the overlay: the page's own background must not hide it.
-      const page = new CSSStyleSheet();
-      page.replaceSync("html, body { background: transparent !important; }");
-      document.adoptedStyleSheets = [...document.adoptedStyleSheets, page];
-    }
+      (video ? "html, body { background: transparent !important; }" : ""));
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, page];
     const failed = [];
     for (const plan of plans) {
       const node = found[plan.index];

@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
@@ -28,6 +28,9 @@ from storypost_runtime.errors import InvalidArgument
 
 MAX_PAGE_REDIRECTS = 5
 JPEG_QUALITY = 90
+# Carets are hidden by our component script's draw(): Playwright's hiding would run two
+# scripts in every frame of the page around each capture.
+CARET: Final = "initial"
 NAVIGATED = (
     "the page navigated away while it was rendered: a design must not change its location, "
     "refresh itself or submit a form"
@@ -210,9 +213,9 @@ class PageSession:
 
     async def screenshot(self, *, transparent: bool) -> bytes:
         if transparent:
-            step = self.page.screenshot(type="png", omit_background=True)
+            step = self.page.screenshot(type="png", omit_background=True, caret=CARET)
         else:
-            step = self.page.screenshot(type="jpeg", quality=JPEG_QUALITY)
+            step = self.page.screenshot(type="jpeg", quality=JPEG_QUALITY, caret=CARET)
         data: bytes = await self._bounded(step, "render into an image")
         return data
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from playwright.async_api import Frame
 
-from render_svc.browser.capture import JPEG_QUALITY
+from render_svc.browser.capture import CARET, JPEG_QUALITY
 from render_svc.stickers import RawElement, plan_page
 
 # One sticker of each drawing family (pill, poll card, countdown), in both font weights.
@@ -35,4 +35,4 @@ async def warm_up(document: Frame, key: str) -> None:
         "([key, plans]) => window[key] && window[key].draw(plans, false, Date.now())",
         [key, [plan.to_js() for plan in plans]],
     )
-    await document.page.screenshot(type="jpeg", quality=JPEG_QUALITY)
+    await document.page.screenshot(type="jpeg", quality=JPEG_QUALITY, caret=CARET)

@@ -149,3 +149,26 @@ async def test_stickers_look_like_the_reference(
         out = Path(os.environ.get("TMPDIR", "/tmp")) / f"render-{name}-actual.png"
         write_png(actual, out)
         pytest.fail(f"{name} differs from its reference ({diff}); this run's image: {out}")
+
+
+async def test_a_focused_fields_caret_is_not_captured(
+    render: render_pb2_grpc.RenderServiceAsyncStub,
+) -> None:
+    """A design with a focused text field: its caret (red, wide, styled with a strong
+    selector of the page's own) must not show in the image, however the blink falls."""
+    field = (
+        '<textarea id="f" autofocus style="width:900px;height:600px;font-size:400px;'
+        'border:0;outline:0;background:#fff;color:#fff"></textarea>'
+        "<style>#f#f#f { caret-color: #f00 !important; }</style>"
+        "<script>document.getElementById('f').focus()</script>"
+    )
+    for _ in range(3):
+        _, jpeg = await render_image(render, story_page(field, background="#fff"))
+        rgb = decode_rgb(jpeg, 1080, 1920)
+        red = sum(
+            1
+            for i in range(0, len(rgb), 3)
+            # JPEG blurs a one-pixel red line into pink: any pixel clearly redder than grey.
+            if rgb[i] - max(rgb[i + 1], rgb[i + 2]) > 40
+        )
+        assert red == 0, f"{red} red pixels: the caret was captured"
