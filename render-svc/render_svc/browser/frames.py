@@ -24,13 +24,24 @@ NEW_FRAME = """() => {
     "position:fixed;left:0;top:0;width:100vw;height:100vh;margin:0;padding:0;border:0;display:block";
   const root = document.documentElement;
   (document.body || root.appendChild(document.createElement("body"))).replaceChildren(frame);
-  return frame;
 }"""
 
 
-async def fresh_frame(page: Page) -> Frame:
-    """Replaces the page's render frame (and everything of the last render) with a new one."""
-    element = await page.evaluate_handle(NEW_FRAME)
+async def fresh_frame(page: Page, previous: Frame | None = None) -> Frame:
+    """Replaces the page's render frame `previous` (and everything of the last render in
+    it) with a new one."""
+    await page.evaluate(NEW_FRAME)
+    # Playwright reports a frame attached before the script that attached it returns, so
+    # the new frame is the top document's only child now other than the one it replaced.
+    children = [
+        frame
+        for frame in page.main_frame.child_frames
+        if frame is not previous and not frame.is_detached()
+    ]
+    if len(children) == 1:
+        return children[0]
+    # Not one new child after all: ask the top document for its frame element's frame.
+    element = await page.evaluate_handle("() => document.body.firstElementChild")
     try:
         frame = await element.as_element().content_frame()  # type: ignore[union-attr]
     finally:

@@ -325,7 +325,7 @@ class BrowserPool:
         try:
             async with asyncio.timeout(self._s.warm_up_seconds):
                 await self._s.warm_up(lease.document, lease.key)
-                lease.document = await fresh_frame(lease.page)
+                lease.document = await fresh_frame(lease.page, lease.document)
             warm = not lease.crashed.is_set()
         except (PlaywrightError, TimeoutError) as error:
             log.warning("warming a spare page failed; it is not used", error=str(error))
@@ -488,7 +488,7 @@ class BrowserPool:
                 await lease.context.clear_cookies()
                 # A new frame is a new window (and a new `window.name`): the render's globals,
                 # timers, workers and performance entries end with the old frame.
-                lease.document = await fresh_frame(page)
+                lease.document = await fresh_frame(page, lease.document)
                 # The old frame's navigations stay in the page's joint session history.
                 if lease.cdp is None:
                     lease.cdp = await lease.context.new_cdp_session(page)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from render_svc.assets import load_assets
+from render_svc.browser.frames import fresh_frame
 from render_svc.browser.memory import descendants, processes
 from render_svc.browser.pool import BrowserPool, PoolSettings
 from render_svc.browser.warmup import warm_up
@@ -237,3 +238,18 @@ async def test_the_browser_gets_every_feature_switch_and_starts_no_browser_ui() 
     renderers = [argv for argv in argvs if "--type=renderer" in argv]
     assert renderers, "no renderer process"
     assert not [argv for argv in renderers if "--top-chrome-webui" in argv]
+
+
+async def test_every_fresh_frame_is_the_top_documents_new_and_only_frame() -> None:
+    async with running_pool(concurrency=1, spare_pages=1) as pool, pool.lease(ORG) as lease:
+        page, seen = lease.page, [lease.document]
+        for previous in (seen[-1], None, seen[-1]):
+            # Without `previous` the lookup cannot tell the old frame from the new one
+            # until the old one is reported detached: it asks the document instead.
+            frame = await fresh_frame(page, previous)
+            element = await page.query_selector("body > iframe")
+            assert element is not None
+            assert frame is await element.content_frame()
+            assert frame not in seen and all(old.is_detached() for old in seen)
+            seen.append(frame)
+        assert await page.evaluate("document.querySelectorAll('iframe').length") == 1
