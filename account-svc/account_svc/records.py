@@ -10,6 +10,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_runtime.mongo import Document, ensure_indexes
 
+# Records whose `purgeAt` has passed are removed by MongoDB itself.
+PURGE_INDEX = IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")
+
 
 @dataclass(frozen=True)
 class AccountCollections:
@@ -51,6 +54,11 @@ class AccountCollections:
         )
 
     async def ensure_indexes(self) -> None:
+        await self._ensure_identity_indexes()
+        await self._ensure_connection_indexes()
+
+    async def _ensure_identity_indexes(self) -> None:
+        """Tokens, users, app sessions and sign-in limits (account_svc/identity)."""
         await ensure_indexes(
             self.credentials,
             [
@@ -70,6 +78,19 @@ class AccountCollections:
                 )
             ],
         )
+        await ensure_indexes(
+            self.app_sessions,
+            [
+                PURGE_INDEX,
+                # A removed user's (or a new password's) sessions are ended at once.
+                IndexModel([("userId", ASCENDING)], name="user"),
+            ],
+        )
+        await ensure_indexes(self.signin_limits, [PURGE_INDEX])
+
+    async def _ensure_connection_indexes(self) -> None:
+        """Connected accounts, connect links and flows, daily counters
+        (account_svc/connections)."""
         await ensure_indexes(
             self.connected_accounts,
             [
@@ -116,23 +137,5 @@ class AccountCollections:
                 IndexModel([("tokenHash", ASCENDING)], unique=True, name="token_hash"),
             ],
         )
-        await ensure_indexes(
-            self.connect_sessions,
-            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
-        )
-        await ensure_indexes(
-            self.daily_post_counters,
-            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
-        )
-        await ensure_indexes(
-            self.app_sessions,
-            [
-                IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge"),
-                # A removed user's (or a new password's) sessions are ended at once.
-                IndexModel([("userId", ASCENDING)], name="user"),
-            ],
-        )
-        await ensure_indexes(
-            self.signin_limits,
-            [IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")],
-        )
+        await ensure_indexes(self.connect_sessions, [PURGE_INDEX])
+        await ensure_indexes(self.daily_post_counters, [PURGE_INDEX])

@@ -5,11 +5,13 @@ from __future__ import annotations
 import socket
 import uuid
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import timedelta
 
 import grpc
 import httpx
 from prometheus_client import CollectorRegistry
+from pymongo.asynchronous.database import AsyncDatabase
 
 from publish_svc.accounts_client import AccountsClient
 from publish_svc.config import PublishSettings
@@ -29,7 +31,7 @@ from storypost.render.v1 import render_pb2_grpc
 from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.grpc_client import aio_channel
-from storypost_runtime.mongo import mongo_client
+from storypost_runtime.mongo import Document, mongo_client
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
 from storypost_runtime.service import ServiceParts
 from storypost_runtime.service_auth import caller_signer
@@ -38,14 +40,24 @@ from storypost_runtime.tasks import background
 SERVICE_NAME = publish_pb2.DESCRIPTOR.services_by_name["PublishService"].full_name
 
 
-async def build(
-    settings: PublishSettings,
-    stack: AsyncExitStack,
-    registry: CollectorRegistry,
-    clock: Clock | None = None,
-) -> ServiceParts:
-    clock = clock or SystemClock()
-    owner = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
+@dataclass(frozen=True)
+class Storage:
+    db: AsyncDatabase[Document]
+    store: PostStore
+    relay: OutboxRelay
+
+
+@dataclass(frozen=True)
+class Clients:
+    accounts: AccountsClient
+    renderer: RenderClient
+    drivers: DriverRegistry
+
+
+async def storage(
+    settings: PublishSettings, stack: AsyncExitStack, registry: CollectorRegistry
+) -> Storage:
+    """MongoDB's posts, and the outbox relay that publishes their events on NATS."""
     mongo = mongo_client(settings, "publish-svc")
     stack.push_async_callback(mongo.close)
     db = mongo[settings.mongo_database]
@@ -57,7 +69,11 @@ async def build(
     )
     store = PostStore(db["posts"], relay.wake)
     await store.ensure_indexes()
+    return Storage(db, store, relay)
 
+
+async def clients(settings: PublishSettings, stack: AsyncExitStack, clock: Clock) -> Clients:
+    """account-svc and render-svc (signed calls), and the platforms' drivers."""
     signer = caller_signer(settings.service_key)
     account_channel = await stack.enter_async_context(
         aio_channel(settings.account_addr, settings.grpc_deadline_seconds, signer)
@@ -65,28 +81,40 @@ async def build(
     render_channel = await stack.enter_async_context(
         aio_channel(settings.render_addr, settings.grpc_deadline_seconds, signer)
     )
-    accounts = AccountsClient(account_pb2_grpc.AccountServiceStub(account_channel), clock)
-    renderer = RenderClient(render_pb2_grpc.RenderServiceStub(render_channel))
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds)
     )
-    drivers = DriverRegistry(http, settings)
+    return Clients(
+        AccountsClient(account_pb2_grpc.AccountServiceStub(account_channel), clock),
+        RenderClient(render_pb2_grpc.RenderServiceStub(render_channel)),
+        DriverRegistry(http, settings),
+    )
+
+
+def scheduling(
+    settings: PublishSettings,
+    stored: Storage,
+    used: Clients,
+    clock: Clock,
+    registry: CollectorRegistry,
+) -> DueScheduler:
+    """The scheduler of due posts and the processor that publishes each."""
+    owner = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
     lease = timedelta(seconds=settings.scheduler_lease_seconds)
-    window = timedelta(seconds=settings.posting_window_seconds)
     processor = PostProcessor(
-        store,
-        accounts,
-        renderer,
-        drivers,
+        stored.store,
+        used.accounts,
+        used.renderer,
+        used.drivers,
         clock,
         owner=owner,
-        window=window,
+        window=timedelta(seconds=settings.posting_window_seconds),
         lease=lease,
         hold_recheck=timedelta(seconds=settings.hold_recheck_seconds),
         metrics=PublishMetrics.create(registry),
     )
-    scheduler = DueScheduler(
-        store,
+    return DueScheduler(
+        stored.store,
         processor,
         clock,
         owner=owner,
@@ -94,17 +122,30 @@ async def build(
         lease=lease,
         max_idle=timedelta(seconds=settings.scheduler_max_idle_seconds),
     )
+
+
+async def build(
+    settings: PublishSettings,
+    stack: AsyncExitStack,
+    registry: CollectorRegistry,
+    clock: Clock | None = None,
+) -> ServiceParts:
+    clock = clock or SystemClock()
+    stored = await storage(settings, stack, registry)
+    used = await clients(settings, stack, clock)
+    scheduler = scheduling(settings, stored, used, clock, registry)
     intake = PostIntake(
-        store,
-        StoryQuota(db["story_quota"], settings.story_quota_per_day),
-        accounts,
-        renderer,
+        stored.store,
+        StoryQuota(stored.db["story_quota"], settings.story_quota_per_day),
+        used.accounts,
+        used.renderer,
         clock,
-        window,
+        timedelta(seconds=settings.posting_window_seconds),
         scheduler.wake,
     )
-    servicer = PublishServicer(intake, Posts(store, accounts, renderer, drivers, clock))
-    await stack.enter_async_context(background(relay.run(), "outbox relay"))
+    posts = Posts(stored.store, used.accounts, used.renderer, used.drivers, clock)
+    servicer = PublishServicer(intake, posts)
+    await stack.enter_async_context(background(stored.relay.run(), "outbox relay"))
     await stack.enter_async_context(background(scheduler.run(), "scheduler"))
 
     def register(server: grpc.aio.Server) -> None:
