@@ -270,6 +270,7 @@ HOSTILE_OUTCOMES = {
     "loops forever after loading": ("did not settle within",),
     "fills the JS heap": ("crashed the browser tab", "did not finish loading within"),
     "allocates gigabytes of buffers": ("crashed the browser tab", "did not finish loading within"),
+    "opens 400 frames": ("opened more than 100 frames",),
 }
 
 

@@ -104,7 +104,8 @@ class PageSession:
         work.cancel()
         if crashed in done:
             raise InvalidArgument(
-                "the page crashed the browser tab (it may use too much memory or CPU)"
+                self._lease.stopped
+                or "the page crashed the browser tab (it may use too much memory or CPU)"
             )
         raise InvalidArgument(f"the page did not {what} within {self._settle:g} s")
 

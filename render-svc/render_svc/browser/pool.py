@@ -70,10 +70,17 @@ BASE_ARGS = (
     # in the same frame keeps its frame host (RenderDocument off): a `url` design's
     # navigation costs half the CPU; each document still gets a window of its own. Every
     # context's window would start a renderer process for the omnibox popup's WebUI (two
-    # pages, 130 MiB and more each), which a headless browser never shows. The jail merges
-    # this list with Playwright's (browser/jail.py).
-    "--disable-features=BackForwardCache,RenderDocument,WebUIOmniboxPopup,WebUIOmniboxAimPopup",
+    # pages, 130 MiB and more each), which a headless browser never shows. A render's
+    # sandboxed frame (browser/frames.py) stays in its page's renderer process: in a process
+    # of its own, each of a design's frames cost the browser process a cross-process frame
+    # (a page opening 800 frames stalled the renders beside it), and the page's top
+    # document, the only other one in that process, is ours and holds nothing. The jail
+    # merges this list with Playwright's (browser/jail.py).
+    "--disable-features=BackForwardCache,RenderDocument,WebUIOmniboxPopup,WebUIOmniboxAimPopup,"
+    "IsolateSandboxedIframes",
 )
+# Frames a design may open (iframes, objects, nested ones included); one more ends the render.
+MAX_PAGE_FRAMES = 100
 # Seconds a reused page's wipe may take; a page that will not be wiped is closed.
 WIPE_SECONDS = 5.0
 # The only variables the browser sees: none of render-svc's settings (database and S3
@@ -153,9 +160,26 @@ class Lease:
     holder: SessionHolder
     # The name of our component script in this context's pages.
     key: str
+    # Set when the page crashed or was stopped (`stop`): the render ends with `stopped`.
     crashed: asyncio.Event = field(default_factory=asyncio.Event)
+    stopped: str = ""
     renders: int = 0
     cdp: CDPSession | None = None
+    # Frames attached since this render began (not the pool's own render frame).
+    frames_attached: int = 0
+
+    def stop(self, reason: str) -> None:
+        """Ends the render on this page at once with `reason` (the page is not reused)."""
+        if not self.crashed.is_set():
+            self.stopped = reason
+            self.crashed.set()
+
+    def on_frame_attached(self, limit: int) -> None:
+        # A page opening frames by the hundred keeps the browser process busy for every
+        # render beside it (each frame is a navigation there): it is stopped early.
+        self.frames_attached += 1
+        if self.frames_attached > limit:
+            self.stop(f"the page opened more than {limit} frames")
 
 
 @dataclass
@@ -314,6 +338,7 @@ class BrowserPool:
             raise
         lease = Lease(context, page, document, holder, key)
         page.on("crash", lambda _p: lease.crashed.set())
+        page.on("frameattached", lambda _f: lease.on_frame_attached(MAX_PAGE_FRAMES))
         page.on("framenavigated", lambda frame: holder.note_document(frame.url))
         page.on("worker", lambda worker: holder.note_document(worker.url))
         return lease
@@ -349,6 +374,7 @@ class BrowserPool:
         completed = False
         try:
             lease = await self._checkout(slot)
+            lease.frames_attached = 0
             yield lease
             completed = True
         finally:
