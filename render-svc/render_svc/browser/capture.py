@@ -68,10 +68,6 @@ class PageSession:
         return self._lease.page
 
     @property
-    def document(self) -> Any:
-        return self._document
-
-    @property
     def page_render(self) -> int:
         """This render's number on its page: 1 on a fresh page, more on a reused one."""
         return self._lease.renders + 1

@@ -7,8 +7,7 @@ and reuses a page after an `html` render in which nothing ran at an address of i
 (no origin could keep storage), once it is wiped: cookies cleared, the render's frame
 replaced by a new one (a new window: globals, timers and workers of the render end;
 browser/frames.py), history reset (docs/render.md "Reuse"). Any other render's context is
-closed. A browser is
-replaced after `max_renders` renders, and relaunched when it crashes.
+closed. A browser is replaced after `max_renders` renders, and relaunched when it crashes.
 """
 
 from __future__ import annotations
