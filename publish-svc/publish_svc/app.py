@@ -108,7 +108,7 @@ def scheduling(
         used.drivers,
         clock,
         owner=owner,
-        window=timedelta(seconds=settings.posting_window_seconds),
+        window=settings.posting_window,
         lease=lease,
         hold_recheck=timedelta(seconds=settings.hold_recheck_seconds),
         metrics=PublishMetrics.create(registry),
@@ -140,7 +140,7 @@ async def build(
         used.accounts,
         used.renderer,
         clock,
-        timedelta(seconds=settings.posting_window_seconds),
+        settings.posting_window,
         scheduler.wake,
     )
     posts = Posts(stored.store, used.accounts, used.renderer, used.drivers, clock)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic import Field
 
 from storypost_runtime.settings import (
@@ -35,6 +37,10 @@ class PublishSettings(GrpcServerSettings, MongoSettings, NatsSettings, ServiceAd
     platform_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
     # Story posts per photoapp account in any rolling 24 hours.
     story_quota_per_day: int = Field(default=100, ge=1, le=100_000)
+
+    @property
+    def posting_window(self) -> timedelta:
+        return timedelta(seconds=self.posting_window_seconds)
 
     def platform_url(self, api: str) -> str:
         chosen = {
