@@ -71,10 +71,15 @@ def descendants(root: int, table: dict[int, Process]) -> list[int]:
     return found
 
 
-def is_renderer(pid: int, proc: Path = Path("/proc")) -> bool:
+def arguments(pid: int, proc: Path = Path("/proc")) -> list[str]:
+    """A process's command line ([] once it has ended)."""
     # Chromium rewrites its process title: the arguments may be NUL- or space-separated.
     cmdline = _read(proc / str(pid) / "cmdline") or ""
-    return "--type=renderer" in cmdline.replace("\0", " ").split()
+    return cmdline.replace("\0", " ").split()
+
+
+def is_renderer(pid: int, proc: Path = Path("/proc")) -> bool:
+    return "--type=renderer" in arguments(pid, proc)
 
 
 class RendererMemoryGuard:

@@ -8,14 +8,13 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from render_svc.assets import load_assets
 from render_svc.browser.frames import fresh_frame
-from render_svc.browser.memory import descendants, processes
+from render_svc.browser.memory import arguments, descendants, processes
 from render_svc.browser.pool import BrowserPool, PoolSettings
 from render_svc.browser.warmup import warm_up
 from render_svc.config import RenderSettings
@@ -198,20 +197,6 @@ async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
         await asyncio.wait_for(render(hold=False), 20)
 
 
-def _argv(pid: int) -> list[str]:
-    # Chromium rewrites its children's titles: their arguments may be space-separated.
-    try:
-        return (
-            Path(f"/proc/{pid}/cmdline")
-            .read_bytes()
-            .decode(errors="replace")
-            .replace("\0", " ")
-            .split()
-        )
-    except OSError:
-        return []  # ended meanwhile
-
-
 async def test_the_browser_gets_every_feature_switch_and_starts_no_browser_ui() -> None:
     """Chromium reads only the last --disable-features: Playwright's list and ours must
     arrive as one. And no context's window starts a renderer for the browser's own UI."""
@@ -224,13 +209,13 @@ async def test_the_browser_gets_every_feature_switch_and_starts_no_browser_ui() 
         browsers = [
             pid
             for pid in set(descendants(os.getpid(), table)) - earlier
-            if (argv := _argv(pid))
+            if (argv := arguments(pid))
             and "chrom" in argv[0]
             and not any(a.startswith("--type=") for a in argv)
         ]
-        assert len(browsers) == 1, [_argv(pid) for pid in browsers]
-        argvs = [_argv(pid) for pid in descendants(browsers[0], table)]
-        disabled = [a for a in _argv(browsers[0]) if a.startswith("--disable-features=")]
+        assert len(browsers) == 1, [arguments(pid) for pid in browsers]
+        argvs = [arguments(pid) for pid in descendants(browsers[0], table)]
+        disabled = [a for a in arguments(browsers[0]) if a.startswith("--disable-features=")]
     assert len(disabled) == 1, disabled
     features = disabled[0].split("=", 1)[1].split(",")
     # One of Playwright's own (it keeps pages painting at once) and ours.
