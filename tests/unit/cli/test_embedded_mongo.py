@@ -20,6 +20,7 @@ from storypost_cli.embedded_mongo import (
     add_sqlite_indexes_for_mongo_indexes,
     coalesce_change_dispatch,
     index_ids_of_every_collection,
+    index_name,
     skip_decimal_scans_without_decimals,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
@@ -229,7 +230,7 @@ async def test_lookups_by_indexed_fields_use_sqlite_indexes_and_find_the_same(
             "coll_name = 'renderings' AND json_extract(document, '$.organizationId') = 'o5' "
             "AND json_extract(document, '$.renderingId') = 'id5'"
         ).fetchall()
-    assert "USING INDEX storypost_x_" in str(plan)
+    assert "USING INDEX storypost_px_" in str(plan)
     # Creating the same indexes again (every service start) adds nothing.
     with sqlite3.connect(path) as conn:
         before = conn.execute("SELECT count(*) FROM sqlite_master WHERE type='index'").fetchone()
@@ -237,6 +238,69 @@ async def test_lookups_by_indexed_fields_use_sqlite_indexes_and_find_the_same(
     with sqlite3.connect(path) as conn:
         after = conn.execute("SELECT count(*) FROM sqlite_master WHERE type='index'").fetchone()
     assert before == after
+
+
+def index_entries(path: Path) -> int:
+    """Entries in the documents table's indexes (SQLite's dbstat), but for its primary key and
+    the `_id` index every collection shares."""
+    with sqlite3.connect(path) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'documents' "
+                "AND name != 'storypost_id' AND name NOT LIKE 'sqlite_autoindex%'"
+            )
+        ]
+        # An index B-tree keeps entries in its interior pages too: every cell counts.
+        query = "SELECT coalesce(sum(ncell), 0) FROM dbstat WHERE name = ?"
+        return sum(conn.execute(query, (name,)).fetchone()[0] for name in names)
+
+
+async def test_writes_to_one_collection_leave_the_indexes_of_others_alone(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    mongo, path, statements = indexed
+    posts = mongo["t"]["posts"]
+    await posts.create_index([("organizationId", ASCENDING), ("uuid", ASCENDING)], unique=True)
+    await posts.insert_many(
+        [{"_id": f"p{n}", "organizationId": "o", "uuid": f"u{n}"} for n in range(50)]
+    )
+    before = index_entries(path)
+    assert before >= 50 * 3  # the fields' index and each field's type-and-value index
+    blobs = mongo["t"]["temp_blobs"]
+    await blobs.insert_many([{"_id": f"b{n}", "organizationId": "o"} for n in range(300)])
+    await blobs.update_many({}, {"$set": {"uuid": "u1"}})
+    assert index_entries(path) == before
+    # The collection's own writes still reach its indexes, lookups use them, and the unique
+    # key still refuses a duplicate.
+    await posts.insert_one({"_id": "p50", "organizationId": "o", "uuid": "u50"})
+    assert index_entries(path) > before
+    statements.clear()
+    assert [d["_id"] for d in await posts.find({"organizationId": "o", "uuid": "u7"}).to_list()] \
+        == ["p7"]  # fmt: skip
+    plans = plans_of(path, statements, "'u7'")
+    assert plans and all("USING INDEX storypost_p" in plan for plan in plans), plans
+    with pytest.raises(DuplicateKeyError):
+        await posts.insert_one({"_id": "p51", "organizationId": "o", "uuid": "u7"})
+
+
+async def test_indexes_of_earlier_versions_over_every_collection_are_replaced(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    mongo, path, _statements = indexed
+    await mongo["t"]["posts"].insert_one({"_id": "p0", "uuid": "u0"})
+    legacy = index_name("tx", "t", "posts", "$.uuid")
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            f'CREATE INDEX "{legacy}" ON documents(db_name, coll_name, '
+            "json_type(document, '$.uuid'), json_extract(document, '$.uuid'))"
+        )
+    # Every service start creates its indexes again.
+    await mongo["t"]["posts"].create_index([("uuid", ASCENDING)])
+    with sqlite3.connect(path) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert legacy not in names
+    assert index_name("ptx", "t", "posts", "$.uuid") in names
 
 
 def plans_of(path: Path, statements: list[str], needle: str) -> list[str]:
@@ -271,14 +335,18 @@ async def test_reads_by_id_with_more_conditions_use_the_id_index_and_find_the_sa
     assert [d["_id"] for d in await coll.find({"_id": {"k": "p14"}}).limit(5).to_list()] == [
         {"k": "p14"}
     ]
-    # A field's equality (`json_type = 'text' AND json_extract = ?`) uses the type-and-value
-    # index, not one that matches every string.
+    # A field's equality (`json_type = 'text' AND json_extract = ?`) is looked up by both
+    # expressions in the type-and-value index, not in one that matches every string.
     statements.clear()
-    await coll.create_index([("status", ASCENDING)])
-    await coll.insert_many([{"_id": f"s{n}", "status": f"st{n % 3}"} for n in range(30)])
+    await coll.create_index([("status", ASCENDING), ("kind", ASCENDING)])
+    await coll.insert_many(
+        [{"_id": f"s{n}", "status": f"st{n % 3}", "kind": "k"} for n in range(30)]
+    )
     assert await coll.count_documents({"status": "st1"}) == 10
     plans = plans_of(path, statements, "'st1'")
-    assert plans and all("USING INDEX storypost_tx_" in plan for plan in plans), plans
+    assert plans and all(
+        "USING INDEX storypost_ptx_" in plan and "<expr>=? AND <expr>=?" in plan for plan in plans
+    ), plans
 
 
 async def test_decimal_scans_are_skipped_until_a_decimal_is_stored(
