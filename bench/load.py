@@ -102,9 +102,14 @@ class Stats:
     statuses: dict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
     errors: list[str] = field(default_factory=list)
     sent: int = 0
+    # Latencies of the calls that do not render, in the order they were answered: each
+    # progress line reports the ones answered since the line before.
+    light: list[float] = field(default_factory=list)
 
     def record(self, procedure: str, status: int, seconds: float, text: str) -> None:
         self.latencies[procedure].append(seconds)
+        if procedure not in RENDERING:
+            self.light.append(seconds)
         self.statuses[procedure][status] += 1
         if status != 200 and status not in DOCUMENTED:
             self.errors.append(f"{procedure}: {status} {text[:160]}")
@@ -252,14 +257,19 @@ async def make_org(
 
 
 async def progress(stats: Stats, started: float, seconds: float) -> None:
+    """A line every tenth of the run (at most every 30 s): counts so far, and the p50/p99 of
+    the calls that do not render answered since the line before (when the slow ones came)."""
+    seen = 0
     while True:
-        await asyncio.sleep(30)
+        await asyncio.sleep(min(30.0, seconds / 10))
         elapsed = time.monotonic() - started
         done = sum(len(v) for v in stats.latencies.values())
+        window, seen = stats.light[seen:], len(stats.light)
         print(
             f"  {elapsed:5.0f}/{seconds:.0f} s: {stats.sent} sent, {done} answered, "
             f"{len(stats.errors)} errors, "
-            f"{sum(c[429] for c in stats.statuses.values())} x 429",
+            f"{sum(c[429] for c in stats.statuses.values())} x 429; light calls p50 "
+            f"{percentile(window, 0.5):.0f} ms, p99 {percentile(window, 0.99):.0f} ms",
             file=sys.stderr,
             flush=True,
         )
