@@ -46,6 +46,7 @@ import httpx
 import yaml
 from playwright.async_api import Browser, Page, Route, async_playwright
 
+from render_svc.browser.memory import arguments, descendants, processes
 from render_svc.browser.pool import BASE_ARGS, VIEWPORT
 from render_svc.browser.priority import at_lower_priority, children, lower_sessions
 from render_svc.config import RenderSettings
@@ -120,20 +121,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def tree_memory(pid: int) -> tuple[int, int]:
     """(summed PSS, summed RSS) in bytes of a process and all its descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
     pss = rss = 0
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        todo.extend(children.get(current, []))
+    for current in [pid, *descendants(pid, processes())]:
         try:
             for line in Path(f"/proc/{current}/smaps_rollup").read_text().splitlines():
                 if line.startswith("Pss:"):
@@ -145,46 +134,37 @@ def tree_memory(pid: int) -> tuple[int, int]:
     return pss, rss
 
 
-TICKS = os.sysconf("SC_CLK_TCK")
+def command_name(pid: int) -> str:
+    """The kernel's name of a process without a command line (a kernel thread)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def cpu_seconds_by_process() -> dict[int, tuple[str, float]]:
     """CPU seconds used so far by every process, with its kind: a Chromium process by its
     `--type` and whose it is (render-svc's or the bench's bare browser), render-svc by name,
     any other by its program. Processes that end between two looks are not counted."""
-    table: dict[int, tuple[int, float, str]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().split()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        seconds = (int(fields[11]) + int(fields[12])) / TICKS
+    table = processes()
+    kinds: dict[int, str] = {}
+    for pid in table:
+        argv = arguments(pid)
         types = [a.split("=", 1)[1] for a in argv if a.startswith("--type=")]
         if types:
-            kind = "chromium " + types[0]
+            kinds[pid] = "chromium " + types[0]
         elif any("render_svc" in a for a in argv):
-            kind = "render-svc"
+            kinds[pid] = "render-svc"
         elif argv and "chrom" in Path(argv[0]).name:
-            kind = "chromium browser"
+            kinds[pid] = "chromium browser"
         else:
-            kind = Path(argv[0]).name if argv else stat.split("(", 1)[1].split(")")[0]
-        table[int(entry.name)] = (int(fields[1]), seconds, kind)
-    service = {pid for pid, (_, _, kind) in table.items() if kind == "render-svc"}
+            kinds[pid] = Path(argv[0]).name if argv else command_name(pid)
+    services = [pid for pid, kind in kinds.items() if kind == "render-svc"]
+    theirs = {pid for service in services for pid in descendants(service, table)}
     found: dict[int, tuple[str, float]] = {}
-    for pid, (_, seconds, kind) in table.items():
-        owner, at = "", table[pid][0]
-        while at in table:
-            if at in service:
-                owner = "svc "
-                break
-            at = table[at][0]
-        if kind.startswith("chromium") and not owner:
-            owner = "bare "
-        found[pid] = (owner + kind, seconds)
+    for pid, kind in kinds.items():
+        owner = "svc " if pid in theirs else "bare " if kind.startswith("chromium") else ""
+        found[pid] = (owner + kind, table[pid].cpu_seconds)
     return found
 
 

@@ -22,6 +22,7 @@ from storypost_runtime.logs import get_logger
 log = get_logger(__name__)
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class Process:
     pid: int
     ppid: int
     rss_bytes: int
+    # CPU time used so far, user and system (the benches' per-process figures).
+    cpu_seconds: float = 0.0
 
 
 def _read(path: Path) -> str | None:
@@ -39,7 +42,7 @@ def _read(path: Path) -> str | None:
 
 
 def processes(proc: Path = Path("/proc")) -> dict[int, Process]:
-    """Every process /proc shows: parent and resident size."""
+    """Every process /proc shows: parent, resident size and CPU time."""
     found: dict[int, Process] = {}
     try:
         names = [entry.name for entry in proc.iterdir() if entry.name.isdigit()]
@@ -53,7 +56,12 @@ def processes(proc: Path = Path("/proc")) -> dict[int, Process]:
         # The command name may hold spaces and parentheses: fields follow the last ')'.
         fields = stat.rsplit(")", 1)[-1].split()
         try:
-            found[int(name)] = Process(int(name), int(fields[1]), int(statm.split()[1]) * PAGE_SIZE)
+            found[int(name)] = Process(
+                int(name),
+                ppid=int(fields[1]),
+                rss_bytes=int(statm.split()[1]) * PAGE_SIZE,
+                cpu_seconds=(int(fields[11]) + int(fields[12])) / TICKS,
+            )
         except (IndexError, ValueError):
             continue
     return found

@@ -21,7 +21,7 @@ import grpc
 import pytest
 
 from render_svc.browser import jail
-from render_svc.browser.memory import descendants, processes
+from render_svc.browser.memory import arguments, descendants, processes
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from tests.integration.render.conftest import RenderInstance
@@ -177,20 +177,12 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(item.split("=", 1) for item in items if "=" in item)
 
 
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""  # ended meanwhile (an ffmpeg, a renderer)
-
-
 def _render_svc_pid(grpc_port: str) -> int:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                cmdline = (entry / "cmdline").read_bytes()
                 if (
-                    b"render_svc" in cmdline
+                    "render_svc" in arguments(int(entry.name))
                     and _environ(int(entry.name)).get("STORYPOST_GRPC_PORT") == grpc_port
                 ):
                     return int(entry.name)
@@ -203,7 +195,7 @@ async def test_the_browser_holds_no_secret(
     await prepare(render, pb.Design(html=story_page("<h1>warm</h1>")))
     service = _render_svc_pid(render_instance.env["STORYPOST_GRPC_PORT"])
     children = descendants(service, processes())
-    browsers = [p for p in children if b"chrom" in _cmdline(p)]
+    browsers = [p for p in children if "chrom" in " ".join(arguments(p))]
     assert browsers, "no browser process under render-svc"
     for pid in children:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):

@@ -5,7 +5,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from render_svc.browser.memory import PAGE_SIZE, RendererMemoryGuard, descendants, processes
+from render_svc.browser.memory import (
+    PAGE_SIZE,
+    TICKS,
+    RendererMemoryGuard,
+    descendants,
+    processes,
+)
 
 
 def fake_proc(root: Path, entries: list[tuple[int, int, int, str]]) -> Path:
@@ -13,7 +19,9 @@ def fake_proc(root: Path, entries: list[tuple[int, int, int, str]]) -> Path:
     for pid, ppid, rss_mib, cmdline in entries:
         folder = root / str(pid)
         folder.mkdir(parents=True)
-        (folder / "stat").write_text(f"{pid} (chrom ium) S {ppid} 1 1 0 -1")
+        (folder / "stat").write_text(
+            f"{pid} (chrom ium) S {ppid} 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0"
+        )
         pages = rss_mib * 1024 * 1024 // PAGE_SIZE
         (folder / "statm").write_text(f"999999 {pages} 10 1 0 1 0")
         # Chromium rewrites its title: some command lines come space-separated.
@@ -31,6 +39,7 @@ def test_processes_and_descendants_follow_parents(tmp_path: Path) -> None:
     )  # fmt: skip
     table = processes(proc)
     assert table[13].ppid == 12 and table[13].rss_bytes == 900 * 1024 * 1024
+    assert table[13].cpu_seconds == (7 + 3) / TICKS  # user and system time
     assert sorted(descendants(10, table)) == [11, 12, 13]
 
 

@@ -156,7 +156,9 @@ def fake_proc(root: pathlib.Path, own: str, children: dict[int, str]) -> None:
     (root / "self" / "autogroup").write_text(own)
     for pid, group in children.items():
         (root / str(pid)).mkdir()
-        (root / str(pid) / "stat").write_text(f"{pid} (chrome) S {os.getpid()} 1 1 0")
+        (root / str(pid) / "stat").write_text(
+            f"{pid} (chrome) S {os.getpid()} 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0"
+        )
         (root / str(pid) / "statm").write_text("100 50 0 0 0 0 0")
         (root / str(pid) / "autogroup").write_text(group)
 
