@@ -293,6 +293,30 @@ def _namespace(db_name: str, coll_name: str) -> str:
     return f"db_name = {_literal(db_name)} AND coll_name = {_literal(coll_name)}"
 
 
+def _add_expression_indexes(conn: Any, db_name: str, coll_name: str, paths: list[str]) -> None:
+    """The fields' index and each field's type-and-value index, over the collection's rows."""
+    statements = [
+        (index_name("px", db_name, coll_name, *paths),
+         ", ".join(f"json_extract(document, {_literal(path)})" for path in paths)),
+    ] + [
+        (index_name("ptx", db_name, coll_name, path), _typed_value(path))
+        for path in paths
+    ]  # fmt: skip
+    # Earlier versions' indexes over every collection: type only (SQLite may pick it over
+    # the others), the fields, type and value.
+    legacy = [index_name("x", db_name, coll_name, *paths)] + [
+        index_name(kind, db_name, coll_name, path) for path in paths for kind in ("t", "tx")
+    ]
+    for old_name in legacy:
+        conn.execute(f'DROP INDEX IF EXISTS "{old_name}"')
+    for sqlite_name, columns in statements:
+        # Names are hex digests; paths are quoted literals (mongoeco's own format).
+        conn.execute(
+            f'CREATE INDEX IF NOT EXISTS "{sqlite_name}" '
+            f"ON documents(db_name, coll_name, {columns}) WHERE {_namespace(db_name, coll_name)}"
+        )
+
+
 def _confine_physical_index(conn: Any, db_name: str, coll_name: str, index: str) -> None:
     """Remakes mongoeco's SQLite index for a MongoDB index as one over its collection only.
 
@@ -355,29 +379,9 @@ def add_sqlite_indexes_for_mongo_indexes() -> None:
         if not fields or len(fields) != len(keys):
             return name
         paths = [json_path_for_field(field) for field in fields]
-        statements = [
-            (index_name("px", db_name, coll_name, *paths),
-             ", ".join(f"json_extract(document, {_literal(path)})" for path in paths)),
-        ] + [
-            (index_name("ptx", db_name, coll_name, path), _typed_value(path))
-            for path in paths
-        ]  # fmt: skip
-        # Earlier versions' indexes over every collection: type only (SQLite may pick it over
-        # the others), the fields, type and value.
-        legacy = [index_name("x", db_name, coll_name, *paths)] + [
-            index_name(kind, db_name, coll_name, path) for path in paths for kind in ("t", "tx")
-        ]
-        where = f"WHERE {_namespace(db_name, coll_name)}"
         with self._lock:
             conn = self._require_connection()
-            for old_name in legacy:
-                conn.execute(f'DROP INDEX IF EXISTS "{old_name}"')
-            for sqlite_name, columns in statements:
-                # Names are hex digests; paths are quoted literals (mongoeco's own format).
-                conn.execute(
-                    f'CREATE INDEX IF NOT EXISTS "{sqlite_name}" '
-                    f"ON documents(db_name, coll_name, {columns}) {where}"
-                )
+            _add_expression_indexes(conn, db_name, coll_name, paths)
             _confine_physical_index(conn, db_name, coll_name, name)
             if not conn.in_transaction:
                 conn.commit()

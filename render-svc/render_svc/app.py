@@ -217,6 +217,32 @@ def renderer(
     )
 
 
+def draft_quota(settings: RenderSettings, records: RenderCollections, clock: Clock) -> DraftQuota:
+    return DraftQuota(
+        records.draft_quota,
+        clock,
+        settings.draft_quota,
+        timedelta(seconds=settings.draft_quota_window_seconds),
+    )
+
+
+async def start_background_work(
+    settings: RenderSettings, stack: AsyncExitStack, blobs: TempBlobs, finisher: Finisher
+) -> None:
+    """The sweeper of expired temp blobs and the resumer of interrupted finishes, stopped
+    with the stack."""
+    await stack.enter_async_context(
+        background(
+            sweep_forever(blobs, settings.temp_blob_sweep_interval_seconds), "temp blob sweeper"
+        )
+    )
+    await stack.enter_async_context(
+        background(
+            finisher.resume_forever(settings.render_resume_interval_seconds), "finish resumer"
+        )
+    )
+
+
 async def build(
     settings: RenderSettings,
     stack: AsyncExitStack,
@@ -255,23 +281,10 @@ async def build(
         durations=finish_durations(registry),
     )
     stack.push_async_callback(finisher.close)
-    quota = DraftQuota(
-        records.draft_quota,
-        clock,
-        settings.draft_quota,
-        timedelta(seconds=settings.draft_quota_window_seconds),
+    drafts = Drafts(
+        records, renderings, finisher, store, draft_quota(settings, records, clock), clock
     )
-    drafts = Drafts(records, renderings, finisher, store, quota, clock)
-    await stack.enter_async_context(
-        background(
-            sweep_forever(blobs, settings.temp_blob_sweep_interval_seconds), "temp blob sweeper"
-        )
-    )
-    await stack.enter_async_context(
-        background(
-            finisher.resume_forever(settings.render_resume_interval_seconds), "finish resumer"
-        )
-    )
+    await start_background_work(settings, stack, blobs, finisher)
     servicer = RenderServicer(renderings, finisher, blobs, drafts)
 
     def register(server: grpc.aio.Server) -> None:

@@ -96,6 +96,31 @@ async def events_subscription(settings: WebhookSettings, stack: AsyncExitStack) 
     return fetcher
 
 
+async def storage(settings: WebhookSettings, stack: AsyncExitStack) -> WebhookCollections:
+    """The webhook and delivery collections, indexed; the client closes with the stack."""
+    client = mongo_client(settings, "webhook-svc")
+    stack.push_async_callback(client.close)
+    records = WebhookCollections.of(client[settings.mongo_database])
+    await records.ensure_indexes()
+    return records
+
+
+def delivery_client(
+    settings: WebhookSettings, stack: AsyncExitStack, policy: AddressPolicy
+) -> httpx.AsyncClient:
+    """The HTTP client that sends deliveries, to addresses the policy allows only."""
+    # httpx logs every request at info: one line per attempt is the metrics' job.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    http = http_client(
+        policy,
+        settings.webhook_ca_file,
+        settings.webhook_concurrency,
+        settings.webhook_attempt_timeout_seconds,
+    )
+    stack.push_async_callback(http.aclose)
+    return http
+
+
 async def build(
     settings: WebhookSettings,
     stack: AsyncExitStack,
@@ -105,25 +130,12 @@ async def build(
     """webhook-svc's composition root: storage, the delivery client, the dispatcher, then the
     event consumer that feeds it."""
     clock = clock or SystemClock()
-    # httpx logs every request at info: one line per attempt is the metrics' job.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    client = mongo_client(settings, "webhook-svc")
-    stack.push_async_callback(client.close)
-    records = WebhookCollections.of(client[settings.mongo_database])
-    await records.ensure_indexes()
-
+    records = await storage(settings, stack)
     policy = AddressPolicy(
         allowed_networks=settings.webhook_allowed_networks,
         allow_loopback=settings.webhook_allow_http_loopback,
     )
-    http = http_client(
-        policy,
-        settings.webhook_ca_file,
-        settings.webhook_concurrency,
-        settings.webhook_attempt_timeout_seconds,
-    )
-    stack.push_async_callback(http.aclose)
-
+    http = delivery_client(settings, stack, policy)
     metrics = WebhookMetrics.create(registry)
     webhooks = Webhooks(
         records.webhooks,
