@@ -21,6 +21,7 @@ from storypost_cli.embedded_mongo import (
     coalesce_change_dispatch,
     index_ids_of_every_collection,
     index_name,
+    read_on_the_engine_connection,
     skip_decimal_scans_without_decimals,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
@@ -364,3 +365,40 @@ async def test_decimal_scans_are_skipped_until_a_decimal_is_stored(
     assert await coll.count_documents({"amount": {"$gte": 3}}) == 3
     assert await coll.count_documents({"amount": {"$gt": 3.4, "$lt": 3.6}}) == 1
     assert [s for s in statements if "decimal" in s]
+
+
+async def test_reads_of_many_documents_open_no_connection_and_keep_their_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_on_the_engine_connection()
+    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    try:
+        coll = mongo["t"]["posts"]
+        await coll.insert_many([{"_id": f"p{n}", "n": n} for n in range(50)])
+        opened: list[object] = []
+        connect = sqlite3.connect
+
+        def counting(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            opened.append(args)
+            conn: sqlite3.Connection = connect(*args, **kwargs)
+            return conn
+
+        monkeypatch.setattr(sqlite3, "connect", counting)
+        for _ in range(5):
+            assert len(await coll.find({"n": {"$gte": 10}}).to_list()) == 40
+            assert [d["_id"] async for d in await coll.aggregate([{"$match": {"n": 3}}])] == ["p3"]
+        assert opened == []
+        # A cursor read in batches answers as of its start, writes meanwhile or not.
+        cursor = coll.find({}).sort("n", 1).batch_size(10)
+        first = await cursor.next()
+        await coll.insert_one({"_id": "late", "n": -1})
+        await coll.delete_one({"_id": "p49"})
+        rest = [d["_id"] for d in await cursor.to_list()]
+        assert first["_id"] == "p0" and rest == [f"p{n}" for n in range(1, 50)]
+    finally:
+        await mongo.close()
+        await server.close()
