@@ -7,7 +7,8 @@ and reuses a page after an `html` render in which nothing ran at an address of i
 (no origin could keep storage), once it is wiped: cookies cleared, the render's frame
 replaced by a new one (a new window: globals, timers and workers of the render end;
 browser/frames.py), history reset (docs/render.md "Reuse"). Any other render's context is
-closed. A browser is replaced after `max_renders` renders, and relaunched when it crashes.
+closed. A browser is replaced after `max_renders` renders (the new one is launched beside it
+while renders go on, then takes over), and relaunched when it crashes.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ BASE_ARGS = (
 MAX_PAGE_FRAMES = 100
 # Seconds a reused page's wipe may take; a page that will not be wiped is closed.
 WIPE_SECONDS = 5.0
+# Seconds a replaced browser may still serve the renders begun on it (longer than any render
+# takes) before it is closed under them.
+RETIRE_SECONDS = 600.0
 # The only variables the browser sees: none of render-svc's settings (database and S3
 # addresses, keys) reaches its environment.
 BROWSER_ENVIRONMENT = (
@@ -190,6 +194,8 @@ class _Slot:
     spares: deque[Lease] = field(default_factory=deque)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     refilling: bool = False
+    # A browser past its render limit: its successor is being launched.
+    replacing: bool = False
     # Used pages being wiped for the next render.
     wiping: int = 0
     # Renders that found no spare while one was on its way (prepared or wiped): each gets
@@ -268,31 +274,84 @@ class BrowserPool:
         async with slot.lock:
             if slot.browser is not None and slot.browser.is_connected():
                 return slot.browser
-            if self._playwright is None or self._executable is None:
-                raise Unavailable("the browser pool is not running")
-            started = time.perf_counter()
-            browser = await self._playwright.chromium.launch(
-                executable_path=self._executable,
-                args=self._args(),
-                headless=True,
-                chromium_sandbox=True,
-                env=browser_environment(),
-            )
-            browser.on("disconnected", lambda _b: self._on_disconnect(slot, browser))
-            # The browser runs in a session of its own: its scheduling group gets the lower
-            # priority too (browser/priority.py).
-            lowered = await asyncio.to_thread(lower_sessions, self._s.browser_nice)
+            browser = await self._launch(slot)
             slot.browser, slot.renders = browser, 0
             slot.spares.clear()
-            self.launches += 1
-            log.info(
-                "browser launched",
-                slot=slot.number,
-                version=browser.version,
-                seconds=round(time.perf_counter() - started, 2),
-                sessions_lowered=len(lowered),
-            )
             return browser
+
+    async def _launch(self, slot: _Slot) -> Browser:
+        """A new browser for `slot`, at the lower priority; the caller makes it the slot's."""
+        if self._playwright is None or self._executable is None:
+            raise Unavailable("the browser pool is not running")
+        started = time.perf_counter()
+        browser = await self._playwright.chromium.launch(
+            executable_path=self._executable,
+            args=self._args(),
+            headless=True,
+            chromium_sandbox=True,
+            env=browser_environment(),
+        )
+        browser.on("disconnected", lambda _b: self._on_disconnect(slot, browser))
+        # The browser runs in a session of its own: its scheduling group gets the lower
+        # priority too (browser/priority.py).
+        lowered = await asyncio.to_thread(lower_sessions, self._s.browser_nice)
+        self.launches += 1
+        log.info(
+            "browser launched",
+            slot=slot.number,
+            version=browser.version,
+            seconds=round(time.perf_counter() - started, 2),
+            sessions_lowered=len(lowered),
+        )
+        return browser
+
+    async def _replace_browser(self, slot: _Slot) -> None:
+        """Replaces a browser past its render limit without a pause: renders keep using it
+        while its successor starts (seconds, at the lower priority, on a busy machine), then
+        the successor takes over; the old one closes once the renders on it have ended (their
+        pages are not reused: `_reusable`)."""
+        try:
+            successor = await self._launch(slot)
+        except (PlaywrightError, Unavailable) as error:
+            log.warning("launching a browser's successor failed", error=str(error))
+            slot.replacing = False
+            return
+        async with slot.lock:
+            old, slot.browser, slot.renders = slot.browser, successor, 0
+            spares, slot.spares = list(slot.spares), deque()
+            slot.replacing = False
+        log.info("browser reached its render limit; replaced", slot=slot.number)
+        self._schedule_refill(slot)
+        for spare in spares:
+            with contextlib.suppress(PlaywrightError):
+                await spare.context.close()
+        if old is not None:
+            await self._retire(old)
+
+    @staticmethod
+    async def _retire(browser: Browser) -> None:
+        """Closes a replaced browser once its last context has closed (or it is gone)."""
+        left = set(browser.contexts)
+        done = asyncio.Event()
+
+        def closed(context: BrowserContext) -> None:
+            left.discard(context)
+            if not left:
+                done.set()
+
+        for context in list(left):
+            context.once("close", closed)
+        browser.once("disconnected", lambda _browser: done.set())
+        # Contexts that closed before their listener was added.
+        left.intersection_update(browser.contexts)
+        if not left or not browser.is_connected():
+            done.set()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RETIRE_SECONDS):
+                await done.wait()
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            async with asyncio.timeout(10):
+                await browser.close()
 
     def _on_disconnect(self, slot: _Slot, browser: Browser) -> None:
         if slot.browser is browser:
@@ -482,9 +541,9 @@ class BrowserPool:
                 self._schedule_refill(slot)
                 return
         slot.renders += 1
-        if slot.renders >= self._s.max_renders and slot.active == 0:
-            log.info("browser reached its render limit; restarting it", slot=slot.number)
-            await self._close_browser(slot)
+        if slot.renders >= self._s.max_renders and not slot.replacing:
+            slot.replacing = True
+            self._spawn(self._replace_browser(slot))
         self._schedule_refill(slot)
 
     def _reusable(self, slot: _Slot, lease: Lease, *, counted: bool = False) -> bool:

@@ -132,6 +132,23 @@ async def test_a_used_page_is_wiped_and_reused_up_to_its_limit() -> None:
         assert pool.reused == 3
 
 
+async def test_a_browser_past_its_render_limit_is_replaced_while_renders_go_on() -> None:
+    async with running_pool(concurrency=1, spare_pages=1, max_renders=3) as pool:
+        browsers = []
+        for _ in range(4):
+            async with pool.lease(ORG) as lease:
+                browsers.append(lease.context.browser)
+                await lease.document.set_content("<p>a design</p>")
+        # The fourth render began while the successor was starting: on the old browser, at
+        # once, instead of waiting for a launch.
+        assert browsers[3] is browsers[0] and pool.launches in (1, 2)
+        await wait_for(lambda: pool.launches == 2 and not browsers[0].is_connected())
+        async with pool.lease(ORG) as lease:
+            assert lease.context.browser is not browsers[0]
+            assert lease.context.browser.is_connected()
+            await lease.document.set_content("<p>on the successor</p>")
+
+
 async def test_a_page_where_a_document_came_from_an_address_is_not_reused() -> None:
     async with running_pool(concurrency=1, spare_pages=1) as pool:
         async with pool.lease(ORG) as lease:
