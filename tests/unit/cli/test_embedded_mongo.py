@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +31,28 @@ from storypost_cli.embedded_mongo import (
 from tests.support.mongo import count_scans
 
 
+@asynccontextmanager
+async def served(path: Path) -> AsyncIterator[AsyncMongoClient[dict[str, object]]]:
+    """A client of a mongoeco wire server on the SQLite file `path`, closed afterwards."""
+    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(path)), port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    try:
+        yield mongo
+    finally:
+        await mongo.close()
+        await server.close()
+
+
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[AsyncMongoClient[dict[str, object]]]:
     skip_full_scan_for_plain_ids()
     use_id_lookup_for_guarded_writes()
     use_sql_prefilter_for_compound_unique_indexes()
-    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
-    address = await server.start()
-    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
-    )
-    yield mongo
-    await mongo.close()
-    await server.close()
+    async with served(tmp_path / "db.sqlite") as mongo:
+        yield mongo
 
 
 async def test_duplicates_are_refused_for_every_kind_of_id(
@@ -145,12 +155,7 @@ async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(
         original(self, consumer_id, deliver)
 
     monkeypatch.setattr(SQLiteEngine, "dispatch_committed_changes", recording)
-    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
-    address = await server.start()
-    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
-    )
-    try:
+    async with served(tmp_path / "db.sqlite") as mongo:
         coll = mongo["t"]["changes"]
         for n in range(40):
             await coll.insert_one({"_id": f"doc-{n}"})
@@ -158,9 +163,6 @@ async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(
         async with asyncio.timeout(10):
             while sum(len(delivered) for _, delivered in dispatches) < 41:
                 await asyncio.sleep(0.05)
-    finally:
-        await mongo.close()
-        await server.close()
     # Every change reached the hub, in far fewer dispatches than writes, none on the loop.
     assert len(dispatches) <= 10
     assert {name.split("_")[0] for name, _ in dispatches} == {"storypost-changes"}
@@ -187,14 +189,8 @@ async def indexed(
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", tracing)
-    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(path)), port=0)
-    address = await server.start()
-    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
-    )
-    yield mongo, path, statements
-    await mongo.close()
-    await server.close()
+    async with served(path) as mongo:
+        yield mongo, path, statements
 
 
 async def test_lookups_by_indexed_fields_use_sqlite_indexes_and_find_the_same(
@@ -371,12 +367,7 @@ async def test_reads_of_many_documents_open_no_connection_and_keep_their_snapsho
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     read_on_the_engine_connection()
-    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
-    address = await server.start()
-    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
-    )
-    try:
+    async with served(tmp_path / "db.sqlite") as mongo:
         coll = mongo["t"]["posts"]
         await coll.insert_many([{"_id": f"p{n}", "n": n} for n in range(50)])
         opened: list[object] = []
@@ -399,6 +390,3 @@ async def test_reads_of_many_documents_open_no_connection_and_keep_their_snapsho
         await coll.delete_one({"_id": "p49"})
         rest = [d["_id"] for d in await cursor.to_list()]
         assert first["_id"] == "p0" and rest == [f"p{n}" for n in range(1, 50)]
-    finally:
-        await mongo.close()
-        await server.close()
