@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from playwright.async_api import Browser
 
 from render_svc.assets import load_assets
 from render_svc.browser.frames import fresh_frame
@@ -134,9 +135,10 @@ async def test_a_used_page_is_wiped_and_reused_up_to_its_limit() -> None:
 
 async def test_a_browser_past_its_render_limit_is_replaced_while_renders_go_on() -> None:
     async with running_pool(concurrency=1, spare_pages=1, max_renders=3) as pool:
-        browsers = []
+        browsers: list[Browser] = []
         for _ in range(4):
             async with pool.lease(ORG) as lease:
+                assert lease.context.browser is not None
                 browsers.append(lease.context.browser)
                 await lease.document.set_content("<p>a design</p>")
         # The fourth render began while the successor was starting: on the old browser, at
@@ -144,8 +146,9 @@ async def test_a_browser_past_its_render_limit_is_replaced_while_renders_go_on()
         assert browsers[3] is browsers[0] and pool.launches in (1, 2)
         await wait_for(lambda: pool.launches == 2 and not browsers[0].is_connected())
         async with pool.lease(ORG) as lease:
-            assert lease.context.browser is not browsers[0]
-            assert lease.context.browser.is_connected()
+            successor = lease.context.browser
+            assert successor is not None and successor is not browsers[0]
+            assert successor.is_connected()
             await lease.document.set_content("<p>on the successor</p>")
 
 
