@@ -124,6 +124,13 @@ def _all_slots_busy() -> ResourceExhausted:
     )
 
 
+async def _close_quietly(browser: Browser) -> None:
+    """Closes a browser, waiting at most 10 s; one already gone or wedged is left to exit."""
+    with contextlib.suppress(PlaywrightError, TimeoutError):
+        async with asyncio.timeout(10):
+            await browser.close()
+
+
 @dataclass(frozen=True)
 class PoolSettings:
     chromium_path: str
@@ -349,9 +356,7 @@ class BrowserPool:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(RETIRE_SECONDS):
                 await done.wait()
-        with contextlib.suppress(PlaywrightError, TimeoutError):
-            async with asyncio.timeout(10):
-                await browser.close()
+        await _close_quietly(browser)
 
     def _on_disconnect(self, slot: _Slot, browser: Browser) -> None:
         if slot.browser is browser:
@@ -365,9 +370,7 @@ class BrowserPool:
         browser, slot.browser = slot.browser, None
         slot.spares.clear()
         if browser is not None:
-            with contextlib.suppress(PlaywrightError, TimeoutError):
-                async with asyncio.timeout(10):
-                    await browser.close()
+            await _close_quietly(browser)
 
     async def _new_lease(self, browser: Browser) -> Lease:
         context = await browser.new_context(
