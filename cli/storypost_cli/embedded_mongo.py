@@ -8,7 +8,9 @@ import contextlib
 import hashlib
 import importlib.metadata
 import signal
+import sqlite3
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +20,12 @@ from typing import Any
 # against. pyproject.toml pins exactly this one (`embedded` extra, requirements.lock); any
 # other version is refused at start, before a patch could misfire on code that moved.
 MONGOECO_VERSION = "4.11.0"
+# The path suffix under which mongoeco's codec stores a tagged value's type.
+TAG = '."$mongoeco".type'
+# mongoeco's uniform sort types: every document's field of these JSON types.
+# Every value SQLite's json_type() gives for a field that is present.
+JSON_TYPES = "'null', 'true', 'false', 'integer', 'real', 'text', 'array', 'object'"
+UNIFORM_SORT_TYPES = {"number": ("integer", "real"), "string": ("text",), "bool": ("true", "false")}
 
 
 class MongoecoVersionError(RuntimeError):
@@ -494,6 +502,242 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
     CollectionRuntimeCoordinator._dispatch_engine_changes = dispatch  # type: ignore[method-assign]
 
 
+def match_scalars_without_array_branches() -> None:
+    """Equality and `$in` on a top-level field that holds no array in the collection become
+    the scalar comparison alone, which the field's type-and-value index serves.
+
+    mongoeco 4.11 translates `{f: v}` on a field with a single-field index into
+    `scalar(f, v) OR EXISTS (SELECT .. FROM multikey_entries ..)`, and `{f: {$in: [..]}}`
+    into one scalar test and one `json_each` array test per value: an OR with a correlated
+    subquery, which SQLite answers only by reading every document of the collection. Those
+    are the pollers' queries (the outbox relays' `{outboxPending: true}` after every write
+    and twice a second, the scheduler's `status $in` open states), and their cost grew with
+    the collection: at 3,000 posts the scheduler's claim query took 50 ms of CPU, the
+    relay's 17 ms, and under bench/load.py's publishing they ran several times per post.
+    The array branches can match only a document whose field is an array. When the
+    collection has none (mongoeco's own check, `_field_is_top_level_array_in_collection`,
+    cached until the next write to the collection and answered by the type-and-value index
+    that an indexed field has here), the scalar test alone matches the same documents,
+    which is what mongoeco itself does for an unindexed field. Dotted fields (an array
+    anywhere on the path matters) and values mongoeco does not translate keep its own
+    translation.
+    """
+    from mongoeco.core.query_plan import (
+        EqualsCondition,
+        GreaterThanCondition,
+        GreaterThanOrEqualCondition,
+        InCondition,
+        LessThanCondition,
+        LessThanOrEqualCondition,
+    )
+    from mongoeco.engines.sqlite import SQLiteEngine
+    from mongoeco.engines.sqlite_query import _translate_equals_scalar_only, json_path_for_field
+
+    ranges = (
+        GreaterThanCondition,
+        GreaterThanOrEqualCondition,
+        LessThanCondition,
+        LessThanOrEqualCondition,
+    )
+
+    original = SQLiteEngine._translate_query_plan_with_multikey
+    if getattr(original, "storypost_patched", False):
+        return
+
+    def scalar_only(self: Any, db_name: str, coll_name: str, plan: Any) -> Any:
+        if isinstance(plan, EqualsCondition):
+            values: tuple[Any, ...] = (plan.value,)
+        elif isinstance(plan, InCondition) and plan.values:
+            values = plan.values
+        else:
+            return None
+        if "." in plan.field or self._field_is_top_level_array_in_collection(
+            db_name, coll_name, plan.field
+        ):
+            return None
+        try:
+            fragments = [
+                _translate_equals_scalar_only(
+                    plan.field, value, null_matches_undefined=plan.null_matches_undefined
+                )
+                for value in values
+            ]
+        except NotImplementedError:
+            return None
+        sql = " OR ".join(f"({fragment})" for fragment, _ in fragments)
+        return (f"({sql})", [param for _, params in fragments for param in params])
+
+    def translate(self: Any, db_name: str, coll_name: str, plan: Any) -> Any:
+        found = scalar_only(self, db_name, coll_name, plan)
+        if found is not None:
+            return found
+        sql, params = original(self, db_name, coll_name, plan)
+        if isinstance(plan, ranges) and plan.value is not None:
+            # A comparison with a value never matches a document without the field, so
+            # only the rows that have it are read: the field's type index finds them.
+            # (Each JSON type listed: SQLite's planner looks these up in the index, where
+            # `IS NOT NULL` on an expression would read every row.)
+            present = f"json_type(document, {_literal(json_path_for_field(plan.field))})"
+            return (f"({present} IN ({JSON_TYPES}) AND ({sql}))", params)
+        return (sql, params)
+
+    translate.storypost_patched = True  # type: ignore[attr-defined]
+    SQLiteEngine._translate_query_plan_with_multikey = translate  # type: ignore[method-assign]
+
+
+def answer_field_probes_from_indexes() -> None:
+    """Answers mongoeco's per-field probes from SQLite indexes instead of reading every
+    document of the collection.
+
+    Before running a filter or a sort in SQL, mongoeco 4.11 asks of each field in it
+    whether any document of the collection holds an array there, a tagged `bytes` or
+    `undefined` value, or only numbers, strings or booleans (a count over every document).
+    Each answer is cached only until the next write to the collection, so under load every
+    poll asked again: the scheduler's claim of due posts ran six such scans (12 ms of CPU
+    each at 3,000 posts) before its query. Here the first probe of a field gives it the
+    index that answers the probe (`json_type` of the field, which the type-and-value index
+    of an indexed field already is, and the tagged type, `"$mongoeco".type`), partial to
+    its collection like the others, and the probes' SQL names the field's path as a
+    literal (mongoeco binds the tagged path as a parameter, which no index can match).
+    The questions and their answers are mongoeco's; only how the rows are found changes.
+    """
+    from mongoeco.engines._sqlite_plan_heuristics import sort_requires_python
+    from mongoeco.engines.sqlite import SQLiteEngine
+    from mongoeco.engines.sqlite_query import (
+        json_path_for_field,
+        path_array_prefixes,
+        type_expression_sql,
+    )
+
+    if getattr(SQLiteEngine._field_traverses_array_in_collection, "storypost_patched", False):
+        return
+    traverses_array = SQLiteEngine._field_traverses_array_in_collection
+    top_level_array = SQLiteEngine._field_is_top_level_array_in_collection
+
+    def ensure(self: Any, db_name: str, coll_name: str, name: str, columns: str) -> None:
+        made: set[str] = self.__dict__.setdefault("_storypost_probe_indexes", set())
+        if name in made:
+            return
+        conn = self._require_connection()
+        # Another connection of the engine (the change dispatch) may hold the write lock
+        # for a moment: wait a little for it, else the next probe of the field tries again.
+        for _attempt in range(10):
+            try:
+                conn.execute(
+                    f'CREATE INDEX IF NOT EXISTS "{name}" ON documents(db_name, coll_name, '
+                    f"{columns}) WHERE {_namespace(db_name, coll_name)}"
+                )
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error):
+                    return
+                time.sleep(0.02)
+            else:
+                made.add(name)
+                return
+
+    def ensure_type_index(self: Any, db_name: str, coll_name: str, field: str) -> str:
+        # The same index (name and columns) as an indexed field's type-and-value index.
+        path = json_path_for_field(field)
+        ensure(
+            self,
+            db_name,
+            coll_name,
+            index_name("ptx", db_name, coll_name, path),
+            _typed_value(path),
+        )
+        return path
+
+    def field_traverses_array(self: Any, db_name: str, coll_name: str, field: str) -> bool:
+        for prefix in path_array_prefixes(field):
+            ensure_type_index(self, db_name, coll_name, prefix)
+        return bool(traverses_array(self, db_name, coll_name, field))
+
+    def field_is_top_level_array(self: Any, db_name: str, coll_name: str, field: str) -> bool:
+        ensure_type_index(self, db_name, coll_name, field)
+        return bool(top_level_array(self, db_name, coll_name, field))
+
+    def tagged_type(self: Any, db_name: str, coll_name: str, field: str, value_type: str) -> bool:
+        key = (db_name, coll_name, f"tagged_type:{field}:{value_type}")
+        if key in self._collection_features_cache:
+            return bool(self._collection_features_cache[key])
+        tag_path = json_path_for_field(field) + TAG
+        expression = f"json_extract(document, {_literal(tag_path)})"
+        ensure(
+            self, db_name, coll_name, index_name("ptag", db_name, coll_name, tag_path), expression
+        )
+        # The path is a quoted literal (mongoeco's own format), so the index can match it.
+        query = f"SELECT 1 FROM documents WHERE db_name = ? AND coll_name = ? AND {expression} = ?"  # noqa: S608
+        row = (
+            self._require_connection()
+            .execute(
+                query + " LIMIT 1",
+                (db_name, coll_name, value_type),
+            )
+            .fetchone()
+        )
+        self._collection_features_cache[key] = row is not None
+        return row is not None
+
+    def uniform_sort_type(self: Any, db_name: str, coll_name: str, field: str) -> str | None:
+        key = (db_name, coll_name, f"uniform_scalar_sort_type:{field}")
+        if key in self._collection_features_cache:
+            cached = self._collection_features_cache[key]
+            return cached if isinstance(cached, str) else None
+        type_of = (
+            f"json_type(document, {_literal(ensure_type_index(self, db_name, coll_name, field))})"
+        )
+        conn = self._require_connection()
+
+        def count(condition: str) -> int:
+            # `condition` compares the quoted path's type with quoted type names.
+            row = conn.execute(
+                "SELECT COUNT(*) FROM documents WHERE db_name = ? AND coll_name = ?"  # noqa: S608
+                + condition,
+                (db_name, coll_name),
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+        total = count("")
+        found: str | bool = False
+        for kind, types in UNIFORM_SORT_TYPES.items():
+            listed = ", ".join(_literal(name) for name in types)
+            if total and count(f" AND {type_of} IN ({listed})") == total:
+                found = kind
+                break
+        self._collection_features_cache[key] = found
+        return found if isinstance(found, str) else None
+
+    def sort_needs_python(self: Any, db_name: str, coll_name: str, plan: Any, sort: Any) -> bool:
+        # mongoeco's own check, with the filter translated as its reads translate it.
+        return bool(
+            sort_requires_python(
+                db_name=db_name,
+                coll_name=coll_name,
+                plan=plan,
+                sort=sort,
+                plan_has_array_traversing_paths=self._plan_has_array_traversing_paths,
+                translate_query_plan=lambda node: self._translate_query_plan_with_multikey(
+                    db_name, coll_name, node
+                ),
+                field_traverses_array_in_collection=self._field_traverses_array_in_collection,
+                field_contains_tagged_bytes_in_collection=self._field_contains_tagged_bytes_in_collection,
+                field_contains_tagged_undefined_in_collection=self._field_contains_tagged_undefined_in_collection,
+                fetchone=lambda sql, params: (
+                    self._require_connection().execute(sql, params).fetchone()
+                ),
+                type_expression_sql=type_expression_sql,
+                json_path_for_field=json_path_for_field,
+            )
+        )
+
+    field_traverses_array.storypost_patched = True  # type: ignore[attr-defined]
+    SQLiteEngine._field_traverses_array_in_collection = field_traverses_array  # type: ignore[method-assign]
+    SQLiteEngine._field_is_top_level_array_in_collection = field_is_top_level_array  # type: ignore[method-assign]
+    SQLiteEngine._field_contains_tagged_value_type_in_collection = tagged_type  # type: ignore[method-assign]
+    SQLiteEngine._field_has_uniform_scalar_sort_type_in_collection = uniform_sort_type  # type: ignore[method-assign]
+    SQLiteEngine._sort_requires_python = sort_needs_python  # type: ignore[method-assign]
+
+
 def read_on_the_engine_connection() -> None:
     """Runs reads of many documents on the engine's own SQLite connection, as mongoeco does
     for an in-memory database, instead of a new connection per read.
@@ -559,6 +803,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_sql_prefilter_for_compound_unique_indexes()
     coalesce_change_dispatch()
     read_on_the_engine_connection()
+    match_scalars_without_array_branches()
+    answer_field_probes_from_indexes()
     skip_decimal_scans_without_decimals(args.path)
     add_sqlite_indexes_for_mongo_indexes()
     index_ids_of_every_collection()

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,18 @@ from pymongo.errors import DuplicateKeyError
 
 from storypost_cli.embedded_mongo import (
     add_sqlite_indexes_for_mongo_indexes,
+    answer_field_probes_from_indexes,
     coalesce_change_dispatch,
     index_ids_of_every_collection,
     index_name,
+    match_scalars_without_array_branches,
     read_on_the_engine_connection,
     skip_decimal_scans_without_decimals,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
     use_sql_prefilter_for_compound_unique_indexes,
 )
-from tests.support.mongo import count_scans
+from tests.support.mongo import count_scans, memory_mongo_server
 
 
 @asynccontextmanager
@@ -390,3 +393,93 @@ async def test_reads_of_many_documents_open_no_connection_and_keep_their_snapsho
         await coll.delete_one({"_id": "p49"})
         rest = [d["_id"] for d in await cursor.to_list()]
         assert first["_id"] == "p0" and rest == [f"p{n}" for n in range(1, 50)]
+
+
+def scans_of(path: Path, statements: list[str], collection: str) -> list[str]:
+    """The statements that read every row of `collection` (their plan searches the documents
+    by namespace alone and reads the rows, not just an index's entries)."""
+    namespace = f"coll_name = '{collection}'"
+    reads = [
+        s
+        for s in statements
+        if s.lstrip().startswith("SELECT")
+        and namespace in s
+        and "FROM documents" in " ".join(s.split())
+    ]
+    with sqlite3.connect(path) as conn:
+        return [
+            " ".join(s.split())[:200]
+            for s in reads
+            if any(
+                "(db_name=? AND coll_name=?)" in row[-1] and "COVERING" not in row[-1]
+                for row in conn.execute("EXPLAIN QUERY PLAN " + s).fetchall()
+            )
+        ]
+
+
+async def test_the_pollers_queries_read_only_the_rows_they_match_and_find_the_same(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    match_scalars_without_array_branches()
+    answer_field_probes_from_indexes()
+    mongo, path, statements = indexed
+    now = datetime(2026, 11, 27, 12, tzinfo=UTC)
+    docs: list[dict[str, object]] = [
+        {
+            "_id": f"p{n}",
+            "status": ["scheduled", "publishing", "executed", "failed"][n % 4],
+            "dueAt": now + timedelta(minutes=n - 200),
+            **({"outboxPending": True} if n % 9 == 0 else {}),
+            **({"creditDueAt": now - timedelta(seconds=n)} if n % 50 == 0 else {}),
+        }
+        for n in range(400)
+    ] + [{"_id": "bare"}, {"_id": "nulls", "status": None, "creditDueAt": None}]
+    # The scheduler's claim and next due time, the relay's poll, the credit settler's.
+    polls: list[tuple[dict[str, Any], list[tuple[str, int]] | None]] = [
+        ({"outboxPending": True}, None),
+        ({"status": {"$in": ["scheduled", "publishing"]}, "dueAt": {"$lte": now}}, [("dueAt", 1)]),
+        ({"status": {"$in": ["scheduled", "publishing"]}, "dueAt": {"$gt": now}}, [("dueAt", 1)]),
+        ({"creditDueAt": {"$lte": now}}, [("creditDueAt", 1)]),
+    ]
+    # And forms whose meaning the shortcut must keep: null matches a missing field.
+    checks = [*polls, ({"status": None}, None), ({"status": {"$in": ["failed", None]}}, None)]
+    indexes = [
+        IndexModel([("status", ASCENDING), ("dueAt", ASCENDING)]),
+        IndexModel([("outboxPending", ASCENDING)], sparse=True),
+        IndexModel([("creditDueAt", ASCENDING)], sparse=True),
+    ]
+
+    async def answers(coll: Any) -> list[list[object]]:
+        found = []
+        for query, sort in checks:
+            cursor = coll.find(query, sort=sort) if sort else coll.find(query)
+            ids = [d["_id"] for d in await cursor.to_list()]
+            found.append(ids if sort else sorted(ids))
+        return found
+
+    async with memory_mongo_server() as url:
+        reference: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(url)
+        try:
+            for coll in (mongo["t"]["posts"], reference["t"]["posts"]):
+                await coll.create_indexes(indexes)
+                await coll.insert_many([dict(doc) for doc in docs])
+            # A field's first probe makes its index (or, when the engine's other connection
+            # holds the write lock just then, a later one): the polls after it read no scans.
+            for _pass in ("first", "later"):
+                statements.clear()
+                for query, sort in polls:
+                    await mongo["t"]["posts"].find(query, sort=sort).to_list()
+            assert scans_of(path, statements, "posts") == []
+            assert await answers(mongo["t"]["posts"]) == await answers(reference["t"]["posts"])
+            # Arrays and tagged values where the shortcuts assume none: mongoeco's own SQL
+            # again, with the same answers.
+            odd: list[dict[str, object]] = [
+                {"_id": "arr", "status": ["x", "scheduled"], "dueAt": now - timedelta(days=1)},
+                {"_id": "flags", "outboxPending": [True, False]},
+                {"_id": "bytes", "creditDueAt": b"\x01", "status": "failed"},
+            ]
+            for coll in (mongo["t"]["posts"], reference["t"]["posts"]):
+                await coll.insert_many([dict(doc) for doc in odd])
+            assert await answers(mongo["t"]["posts"]) == await answers(reference["t"]["posts"])
+        finally:
+            await reference.close()
