@@ -448,7 +448,7 @@ CREATE_CONNECT_LINK = Procedure(
     ),
     input_schema=f.input_object(
         {
-            "connectLinkUuid": f.uuid("Caller-chosen UUID of the link."),
+            "connectLinkUuid": f.caller_uuid("link"),
             "description": f.string("A note shown in the app.", max_length=500),
         },
         ("connectLinkUuid",),

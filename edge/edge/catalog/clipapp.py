@@ -8,10 +8,6 @@ from edge.catalog.model import Procedure
 _POST_UUID = "54ba01fa-7f90-4e90-95c7-961c8cd5ceee"
 
 
-def _post_uuid() -> f.Schema:
-    return f.uuid("Caller-chosen UUID of the clipapp post.")
-
-
 def _flag(description: str) -> f.Schema:
     return f.boolean(description, default=False)
 
@@ -49,7 +45,7 @@ SCHEDULE_CLIPAPP_POST = Procedure(
                 min_length=1,
                 max_length=128,
             ),
-            "clipappPostUuid": _post_uuid(),
+            "clipappPostUuid": f.caller_uuid("clipapp post"),
             "date": f.date_time("When to publish; omitted means once rendering is complete."),
             "title": f.string("Title; at most 90 characters for photo posts.", max_length=2200),
             "description": f.string("Description; use it for longer text.", max_length=2200),
@@ -111,7 +107,7 @@ STATUS_CLIPAPP_POST = Procedure(
         "confirmed publishing), `failed` (with `errorMessage`) or `canceled`. "
         "`clipappStatus` is the last raw publish status the network returned, if any."
     ),
-    input_schema=f.input_object({"clipappPostUuid": _post_uuid()}, ("clipappPostUuid",)),
+    input_schema=f.uuid_input("clipappPostUuid", "clipapp post"),
     output_schema=f.output_object(
         {
             "clipappPostUuid": f.uuid("The clipapp post's UUID."),
@@ -141,14 +137,8 @@ CANCEL_CLIPAPP_POST = Procedure(
         "**Errors:** a post that is already `executed` or `failed` cannot be canceled: an "
         "expected error (HTTP 400) is returned and the post is unchanged."
     ),
-    input_schema=f.input_object({"clipappPostUuid": _post_uuid()}, ("clipappPostUuid",)),
-    output_schema=f.output_object(
-        {
-            "clipappPostUuid": f.uuid("The clipapp post's UUID."),
-            "status": f.status("Always `canceled`.", ("canceled",)),
-        },
-        ("clipappPostUuid", "status"),
-    ),
+    input_schema=f.uuid_input("clipappPostUuid", "clipapp post"),
+    output_schema=f.final_status_output("clipappPostUuid", "clipapp post", "canceled"),
     example_input={"clipappPostUuid": _POST_UUID},
     example_output={"clipappPostUuid": _POST_UUID, "status": "canceled"},
     tags=("clipapp",),

@@ -31,6 +31,16 @@ def uuid(description: str) -> Schema:
     return {"type": "string", "format": "uuid", "description": description}
 
 
+def caller_uuid(thing: str) -> Schema:
+    """The identifier a caller picks for what it creates."""
+    return uuid(f"Caller-chosen UUID of the {thing}.")
+
+
+def uuid_input(name: str, thing: str) -> Schema:
+    """The request body of a procedure that names one thing by the UUID its caller chose."""
+    return input_object({name: caller_uuid(thing)}, (name,))
+
+
 def date_time(description: str) -> Schema:
     """An RFC 3339 (ISO 8601) date-time with an offset, e.g. `2026-07-01T09:30:00Z`."""
     return {"type": "string", "format": "date-time", "description": description}
@@ -160,6 +170,14 @@ def render_input_object(properties: Schema, required: tuple[str, ...]) -> Schema
 def output_object(properties: Schema, required: tuple[str, ...]) -> Schema:
     """A response body: open, because new entries may be added to responses at any time."""
     return {"type": "object", "properties": properties, "required": list(required)}
+
+
+def final_status_output(name: str, thing: str, final: str) -> Schema:
+    """The answer of a cancel or a delete: the thing's UUID and the one status it ends in."""
+    return output_object(
+        {name: uuid(f"The {thing}'s UUID."), "status": status(f"Always `{final}`.", (final,))},
+        (name, "status"),
+    )
 
 
 def array_of(items: Schema, description: str) -> Schema:

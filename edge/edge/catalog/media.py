@@ -25,10 +25,6 @@ _BLOB_URL_DOC = (
 )
 
 
-def _temp_blob_uuid() -> f.Schema:
-    return f.uuid("Caller-chosen UUID of the temp blob.")
-
-
 CREATE_TEMP_BLOB_UPLOAD_URL = Procedure(
     name="create-temp-blob-upload-url",
     rpc="storypost.render.v1.RenderService/CreateTempBlobUploadUrl",
@@ -54,7 +50,7 @@ CREATE_TEMP_BLOB_UPLOAD_URL = Procedure(
     ),
     input_schema=f.input_object(
         {
-            "tempBlobUuid": _temp_blob_uuid(),
+            "tempBlobUuid": f.caller_uuid("temp blob"),
             "contentType": {
                 **f.content_type(),
                 "description": (
@@ -124,7 +120,7 @@ UPLOAD_TEMP_BLOB = Procedure(
     ),
     input_schema=f.input_object(
         {
-            "tempBlobUuid": _temp_blob_uuid(),
+            "tempBlobUuid": f.caller_uuid("temp blob"),
             "contentBase64": f.string(
                 "The file, base64-encoded (standard alphabet); at most 30 MB decoded.",
                 min_length=1,
@@ -152,10 +148,6 @@ UPLOAD_TEMP_BLOB = Procedure(
 )
 
 
-def _draft_uuid() -> f.Schema:
-    return f.uuid("Caller-chosen UUID of the draft.")
-
-
 CREATE_DRAFT = Procedure(
     name="create-draft",
     rpc="storypost.render.v1.RenderService/CreateDraft",
@@ -178,7 +170,7 @@ CREATE_DRAFT = Procedure(
     ),
     input_schema=f.render_input_object(
         {
-            "draftUuid": _draft_uuid(),
+            "draftUuid": f.caller_uuid("draft"),
             "name": f.string(
                 "Name of the draft in the gallery (default `api-story`).",
                 min_length=1,
@@ -226,7 +218,7 @@ STATUS_DRAFT = Procedure(
         "When a user edited the draft in the editor, the status, `previewUrl` and "
         "`editorUrl` are those of the latest saved version."
     ),
-    input_schema=f.input_object({"draftUuid": _draft_uuid()}, ("draftUuid",)),
+    input_schema=f.uuid_input("draftUuid", "draft"),
     output_schema=f.output_object(
         {
             "draftUuid": f.uuid("The draft's UUID."),
@@ -260,14 +252,8 @@ DELETE_DRAFT = Procedure(
         "expected error (HTTP 400) is returned and the draft is unchanged: cancel the post "
         "in the app first. A deleted draft still counts for the draft quota."
     ),
-    input_schema=f.input_object({"draftUuid": _draft_uuid()}, ("draftUuid",)),
-    output_schema=f.output_object(
-        {
-            "draftUuid": f.uuid("The draft's UUID."),
-            "status": f.status("Always `deleted`.", ("deleted",)),
-        },
-        ("draftUuid", "status"),
-    ),
+    input_schema=f.uuid_input("draftUuid", "draft"),
+    output_schema=f.final_status_output("draftUuid", "draft", "deleted"),
     example_input={"draftUuid": _DRAFT_UUID},
     example_output={"draftUuid": _DRAFT_UUID, "status": "deleted"},
     tags=("drafts",),

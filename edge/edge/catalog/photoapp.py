@@ -11,14 +11,6 @@ _STORY_UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
 _REEL_UUID = "a238d129-05ad-4b23-aafe-f508e44205d6"
 
 
-def _story_uuid() -> f.Schema:
-    return f.uuid("Caller-chosen UUID of the story post.")
-
-
-def _reel_uuid() -> f.Schema:
-    return f.uuid("Caller-chosen UUID of the reel post.")
-
-
 SCHEDULE_PHOTOAPP_STORY = Procedure(
     name="schedule-photoapp-story",
     rpc="storypost.publish.v1.PublishService/ScheduleStory",
@@ -47,7 +39,7 @@ SCHEDULE_PHOTOAPP_STORY = Procedure(
     input_schema=f.render_input_object(
         {
             "photoappUsername": f.photoapp_username(),
-            "storyPostUuid": _story_uuid(),
+            "storyPostUuid": f.caller_uuid("story post"),
             "date": f.date_time("When to post; omitted means at once."),
             "aiGenerated": f.boolean("Marks the story as AI-generated."),
             "shareToLinknet": f.boolean("Cross-post the story to a linknet destination."),
@@ -101,7 +93,7 @@ STATUS_PHOTOAPP_STORY = Procedure(
         "There is no fixed time from `scheduled` to `executed`: keep polling (or receive "
         "the `photoapp_story_post.status_changed` webhook) until `executed` or `failed`."
     ),
-    input_schema=f.input_object({"storyPostUuid": _story_uuid()}, ("storyPostUuid",)),
+    input_schema=f.uuid_input("storyPostUuid", "story post"),
     output_schema=f.output_object(
         {
             "storyPostUuid": f.uuid("The story post's UUID."),
@@ -131,7 +123,7 @@ CANCEL_PHOTOAPP_STORY = Procedure(
         "**Errors:** a story that is already `executed` or `failed` cannot be canceled: an "
         "expected error (HTTP 400) is returned and the story is unchanged."
     ),
-    input_schema=f.input_object({"storyPostUuid": _story_uuid()}, ("storyPostUuid",)),
+    input_schema=f.uuid_input("storyPostUuid", "story post"),
     output_schema=f.output_object(
         {
             "storyPostUuid": f.uuid("The story post's UUID."),
@@ -167,7 +159,7 @@ SCHEDULE_PHOTOAPP_REEL = Procedure(
     input_schema=f.render_input_object(
         {
             "photoappUsername": f.photoapp_username(),
-            "reelPostUuid": _reel_uuid(),
+            "reelPostUuid": f.caller_uuid("reel post"),
             "caption": f.string("Caption published with the reel.", max_length=2200),
             "date": f.date_time("When to publish; omitted means once rendering is complete."),
             "shareToFeed": f.boolean("Also show the reel in the feed.", default=False),
@@ -210,7 +202,7 @@ STATUS_PHOTOAPP_REEL = Procedure(
         "rendering), `in-progress` (due and being processed), `executed`, `failed` (with "
         "`errorMessage`) or `canceled`."
     ),
-    input_schema=f.input_object({"reelPostUuid": _reel_uuid()}, ("reelPostUuid",)),
+    input_schema=f.uuid_input("reelPostUuid", "reel post"),
     output_schema=f.output_object(
         {
             "reelPostUuid": f.uuid("The reel post's UUID."),
@@ -238,14 +230,8 @@ CANCEL_PHOTOAPP_REEL = Procedure(
         "**Errors:** once posting started (`in-progress`), succeeded (`executed`) or failed "
         "(`failed`), an expected error (HTTP 400) is returned and the reel is unchanged."
     ),
-    input_schema=f.input_object({"reelPostUuid": _reel_uuid()}, ("reelPostUuid",)),
-    output_schema=f.output_object(
-        {
-            "reelPostUuid": f.uuid("The reel post's UUID."),
-            "status": f.status("Always `canceled`.", ("canceled",)),
-        },
-        ("reelPostUuid", "status"),
-    ),
+    input_schema=f.uuid_input("reelPostUuid", "reel post"),
+    output_schema=f.final_status_output("reelPostUuid", "reel post", "canceled"),
     example_input={"reelPostUuid": _REEL_UUID},
     example_output={"reelPostUuid": _REEL_UUID, "status": "canceled"},
     tags=("photoapp",),

@@ -11,10 +11,6 @@ _ACCOUNT_ID = "sa_01jz8m0t6b1w"
 TEXT_MAX_CHARS = 63_206
 
 
-def _post_uuid() -> f.Schema:
-    return f.uuid("Caller-chosen UUID of the social post.")
-
-
 def _account_id() -> f.Schema:
     return f.string(
         "The account, as `socialAccountId` of `list-social-accounts`.",
@@ -57,7 +53,7 @@ SCHEDULE_SOCIAL_POST = Procedure(
     ),
     input_schema=f.render_input_object(
         {
-            "socialPostUuid": _post_uuid(),
+            "socialPostUuid": f.caller_uuid("social post"),
             "socialAccountId": _account_id(),
             "postType": f.string(
                 "One of the account's `postTypes[].postType`.", min_length=1, max_length=64
@@ -119,7 +115,7 @@ STATUS_SOCIAL_POST = Procedure(
         "The webhook event `social_post.status_changed` carries the same `status`, "
         "`errorMessage` and `permalink` as this procedure at the event's `occurredAt`."
     ),
-    input_schema=f.input_object({"socialPostUuid": _post_uuid()}, ("socialPostUuid",)),
+    input_schema=f.uuid_input("socialPostUuid", "social post"),
     output_schema=f.output_object(
         {
             "socialPostUuid": f.uuid("The social post's UUID."),
@@ -167,14 +163,8 @@ CANCEL_SOCIAL_POST = Procedure(
         "**Errors:** a post that is already `executed` or `failed` cannot be canceled: an "
         "expected error (HTTP 400) is returned and the post is unchanged."
     ),
-    input_schema=f.input_object({"socialPostUuid": _post_uuid()}, ("socialPostUuid",)),
-    output_schema=f.output_object(
-        {
-            "socialPostUuid": f.uuid("The social post's UUID."),
-            "status": f.status("Always `canceled`.", ("canceled",)),
-        },
-        ("socialPostUuid", "status"),
-    ),
+    input_schema=f.uuid_input("socialPostUuid", "social post"),
+    output_schema=f.final_status_output("socialPostUuid", "social post", "canceled"),
     example_input={"socialPostUuid": _POST_UUID},
     example_output={"socialPostUuid": _POST_UUID, "status": "canceled"},
     tags=("social",),

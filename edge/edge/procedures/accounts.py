@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from google.protobuf import struct_pb2
+from google.protobuf.message import Message
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
@@ -35,6 +36,20 @@ def _scalar(value: struct_pb2.Value) -> Any:
     if kind == "bool_value":
         return value.bool_value
     return None
+
+
+# Optional proto fields shown when set: (proto field, JSON name, how its value is shown).
+OptionalFields = tuple[tuple[str, str, Callable[[Any], Any]], ...]
+OPTION_FIELDS: OptionalFields = (
+    ("default_value", "default", _scalar),
+    ("minimum", "minimum", _number),
+    ("maximum", "maximum", _number),
+    ("max_length", "maxLength", int),
+)
+DURATION_FIELDS: OptionalFields = (
+    ("min_duration_seconds", "minDurationSeconds", _number),
+    ("max_duration_seconds", "maxDurationSeconds", _number),
+)
 
 
 def _destinations(account: pb.ConnectedAccount) -> list[JsonObject]:
@@ -69,6 +84,15 @@ def clipapp_account(account: pb.ConnectedAccount) -> JsonObject:
     return found
 
 
+def _set_fields(message: Message, fields: OptionalFields) -> JsonObject:
+    """The optional fields `message` has set, under their JSON names, in the table's order."""
+    return {
+        key: convert(getattr(message, name))
+        for name, key, convert in fields
+        if message.HasField(name)
+    }
+
+
 def option_json(option: pb.PostTypeOption) -> JsonObject:
     data: JsonObject = {
         "type": option.type,
@@ -77,34 +101,20 @@ def option_json(option: pb.PostTypeOption) -> JsonObject:
     }
     if option.enum_values:
         data["enum"] = [_scalar(v) for v in option.enum_values]
-    if option.HasField("default_value"):
-        data["default"] = _scalar(option.default_value)
-    if option.HasField("minimum"):
-        data["minimum"] = _number(option.minimum)
-    if option.HasField("maximum"):
-        data["maximum"] = _number(option.maximum)
-    if option.HasField("max_length"):
-        data["maxLength"] = option.max_length
-    return data
+    return data | _set_fields(option, OPTION_FIELDS)
 
 
 def post_type_json(post_type: pb.PostType) -> JsonObject:
-    data: JsonObject = {
+    return {
         "postType": post_type.post_type,
         "procedure": post_type.procedure,
         "media": post_type.media,
-    }
-    if post_type.HasField("min_duration_seconds"):
-        data["minDurationSeconds"] = _number(post_type.min_duration_seconds)
-    if post_type.HasField("max_duration_seconds"):
-        data["maxDurationSeconds"] = _number(post_type.max_duration_seconds)
-    data |= {
+        **_set_fields(post_type, DURATION_FIELDS),
         "captionPublished": post_type.caption_published,
         "captionRequired": post_type.caption_required,
         "maxCaptionLength": post_type.max_caption_length,
         "options": {key: option_json(post_type.options[key]) for key in sorted(post_type.options)},
     }
-    return data
 
 
 def social_account(account: pb.ConnectedAccount) -> JsonObject:

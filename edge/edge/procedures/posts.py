@@ -8,14 +8,25 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from edge.backends import Backends
+from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, JsonObject
 from storypost.publish.v1 import publish_pb2 as pb
+from storypost.publish.v1 import publish_pb2_grpc
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import iso_utc
 from storypost_runtime.protobuf import to_datetime
 from storypost_runtime.vocabulary import PostStatus, proto_name
 
 STATUS_TEXT = {pb.PostStatus.Value(proto_name("POST_STATUS", s)): s.value for s in PostStatus}
+
+
+class PublishProcedures:
+    """Base of the post areas: publish-svc, and the deadline of its calls that render first."""
+
+    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
+        self._publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
+        self._deadline = settings.render_deadline_seconds
 
 
 def design(params: Mapping[str, Any]) -> rpb.Design:

@@ -9,19 +9,14 @@ from typing import Any
 from edge.backends import Backends
 from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
-from edge.procedures.posts import design, post_answer, scheduled_json, timestamp
+from edge.procedures.posts import PublishProcedures, design, post_answer, scheduled_json, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
-from storypost.publish.v1 import publish_pb2_grpc
 
 STATUS_FIELDS = ("permalink", "socialAccountId", "platform", "postType", "date")
 
 
-class SocialProcedures:
+class SocialProcedures(PublishProcedures):
     """Social posts (publish-svc); each method is the procedure of its name."""
-
-    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
-        self._publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
-        self._deadline = settings.render_deadline_seconds
 
     def schedule_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         reply = self._publish.ScheduleSocialPost(

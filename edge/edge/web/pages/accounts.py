@@ -4,12 +4,15 @@ platform's OAuth-like sign-in), remove; connect links: create them and see which
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import falcon
 import grpc
 
 from edge.routes.connect import STATE_COOKIE, _state_digest
+from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, Page, field
 from edge.web.failures import PageError, page_error
 from edge.web.session import Viewer, cookie, org_path
@@ -24,45 +27,38 @@ CONNECT_PATH = "/accounts"
 CALLBACK_PATH = "/accounts/callback"
 
 
-class AccountsPage(Page):
-    label = "accounts"
+def chosen_account(viewer: Viewer, form: Form) -> pb.GetConnectedAccountRequest:
+    """The account a row's form names, as reconnect and remove ask for it."""
+    return pb.GetConnectedAccountRequest(
+        organization_id=viewer.organization_id,
+        account=pb.AccountRef(social_account_id=field(form, "social_account_id")),
+    )
 
-    def _show(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        viewer: Viewer,
-        *,
-        status: int = 200,
-        **extra: Any,
-    ) -> None:
+
+class AccountsPage(ActionPage):
+    label = "accounts"
+    template = "accounts.html"
+    title = "Connected accounts"
+    blank_form = MappingProxyType({"error": "", "description": ""})
+
+    def listing(self, viewer: Viewer) -> dict[str, Any]:
         org = viewer.organization_id
-        try:
-            accounts = list(
-                self.web.accounts.ListConnectedAccounts(
-                    pb.ListConnectedAccountsRequest(organization_id=org)
-                ).accounts
-            )
-            links = list(
-                self.web.accounts.ListConnectLinks(
-                    pb.ListConnectLinksRequest(organization_id=org)
-                ).links
-            )
-        except grpc.RpcError as error:
-            raise page_error(error) from None
+        accounts = list(
+            self.web.accounts.ListConnectedAccounts(
+                pb.ListConnectedAccountsRequest(organization_id=org)
+            ).accounts
+        )
+        links = list(
+            self.web.accounts.ListConnectLinks(
+                pb.ListConnectLinksRequest(organization_id=org)
+            ).links
+        )
         usernames = {a.social_account_id: a.username or a.display_name for a in accounts}
         public = self.web.settings.public_url.rstrip("/")
-        self.show(
-            req,
-            resp,
-            viewer,
-            "accounts.html",
-            active="accounts",
-            title="Connected accounts",
-            status=status,
-            accounts=accounts,
-            connection_label=CONNECTION_LABEL,
-            links=[
+        return {
+            "accounts": accounts,
+            "connection_label": CONNECTION_LABEL,
+            "links": [
                 {
                     "link": link,
                     "used": link.status == pb.CONNECT_LINK_STATUS_USED,
@@ -71,29 +67,22 @@ class AccountsPage(Page):
                 }
                 for link in links
             ],
-            platforms=PLATFORMS,
-            link_uuid=str(uuid.uuid4()),
-            **({"error": "", "description": ""} | extra),
-        )
+            "platforms": PLATFORMS,
+            "link_uuid": str(uuid.uuid4()),
+        }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
-        viewer = self.begin(req, organization_id)
-        self._show(req, resp, viewer)
+    def actions(self) -> Mapping[str, Action]:
+        return {
+            "connect": self._connect_new,
+            "reconnect": self._reconnect,
+            "remove": self._remove,
+            "create-link": self._create_link,
+        }
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
-        viewer = self.begin(req, organization_id)
-        form = self.form(req, viewer)
-        action = field(form, "action")
-        if action == "connect":
-            self._connect(resp, viewer, field(form, "platform"), pb.CONNECTION_UNSPECIFIED)
-        elif action == "reconnect":
-            self._reconnect(resp, viewer, form)
-        elif action == "remove":
-            self._remove(resp, viewer, form)
-        elif action == "create-link":
-            self._create_link(req, resp, viewer, form)
-        else:
-            raise PageError(400, "Unknown action.")
+    def _connect_new(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
+        self._connect(resp, viewer, field(form, "platform"), pb.CONNECTION_UNSPECIFIED)
 
     def _connect(
         self,
@@ -129,26 +118,20 @@ class AccountsPage(Page):
         resp.status = 303
         resp.location = started.authorize_url
 
-    def _reconnect(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _reconnect(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
         try:
-            account = self.web.accounts.GetConnectedAccount(
-                pb.GetConnectedAccountRequest(
-                    organization_id=viewer.organization_id,
-                    account=pb.AccountRef(social_account_id=field(form, "social_account_id")),
-                )
-            )
+            account = self.web.accounts.GetConnectedAccount(chosen_account(viewer, form))
         except grpc.RpcError as error:
             raise page_error(error, what="This account") from None
         self._connect(resp, viewer, account.platform, account.connection)
 
-    def _remove(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _remove(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
         try:
-            removed = self.web.accounts.DeleteConnectedAccount(
-                pb.GetConnectedAccountRequest(
-                    organization_id=viewer.organization_id,
-                    account=pb.AccountRef(social_account_id=field(form, "social_account_id")),
-                )
-            )
+            removed = self.web.accounts.DeleteConnectedAccount(chosen_account(viewer, form))
         except grpc.RpcError as error:
             raise page_error(error, what="This account") from None
         name = f"@{removed.username}" if removed.username else removed.display_name
@@ -168,12 +151,7 @@ class AccountsPage(Page):
                 )
             )
         except grpc.RpcError as error:
-            failure = page_error(error)
-            if failure.status != 400:
-                raise failure from None
-            self._show(
-                req, resp, viewer, status=400, description=description, error=failure.message
-            )
+            self.show_refused(req, resp, viewer, error, description=description)
             return
         self.done(
             resp,

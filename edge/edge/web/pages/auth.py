@@ -100,33 +100,25 @@ class SignInPage(Page):
                 )
             )
         except grpc.RpcError as error:
-            code = details_from(error).code
-            if code == grpc.StatusCode.UNAUTHENTICATED:
-                self._render(
-                    req,
-                    resp,
-                    organization_id,
-                    email=email,
-                    error=WRONG_LOGIN,
-                    status=401,
-                    next_page=next_page,
-                )
-                return
-            failure = page_error(error)
-            if failure.status == 429:
-                if failure.retry_after:
-                    resp.set_header("Retry-After", str(failure.retry_after))
-                self._render(
-                    req,
-                    resp,
-                    organization_id,
-                    email=email,
-                    error=failure.message,
-                    status=429,
-                    next_page=next_page,
-                )
-                return
-            raise failure from None
+            # A wrong password or too many tries: the form again, with the email entered.
+            if details_from(error).code == grpc.StatusCode.UNAUTHENTICATED:
+                failure = PageError(401, WRONG_LOGIN)
+            else:
+                failure = page_error(error)
+                if failure.status != 429:
+                    raise failure from None
+            if failure.retry_after:
+                resp.set_header("Retry-After", str(failure.retry_after))
+            self._render(
+                req,
+                resp,
+                organization_id,
+                email=email,
+                error=failure.message,
+                status=failure.status,
+                next_page=next_page,
+            )
+            return
         self.web.sessions.start(resp, organization_id, signed_in.session_token)
         resp.status = 303
         resp.location = safe_next(organization_id, next_page)

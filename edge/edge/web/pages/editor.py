@@ -13,7 +13,7 @@ import falcon
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from edge.web.base import Form, Page, field
+from edge.web.base import Form, Page, Web, field
 from edge.web.draft_posts import (
     MAX_POSTS,
     POST_STATUS,
@@ -49,18 +49,21 @@ def parse_date(text: str, now: datetime, zone: ZoneInfo) -> Timestamp:
     return stamp
 
 
+def get_draft(web: Web, org: str, draft_uuid: str) -> pb.Draft:
+    """The draft as the editor and its status poll see it."""
+    return web.render.GetDraft(
+        pb.GetDraftRequest(
+            organization_id=org, draft_uuid=draft_uuid, public_app_url=web.app_url(org)
+        )
+    )
+
+
 class EditorPage(Page):
     label = "editor"
 
     def _draft(self, org: str, draft_uuid: str) -> pb.Draft:
         try:
-            return self.web.render.GetDraft(
-                pb.GetDraftRequest(
-                    organization_id=org,
-                    draft_uuid=draft_uuid,
-                    public_app_url=self.web.app_url(org),
-                )
-            )
+            return get_draft(self.web, org, draft_uuid)
         except grpc.RpcError as error:
             raise page_error(error, what="This draft") from None
 
@@ -86,6 +89,28 @@ class EditorPage(Page):
             )
         )
 
+    def _design_and_accounts(
+        self, org: str, draft: pb.Draft
+    ) -> tuple[dict[str, str], list[account_pb2.ConnectedAccount]]:
+        """What the editor's form holds, and the photoapp accounts a story can go to."""
+        try:
+            source = self.web.render.GetDraftDesign(
+                pb.GetDraftRequest(organization_id=org, draft_uuid=draft.draft_uuid)
+            )
+            accounts = list(
+                self.web.accounts.ListConnectedAccounts(
+                    account_pb2.ListConnectedAccountsRequest(
+                        organization_id=org,
+                        platform=PHOTOAPP.name,
+                        connection=account_pb2.CONNECTION_DIRECT,
+                    )
+                ).accounts
+            )
+        except grpc.RpcError as failed:
+            raise page_error(failed, what="This draft") from None
+        kind = source.WhichOneof("source") or "html"
+        return {"kind": kind, "value": source.url if kind == "url" else source.html}, accounts
+
     def _show(
         self,
         req: falcon.Request,
@@ -104,23 +129,7 @@ class EditorPage(Page):
         accounts: list[account_pb2.ConnectedAccount] = []
         posts = DraftPosts([], "")
         if not deleted:
-            try:
-                source = self.web.render.GetDraftDesign(
-                    pb.GetDraftRequest(organization_id=org, draft_uuid=draft.draft_uuid)
-                )
-                accounts = list(
-                    self.web.accounts.ListConnectedAccounts(
-                        account_pb2.ListConnectedAccountsRequest(
-                            organization_id=org,
-                            platform=PHOTOAPP.name,
-                            connection=account_pb2.CONNECTION_DIRECT,
-                        )
-                    ).accounts
-                )
-            except grpc.RpcError as failed:
-                raise page_error(failed, what="This draft") from None
-            kind = source.WhichOneof("source") or "html"
-            design = {"kind": kind, "value": source.url if kind == "url" else source.html}
+            design, accounts = self._design_and_accounts(org, draft)
             posts = self._posts(org, draft)
         if edited:
             design = edited
@@ -330,13 +339,7 @@ class DraftStatus(Page):
             resp.media = {"errorMessage": "not signed in"}
             return
         try:
-            draft = self.web.render.GetDraft(
-                pb.GetDraftRequest(
-                    organization_id=organization_id,
-                    draft_uuid=draft_uuid,
-                    public_app_url=self.web.app_url(organization_id),
-                )
-            )
+            draft = get_draft(self.web, organization_id, draft_uuid)
         except grpc.RpcError as error:
             failure = page_error(error, what="This draft")
             resp.status = failure.status

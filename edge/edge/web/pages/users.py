@@ -4,13 +4,16 @@ the acting session's role again: the rule lives there (workspace_users.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 from zoneinfo import available_timezones
 
 import falcon
 import grpc
 
+from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, Page, field
 from edge.web.failures import PageError, page_error
 from edge.web.session import Viewer
@@ -26,50 +29,37 @@ def refuse_members(viewer: Viewer) -> None:
         raise PageError(403, ADMINS_ONLY, title="Admins only")
 
 
-class UsersPage(Page):
+class UsersPage(ActionPage):
     label = "users"
+    template = "users.html"
+    title = "Users"
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
-        viewer = self.begin(req, organization_id)
-        try:
-            users = self.web.accounts.ListUsers(
-                pb.ListUsersRequest(organization_id=organization_id, session_token=viewer.token)
-            ).users
-        except grpc.RpcError as error:
-            raise page_error(error) from None
-        self.show(
-            req,
-            resp,
-            viewer,
-            "users.html",
-            active="users",
-            title="Users",
-            users=[{"u": u, "role": ROLE_NAME.get(u.role, "member")} for u in users],
-            roles=list(ROLES),
-            admins_only=ADMINS_ONLY,
-        )
+    def listing(self, viewer: Viewer) -> dict[str, Any]:
+        users = self.web.accounts.ListUsers(
+            pb.ListUsersRequest(organization_id=viewer.organization_id, session_token=viewer.token)
+        ).users
+        return {
+            "users": [{"u": u, "role": ROLE_NAME.get(u.role, "member")} for u in users],
+            "roles": list(ROLES),
+            "admins_only": ADMINS_ONLY,
+        }
+
+    def actions(self) -> Mapping[str, Action]:
+        return {"add": self._add, "remove": self._remove, "password": self._password}
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
         viewer = self.begin(req, organization_id)
         form = self.form(req, viewer)
         refuse_members(viewer)
-        action = field(form, "action")
         try:
-            if action == "add":
-                self._add(resp, viewer, form)
-            elif action == "remove":
-                self._remove(resp, viewer, form)
-            elif action == "password":
-                self._password(resp, viewer, form)
-            else:
-                raise PageError(400, "Unknown action.")
+            self.act(req, resp, viewer, form)
         except grpc.RpcError as error:
             failure = page_error(error, what="This user")
             if failure.status not in (400, 429):
                 raise failure from None
             self.done(resp, viewer, "/settings/users", failure.message, "error")
 
-    def _add(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _add(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
         role = ROLES.get(field(form, "role"))
         if role is None:
             raise PageError(400, "Choose a role.")
@@ -89,7 +79,9 @@ class UsersPage(Page):
             f"{added.email} was added as {ROLE_NAME[added.role]}; they can sign in now.",
         )
 
-    def _remove(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _remove(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
         removed = self.web.accounts.RemoveUser(
             pb.RemoveUserRequest(
                 organization_id=viewer.organization_id,
@@ -99,7 +91,9 @@ class UsersPage(Page):
         )
         self.done(resp, viewer, "/settings/users", f"{removed.email} was removed and signed out.")
 
-    def _password(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _password(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
         changed = self.web.accounts.SetUserPassword(
             pb.SetUserPasswordRequest(
                 organization_id=viewer.organization_id,

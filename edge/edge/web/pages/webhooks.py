@@ -3,13 +3,16 @@ delivery log with redeliver."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import falcon
 import grpc
 
-from edge.web.base import Form, Page, field, fields
-from edge.web.failures import PageError, page_error
+from edge.web.action_page import Action, ActionPage
+from edge.web.base import Form, field, fields
+from edge.web.failures import page_error
 from edge.web.session import Viewer
 from storypost.webhook.v1 import webhook_pb2 as pb
 from storypost_runtime.vocabulary import EVENT_TYPES
@@ -38,42 +41,26 @@ def outcome(delivery: pb.Delivery) -> str:
     return f"not delivered yet ({why}); it will be retried"
 
 
-class WebhooksPage(Page):
+class WebhooksPage(ActionPage):
     label = "webhooks"
+    template = "webhooks.html"
+    title = "Webhooks"
+    blank_form = MappingProxyType({"error": "", "url": "", "chosen": None})
 
-    def _show(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        viewer: Viewer,
-        *,
-        status: int = 200,
-        **extra: Any,
-    ) -> None:
+    def listing(self, viewer: Viewer) -> dict[str, Any]:
         org = viewer.organization_id
-        try:
-            hooks = list(
-                self.web.webhooks.ListWebhooks(pb.ListWebhooksRequest(organization_id=org)).webhooks
-            )
-            deliveries = list(
-                self.web.webhooks.ListDeliveries(
-                    pb.ListDeliveriesRequest(organization_id=org, limit=50)
-                ).deliveries
-            )
-        except grpc.RpcError as error:
-            raise page_error(error) from None
+        hooks = list(
+            self.web.webhooks.ListWebhooks(pb.ListWebhooksRequest(organization_id=org)).webhooks
+        )
+        deliveries = list(
+            self.web.webhooks.ListDeliveries(
+                pb.ListDeliveriesRequest(organization_id=org, limit=50)
+            ).deliveries
+        )
         urls = {hook.webhook_id: hook.url for hook in hooks}
-        pending = any(d.status == pb.DELIVERY_STATUS_PENDING for d in deliveries)
-        self.show(
-            req,
-            resp,
-            viewer,
-            "webhooks.html",
-            active="webhooks",
-            title="Webhooks",
-            status=status,
-            webhooks=hooks,
-            deliveries=[
+        return {
+            "webhooks": hooks,
+            "deliveries": [
                 {
                     "d": d,
                     "status": DELIVERY_STATUS.get(d.status, "pending"),
@@ -82,37 +69,25 @@ class WebhooksPage(Page):
                 }
                 for d in deliveries
             ],
-            events=EVENTS,
-            event_labels=EVENT_LABELS,
-            limit=WEBHOOK_LIMIT,
-            pending=pending,
-            **({"error": "", "url": "", "chosen": None} | extra),
-        )
+            "events": EVENTS,
+            "event_labels": EVENT_LABELS,
+            "limit": WEBHOOK_LIMIT,
+            "pending": any(d.status == pb.DELIVERY_STATUS_PENDING for d in deliveries),
+        }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
-        viewer = self.begin(req, organization_id)
-        self._show(req, resp, viewer)
-
-    def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
-        viewer = self.begin(req, organization_id)
-        form = self.form(req, viewer)
-        action = field(form, "action")
-        if action == "add":
-            self._add(req, resp, viewer, form)
-        elif action == "remove":
-            self._remove(resp, viewer, form)
-        elif action == "test":
-            self._test(resp, viewer, form)
-        elif action == "redeliver":
-            self._redeliver(resp, viewer, form)
-        else:
-            raise PageError(400, "Unknown action.")
+    def actions(self) -> Mapping[str, Action]:
+        return {
+            "add": self._add,
+            "remove": self._remove,
+            "test": self._test,
+            "redeliver": self._redeliver,
+        }
 
     def _add(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
         url = field(form, "url").strip()
         chosen = [name for name in fields(form, "events") if name in EVENT_LABELS]
         if not url or not chosen:
-            self._show(
+            self.show_page(
                 req,
                 resp,
                 viewer,
@@ -127,14 +102,13 @@ class WebhooksPage(Page):
                 pb.AddWebhookRequest(organization_id=viewer.organization_id, url=url, events=chosen)
             )
         except grpc.RpcError as error:
-            failure = page_error(error)
-            if failure.status != 400:
-                raise failure from None
-            self._show(req, resp, viewer, status=400, url=url, chosen=chosen, error=failure.message)
+            self.show_refused(req, resp, viewer, error, url=url, chosen=chosen)
             return
         self.done(resp, viewer, "/settings/webhooks", f"Webhook {url} was added.")
 
-    def _remove(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _remove(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
         try:
             removed = self.web.webhooks.RemoveWebhook(
                 pb.RemoveWebhookRequest(
@@ -145,7 +119,7 @@ class WebhooksPage(Page):
             raise page_error(error, what="This webhook") from None
         self.done(resp, viewer, "/settings/webhooks", f"Webhook {removed.url} was removed.")
 
-    def _test(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _test(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
         try:
             delivery = self.web.webhooks.SendTest(
                 pb.SendTestRequest(
@@ -164,7 +138,9 @@ class WebhooksPage(Page):
             "ok" if ok else "error",
         )
 
-    def _redeliver(self, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+    def _redeliver(
+        self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
+    ) -> None:
         try:
             delivery = self.web.webhooks.Redeliver(
                 pb.RedeliverRequest(

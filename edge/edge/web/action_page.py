@@ -1,0 +1,90 @@
+"""The settings pages' shape: one listing of what the workspace has, forms that each post an
+`action`, and a refused form shown again with its reason and what was entered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import falcon
+import grpc
+
+from edge.web.base import Form, Page, field
+from edge.web.failures import PageError, page_error
+from edge.web.session import Viewer
+
+Action = Callable[[falcon.Request, falcon.Response, Viewer, Form], None]
+
+
+class ActionPage(Page):
+    """GET shows the page; POST runs the method `actions` names for the form's `action`.
+    The page's NAV key is its label."""
+
+    template = ""
+    title = ""
+    # What the page's form holds before anything was entered.
+    blank_form: Mapping[str, Any] = MappingProxyType({})
+
+    def listing(self, viewer: Viewer) -> dict[str, Any]:
+        """The page's own context: what it lists, from the backends."""
+        raise NotImplementedError
+
+    def actions(self) -> Mapping[str, Action]:
+        """The POST handlers by the form's `action`."""
+        raise NotImplementedError
+
+    def show_page(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        *,
+        status: int = 200,
+        **entered: Any,
+    ) -> None:
+        try:
+            listed = self.listing(viewer)
+        except grpc.RpcError as error:
+            raise page_error(error) from None
+        self.show(
+            req,
+            resp,
+            viewer,
+            self.template,
+            active=self.label,
+            title=self.title,
+            status=status,
+            **listed,
+            **(dict(self.blank_form) | entered),
+        )
+
+    def show_refused(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        error: grpc.RpcError,
+        **entered: Any,
+    ) -> None:
+        """A form the service refused (400): the page again, the reason above the form and
+        what was entered in it. Any other failure is the error page."""
+        failure = page_error(error)
+        if failure.status != 400:
+            raise failure from None
+        self.show_page(req, resp, viewer, status=400, error=failure.message, **entered)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        self.show_page(req, resp, viewer)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
+        viewer = self.begin(req, organization_id)
+        self.act(req, resp, viewer, self.form(req, viewer))
+
+    def act(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
+        """Runs the action the posted form names."""
+        action = self.actions().get(field(form, "action"))
+        if action is None:
+            raise PageError(400, "Unknown action.")
+        action(req, resp, viewer, form)
