@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from storypost_client.errors import ApiError, RateLimitedError, StorypostError
 from storypost_client.generated.procedures import ProcedureName
@@ -358,6 +359,18 @@ class _Filled:
 _BodyMaker = Callable[[_Filled], Mapping[str, Any]]
 
 
+class StoryFields(TypedDict, total=False):
+    """`plan_stories`' optional arguments, as the clients' `bulk_schedule_stories` take them
+    (`story_run` passes them on)."""
+
+    at_column: str | None
+    start: str | datetime | None
+    every: str | timedelta | None
+    ai_generated: bool | None
+    share_to_linknet: bool | None
+    linknet_destination_id: str | int | None
+
+
 def plan_stories(
     template: str,
     rows: Iterable[Mapping[str, Any]],
@@ -391,7 +404,7 @@ def plan_stories(
             request["linknetDestinationId"] = linknet_destination_id
         return request
 
-    return _plan("story", template, rows, photoapp_username, when, body, None, now)
+    return _plan(_Spec("story", template, photoapp_username, when, body), rows, now)
 
 
 def plan_drafts(
@@ -413,74 +426,108 @@ def plan_drafts(
             request["name"] = row.name
         return request
 
-    return _plan("draft", template, rows, folder_name or "", _When(), body, name, now)
+    return _plan(_Spec("draft", template, folder_name or "", _When(), body, name), rows, now)
 
 
-def _plan(
-    kind: BulkKind,
-    template: str,
-    rows: Iterable[Mapping[str, Any]],
-    target: str,
-    when: _When,
-    make: _BodyMaker,
-    name_template: str | None,
-    now: datetime | None,
-) -> BulkPlan:
-    facts = _KIND_FACTS[kind]
-    # The fixed fields (account, folder) are checked once, with a page that passes.
-    fixed = length_problems(facts.procedure, make(_Filled(html="-", uuid="")))
-    if fixed:
-        raise ValueError("; ".join(fixed))
-    check_html_template(template)
-    if name_template is not None and "" in placeholders(name_template):
-        raise TemplateError("the name template has an empty {{}}")
-    used = tuple(dict.fromkeys(placeholders(template) + placeholders(name_template or "")))
-    needed = tuple(dict.fromkeys(used + ((when.at_column,) if when.at_column else ())))
-    moment = now or datetime.now(timezone.utc)
+def _plan(spec: _Spec, rows: Iterable[Mapping[str, Any]], now: datetime | None) -> BulkPlan:
+    spec.check()
     data: list[Any] = list(rows)  # JSON data may hold other things than objects
     columns = tuple(
         dict.fromkeys(key for row in data if isinstance(row, Mapping) for key in row if key)
     )
+    moment = now or datetime.now(timezone.utc)
     items: list[BulkItem] = []
     problems: list[RowProblem] = []
-    seen: dict[str, int] = {}
+    first_of: dict[str, int] = {}  # the first row of each UUID
     for index, raw in enumerate(data):
+        row = spec.row(index, raw, columns, moment)
+        messages = list(row.messages)
+        # A row in the past is refused anyway: it is nobody's twin.
+        if row.item is not None and not row.late:
+            first = first_of.setdefault(row.item.uuid, row.number)
+            if first != row.number:
+                messages.append(f"the same {spec.kind} as row {first} (the same values)")
+        if messages:
+            problems.append(RowProblem(row.number, tuple(messages)))
+        elif row.item is not None:
+            items.append(row.item)
+    return BulkPlan(spec.kind, tuple(items), tuple(problems), len(data))
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A row filled in: its request (None when it could not be made), what is wrong with it,
+    and whether its date is in the past."""
+
+    number: int
+    messages: tuple[str, ...]
+    item: BulkItem | None = None
+    late: bool = False
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What a plan makes of each row: a `kind` from the templates, for the `target` (the
+    account or the folder), dated by `when`, sent as the request `make` makes."""
+
+    kind: BulkKind
+    template: str
+    target: str
+    when: _When
+    make: _BodyMaker
+    name_template: str | None = None
+
+    @cached_property
+    def used(self) -> tuple[str, ...]:
+        """The columns the templates use: they make the row's UUID."""
+        used = placeholders(self.template) + placeholders(self.name_template or "")
+        return tuple(dict.fromkeys(used))
+
+    @cached_property
+    def needed(self) -> tuple[str, ...]:
+        """The columns each row needs: those and the date column."""
+        at_column = (self.when.at_column,) if self.when.at_column else ()
+        return tuple(dict.fromkeys(self.used + at_column))
+
+    def check(self) -> None:
+        """Refuses what would make every row bad: the fixed fields (account, folder), checked
+        once with a page that passes, and the templates."""
+        fixed = length_problems(self._procedure, self.make(_Filled(html="-", uuid="")))
+        if fixed:
+            raise ValueError("; ".join(fixed))
+        check_html_template(self.template)
+        if self.name_template is not None and "" in placeholders(self.name_template):
+            raise TemplateError("the name template has an empty {{}}")
+
+    def row(self, index: int, raw: Any, columns: Sequence[str], now: datetime) -> _Row:
+        """The row with this index (from 0) of data with these `columns`."""
         number = index + 1
         if not isinstance(raw, Mapping):
-            problems.append(RowProblem(number, ("not an object of column values",)))
-            continue
-        values, messages = _values(raw, needed, columns)
-        date, late = when.check(index, values, moment)
+            return _Row(number, ("not an object of column values",))
+        values, messages = _values(raw, self.needed, columns)
+        date, late = self.when.check(index, values, now)
         messages += late
-        if len(values) < len(needed):
-            problems.append(RowProblem(number, tuple(messages)))
-            continue
+        if len(values) < len(self.needed):
+            return _Row(number, tuple(messages))
         facts_of_row = {"date": date} if date is not None else {}
-        if name_template is not None:
-            facts_of_row["name"] = name_template
-        key_values = {column: values[column] for column in used}
-        row_id = row_uuid(kind, template, key_values, target, **facts_of_row)
-        filled = _Filled(
-            html=fill(template, values),
-            uuid=row_id,
-            date=date,
-            name=None if name_template is None else fill(name_template, values, escape=False),
-        )
-        body = make(filled)
-        too_long = length_problems(facts.procedure, body)
+        name = None
+        if self.name_template is not None:
+            facts_of_row["name"] = self.name_template
+            name = fill(self.name_template, values, escape=False)
+        key_values = {column: values[column] for column in self.used}
+        row_id = row_uuid(self.kind, self.template, key_values, self.target, **facts_of_row)
+        body = self.make(_Filled(fill(self.template, values), row_id, date, name))
+        too_long = length_problems(self._procedure, body)
         if too_long and key_values:
             longest = max(key_values, key=lambda column: len(key_values[column]))
             too_long.append(f"its longest value is {longest!r} ({len(key_values[longest])})")
         messages += too_long
-        if row_id in seen and not late:
-            messages.append(f"the same {kind} as row {seen[row_id]} (the same values)")
-        if not late:
-            seen.setdefault(row_id, number)
-        if messages:
-            problems.append(RowProblem(number, tuple(messages)))
-            continue
-        items.append(BulkItem(number, row_id, body, date))
-    return BulkPlan(kind, tuple(items), tuple(problems), len(data))
+        item = BulkItem(number, row_id, body, date)
+        return _Row(number, tuple(messages), item, late=bool(late))
+
+    @property
+    def _procedure(self) -> ProcedureName:
+        return _KIND_FACTS[self.kind].procedure
 
 
 def _values(
@@ -590,6 +637,34 @@ class RunOptions:
     previous: Iterable[RowResult] = ()
     preview: bool = True
     preview_timeout: float = DEFAULT_PREVIEW_TIMEOUT
+
+
+class RunFields(TypedDict, total=False):
+    """`RunOptions` as the bulk methods' keyword arguments (left out: RunOptions' default)."""
+
+    skip_bad_rows: bool
+    concurrency: int
+    progress: BulkProgress | None
+    previous: Iterable[RowResult]
+    preview: bool
+    preview_timeout: float
+
+
+class StoryRunFields(StoryFields, RunFields, total=False):
+    """`bulk_schedule_stories`' keyword arguments besides `photoapp_username`."""
+
+
+def story_run(
+    template: str,
+    rows: Iterable[Mapping[str, Any]],
+    photoapp_username: str,
+    options: StoryRunFields,
+) -> tuple[BulkPlan, RunOptions]:
+    """`bulk_schedule_stories`' plan (`plan_stories`), and how to send it."""
+    given: Mapping[str, Any] = options
+    run = {key: value for key, value in given.items() if key in RunFields.__optional_keys__}
+    story = {key: value for key, value in given.items() if key not in run}
+    return plan_stories(template, rows, photoapp_username, **story), RunOptions(**run)
 
 
 def _start(plan: BulkPlan, options: RunOptions) -> tuple[list[RowResult], list[BulkItem]]:

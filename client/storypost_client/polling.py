@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from storypost_client.errors import WaitTimeoutError
 from storypost_client.kinds import KindName
 
-__all__ = ["KINDS", "Kind", "KindName", "PollPolicy", "kind_of"]
+__all__ = ["KINDS", "Kind", "KindName", "PollPolicy", "Waiting", "kind_of"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,3 +102,28 @@ def kind_of(name: str) -> Kind:
         return KINDS[name]
     except KeyError:
         raise ValueError(f"unknown kind {name!r}; one of {', '.join(KINDS)}") from None
+
+
+class Waiting:
+    """One `wait_for` without its calls and sleeps (which the clients make, blocking or
+    awaited): what to poll, and after each answer how long to sleep."""
+
+    def __init__(self, kind: str, uuid: str, policy: PollPolicy, timeout: float | None) -> None:
+        what = kind_of(kind)
+        self.procedure = what.status_procedure
+        self.body = {what.uuid_field: uuid}
+        self._final_states = what.final_states
+        self._kind, self._uuid = kind, uuid
+        self._seconds = policy.timeout if timeout is None else timeout
+        self._deadline = time.monotonic() + self._seconds
+        self._intervals = policy.intervals()
+
+    def pause(self, answer: Mapping[str, Any]) -> float | None:
+        """None when `answer` is final, else the seconds to sleep before the next poll;
+        WaitTimeoutError when the time is up."""
+        if answer.get("status") in self._final_states:
+            return None
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise WaitTimeoutError(self._kind, self._uuid, answer, self._seconds)
+        return min(next(self._intervals), remaining)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
@@ -13,8 +11,9 @@ from typing import TYPE_CHECKING, Any, cast
 import httpx
 
 from storypost_client import bulk, transport
-from storypost_client.bulk import BulkProgress, BulkReport, RowResult
-from storypost_client.errors import StorypostError, UploadError, WaitTimeoutError
+from storypost_client.bulk import BulkReport
+from storypost_client.client_base import ClientBase
+from storypost_client.errors import StorypostError, UploadError
 from storypost_client.generated.sync_methods import SyncMethods
 from storypost_client.generated.types import (
     StatusClipappPostResponse,
@@ -23,8 +22,7 @@ from storypost_client.generated.types import (
     StatusPhotoappStoryResponse,
     StatusSocialPostResponse,
 )
-from storypost_client.polling import KindName, PollPolicy, kind_of
-from storypost_client.retry import RetryPolicy
+from storypost_client.polling import KindName, PollPolicy, Waiting
 from storypost_client.uploads import (
     INLINE_MAX_BYTES,
     PUT_TIMEOUT,
@@ -39,12 +37,12 @@ from storypost_client.uploads import (
 )
 
 if TYPE_CHECKING:
-    from typing import Self  # Python 3.11+: annotations only
+    from typing import Self, Unpack  # Python 3.11+: annotations only
 
 StatusHook = Callable[[Mapping[str, Any]], None]
 
 
-class StorypostClient(SyncMethods):
+class StorypostClient(ClientBase[httpx.Client], SyncMethods):
     """A synchronous client of one organization's API (`{base_url}` ends in `/api/v1`).
 
     Every procedure is a typed method (`client.schedule_photoapp_story(...)`); `call()` takes
@@ -53,33 +51,8 @@ class StorypostClient(SyncMethods):
     context manager, or call `close()`.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        *,
-        retry: RetryPolicy | None = None,
-        poll: PollPolicy | None = None,
-        connect_timeout: float = transport.DEFAULT_CONNECT_TIMEOUT,
-        http_client: httpx.Client | None = None,
-        on_retry: transport.RetryHook | None = None,
-    ) -> None:
-        self._endpoint = transport.Endpoint(base_url, token, connect_timeout)
-        self.retry = retry or RetryPolicy()
-        self.poll = poll or PollPolicy()
-        self._own_http = http_client is None
-        self._http = http_client or httpx.Client()
-        self._on_retry = on_retry
-
-    @classmethod
-    def from_env(cls, **options: Any) -> Self:
-        """A client from STORYPOST_BASE_URL and STORYPOST_API_TOKEN."""
-        base_url, token = transport.env_credentials(os.environ)
-        return cls(base_url, token, **options)
-
-    @property
-    def base_url(self) -> str:
-        return self._endpoint.base_url
+    def _new_http(self) -> httpx.Client:
+        return httpx.Client()
 
     def close(self) -> None:
         if self._own_http:
@@ -141,21 +114,15 @@ class StorypostClient(SyncMethods):
     ) -> dict[str, Any]:
         """Polls `kind` (story, reel, clipapp, social, draft) until a final state; returns the
         last status answer. Raises WaitTimeoutError after `timeout` (default `poll.timeout`)."""
-        what = kind_of(kind)
-        policy = poll or self.poll
-        seconds = policy.timeout if timeout is None else timeout
-        deadline = time.monotonic() + seconds
-        intervals = policy.intervals()
+        waiting = Waiting(kind, uuid, poll or self.poll, timeout)
         while True:
-            answer = self._call(what.status_procedure, {what.uuid_field: uuid}, None)
+            answer = self._call(waiting.procedure, waiting.body, None)
             if on_status:
                 on_status(answer)
-            if answer.get("status") in what.final_states:
+            pause = waiting.pause(answer)
+            if pause is None:
                 return answer
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise WaitTimeoutError(kind, uuid, answer, seconds)
-            time.sleep(min(next(intervals), remaining))
+            time.sleep(pause)
 
     def wait_for_story(self, story_post_uuid: str, **options: Any) -> StatusPhotoappStoryResponse:
         """Waits until the story is executed, failed or canceled (see `wait_for`)."""
@@ -191,18 +158,7 @@ class StorypostClient(SyncMethods):
         rows: Iterable[Mapping[str, Any]],
         *,
         photoapp_username: str,
-        at_column: str | None = None,
-        start: str | datetime | None = None,
-        every: str | timedelta | None = None,
-        ai_generated: bool | None = None,
-        share_to_linknet: bool | None = None,
-        linknet_destination_id: str | int | None = None,
-        skip_bad_rows: bool = False,
-        concurrency: int = bulk.DEFAULT_CONCURRENCY,
-        progress: BulkProgress | None = None,
-        previous: Iterable[RowResult] = (),
-        preview: bool = True,
-        preview_timeout: float = bulk.DEFAULT_PREVIEW_TIMEOUT,
+        **options: Unpack[bulk.StoryRunFields],
     ) -> BulkReport:
         """Schedules one story per row: `template` with its `{{column}}` placeholders filled
         with the row's values (HTML-escaped), on `photoapp_username`, at the date in the row's
@@ -216,22 +172,15 @@ class StorypostClient(SyncMethods):
         flight; a 429 pauses every row for as long as the answer asks. `progress(result, done,
         total)` is called as each row finishes; with `preview`, each row's status is polled
         until its `previewUrl` is known (at most `preview_timeout` seconds).
+
+        The keywords besides `photoapp_username` are `bulk.StoryRunFields`: the story's
+        (`at_column`, `start`, `every`, `ai_generated`, `share_to_linknet`,
+        `linknet_destination_id`; see `bulk.plan_stories`) and the run's (`skip_bad_rows`,
+        `concurrency`, `progress`, `previous`, `preview`, `preview_timeout`; their defaults
+        are `bulk.RunOptions`').
         """
-        plan = bulk.plan_stories(
-            template,
-            rows,
-            photoapp_username,
-            at_column=at_column,
-            start=start,
-            every=every,
-            ai_generated=ai_generated,
-            share_to_linknet=share_to_linknet,
-            linknet_destination_id=linknet_destination_id,
-        )
-        options = bulk.RunOptions(
-            skip_bad_rows, concurrency, progress, previous, preview, preview_timeout
-        )
-        return bulk.run_sync(self, plan, options, account=photoapp_username)
+        plan, run = bulk.story_run(template, rows, photoapp_username, options)
+        return bulk.run_sync(self, plan, run, account=photoapp_username)
 
     def bulk_create_drafts(
         self,
@@ -240,22 +189,14 @@ class StorypostClient(SyncMethods):
         *,
         folder_name: str | None = None,
         name: str | None = None,
-        skip_bad_rows: bool = False,
-        concurrency: int = bulk.DEFAULT_CONCURRENCY,
-        progress: BulkProgress | None = None,
-        previous: Iterable[RowResult] = (),
-        preview: bool = True,
-        preview_timeout: float = bulk.DEFAULT_PREVIEW_TIMEOUT,
+        **run: Unpack[bulk.RunFields],
     ) -> BulkReport:
         """Creates one draft per row in the gallery folder `folder_name`; `name` is a plain-text
         template of each draft's name (`"{{title}}"`). Otherwise like
         `bulk_schedule_stories` (the UUID is derived from the template, the values, the folder
         and the name template)."""
         plan = bulk.plan_drafts(template, rows, folder_name=folder_name, name=name)
-        options = bulk.RunOptions(
-            skip_bad_rows, concurrency, progress, previous, preview, preview_timeout
-        )
-        return bulk.run_sync(self, plan, options)
+        return bulk.run_sync(self, plan, bulk.RunOptions(**run))
 
     # Temp blob uploads.
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from storypost_client.cli import render
 from storypost_client.cli.parsing import Subparsers, example
-from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.session import add_command, command_group
 
 if TYPE_CHECKING:
     from storypost_client import StorypostClient
@@ -75,14 +75,13 @@ def create_connect_link(client: StorypostClient, args: argparse.Namespace) -> in
 
 
 def register(commands: Subparsers) -> None:
-    common = common_options()
-    group = commands.add_parser(
-        "accounts", help="connected accounts", epilog=example("storypost accounts list")
+    actions = command_group(
+        commands, "accounts", help="connected accounts", epilog=example("storypost accounts list")
     )
-    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser(
+    p = add_command(
+        actions,
         "list",
-        parents=[common],
+        list_accounts,
         help="list connected accounts",
         epilog=example("storypost accounts list", "storypost accounts list --kind photoapp --json"),
     )
@@ -92,19 +91,20 @@ def register(commands: Subparsers) -> None:
         default="all",
         help="all: every platform (list-social-accounts); photoapp / clipapp: their own lists",
     )
-    p.set_defaults(handler=handler(list_accounts))
 
     connect_example = example("storypost connect-link create --description 'the shop team'")
-    group = commands.add_parser(
-        "connect-link", help="links that let account owners connect", epilog=connect_example
+    actions = command_group(
+        commands,
+        "connect-link",
+        help="links that let account owners connect",
+        epilog=connect_example,
     )
-    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser(
+    p = add_command(
+        actions,
         "create",
-        parents=[common],
+        create_connect_link,
         help="create a shareable connect link",
         epilog=connect_example,
     )
     p.add_argument("--description", help="a note shown in the app (at most 500 characters)")
     p.add_argument("--uuid", help="the link's UUID (default: a new one)")
-    p.set_defaults(handler=handler(create_connect_link))

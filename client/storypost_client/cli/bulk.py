@@ -11,20 +11,21 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from storypost_client.cli import inputs, render
 from storypost_client.cli.exits import EXIT_ROWS_FAILED
 from storypost_client.cli.parsing import Subparsers, example, subcommands
-from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.progress import add_progress_option, reporter
+from storypost_client.cli.session import add_command
 
 if TYPE_CHECKING:
     from storypost_client import StorypostClient
-    from storypost_client.bulk import BulkProgress, BulkReport, RowResult
+    from storypost_client.bulk import BulkProgress, BulkReport, RowResult, RunFields
 
 
 def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
-    def send(template: str, rows: list[dict[str, Any]], run: _RunArgs) -> BulkReport:
+    def send(template: str, rows: list[dict[str, Any]], run: RunFields) -> BulkReport:
         return client.bulk_schedule_stories(
             template,
             rows,
@@ -42,7 +43,7 @@ def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
 
 
 def draft_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
-    def send(template: str, rows: list[dict[str, Any]], run: _RunArgs) -> BulkReport:
+    def send(template: str, rows: list[dict[str, Any]], run: RunFields) -> BulkReport:
         return client.bulk_create_drafts(
             template, rows, folder_name=args.folder, name=args.name, **run
         )
@@ -50,25 +51,15 @@ def draft_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
     return _bulk(args, "draft bulk", send)
 
 
-class _RunArgs(TypedDict):
-    """The bulk methods' arguments that `story bulk` and `draft bulk` share."""
-
-    skip_bad_rows: bool
-    concurrency: int
-    progress: BulkProgress | None
-    previous: list[RowResult]
-    preview: bool
-
-
 def _bulk(
     args: argparse.Namespace,
     what: str,
-    send: Callable[[str, list[dict[str, Any]], _RunArgs], BulkReport],
+    send: Callable[[str, list[dict[str, Any]], RunFields], BulkReport],
 ) -> int:
     """Reads the files, sends the rows with progress shown, writes the results file."""
     template, rows, results, previous = _files(args)
     with progress_reporter(args.progress, what) as progress:
-        run: _RunArgs = {
+        run: RunFields = {
             "skip_bad_rows": args.skip_bad_rows,
             "concurrency": args.concurrency,
             "progress": progress,
@@ -119,16 +110,11 @@ def _finish(report: BulkReport, results: Path, *, json_output: bool) -> int:
     return EXIT_ROWS_FAILED if FAILED in counts else 0
 
 
-@contextlib.contextmanager
-def progress_reporter(mode: str, what: str) -> Iterator[BulkProgress | None]:
+def progress_reporter(
+    mode: str, what: str
+) -> contextlib.AbstractContextManager[BulkProgress | None]:
     """A rich progress bar on a terminal, else one plain line a row on stderr (or nothing)."""
-    if mode == "none":
-        yield None
-    elif mode == "bar" or (mode == "auto" and sys.stderr.isatty()):
-        with _rich_bar(what) as report:
-            yield report
-    else:
-        yield plain_progress(what)
+    return reporter(mode, lambda: _rich_bar(what), lambda: plain_progress(what))
 
 
 def plain_progress(what: str) -> BulkProgress:
@@ -210,19 +196,14 @@ def _common_bulk_options(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="do not poll each row's status for its previewUrl",
     )
-    parser.add_argument(
-        "--progress",
-        choices=("auto", "bar", "plain", "none"),
-        default="auto",
-        help="auto: a bar on a terminal, a line per row otherwise (on stderr)",
-    )
+    add_progress_option(parser, "a line per row")
 
 
 def register(commands: Subparsers) -> None:
-    common = common_options()
-    story = subcommands(commands, "story").add_parser(
+    story = add_command(
+        subcommands(commands, "story"),
         "bulk",
-        parents=[common],
+        story_bulk,
         help="one story per row of a data file",
         description="Schedules one story per row: the template's {{column}} placeholders "
         "filled with the row's values (HTML-escaped). Each row's UUID comes from the "
@@ -245,11 +226,11 @@ def register(commands: Subparsers) -> None:
         "--share-to-linknet", action="store_true", help="cross-post to a linknet destination"
     )
     story.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
-    story.set_defaults(handler=handler(story_bulk))
 
-    draft = subcommands(commands, "draft").add_parser(
+    draft = add_command(
+        subcommands(commands, "draft"),
         "bulk",
-        parents=[common],
+        draft_bulk,
         help="one draft per row of a data file",
         description="Creates one draft per row: the template's {{column}} placeholders filled "
         "with the row's values (HTML-escaped); running it again makes nothing twice.",
@@ -261,4 +242,3 @@ def register(commands: Subparsers) -> None:
     _common_bulk_options(draft)
     draft.add_argument("--folder", metavar="NAME", help="the gallery folder (created if missing)")
     draft.add_argument("--name", metavar="TEMPLATE", help="each draft's name, e.g. '{{title}}'")
-    draft.set_defaults(handler=handler(draft_bulk))

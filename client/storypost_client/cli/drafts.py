@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from storypost_client.cli import inputs, render
 from storypost_client.cli.parsing import SAMPLE_UUID, Subparsers, example
-from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.session import add_command, command_group
 from storypost_client.cli.spinner import rendering
 
 if TYPE_CHECKING:
@@ -35,40 +35,37 @@ def delete(client: StorypostClient, args: argparse.Namespace) -> int:
 
 
 def register(commands: Subparsers) -> None:
-    common = common_options()
     create_example = example(
         "storypost draft create --html page.html --name 'Summer sale' --folder Campaigns --wait"
     )
-    group = commands.add_parser(
-        "draft", help="create, inspect and delete drafts", epilog=create_example
+    actions = command_group(
+        commands, "draft", help="create, inspect and delete drafts", epilog=create_example
     )
-    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    p = actions.add_parser(
-        "create", parents=[common], help="render a page into a draft", epilog=create_example
+    p = add_command(
+        actions, "create", create, help="render a page into a draft", epilog=create_example
     )
     inputs.add_page_options(p)
     p.add_argument("--name", help="name in the gallery (default api-story)")
     p.add_argument("--folder", help="top-level gallery folder (created if missing)")
     p.add_argument("--uuid", help="the draft's UUID (default: a new one)")
     inputs.add_wait_options(p, "ready, failed or deleted")
-    p.set_defaults(handler=handler(create))
 
-    p = actions.add_parser(
+    p = add_command(
+        actions,
         "status",
-        parents=[common],
+        status,
         help="status, preview and editor link",
         epilog=example(f"storypost draft status {SAMPLE_UUID} --wait"),
     )
     p.add_argument("uuid", metavar="UUID")
     inputs.add_wait_options(p, "ready, failed or deleted")
-    p.set_defaults(handler=handler(status))
 
-    p = actions.add_parser(
+    p = add_command(
+        actions,
         "delete",
-        parents=[common],
+        delete,
         help="delete a draft",
         epilog=example(f"storypost draft delete {SAMPLE_UUID}"),
     )
     p.add_argument("uuid", metavar="UUID")
-    p.set_defaults(handler=handler(delete))

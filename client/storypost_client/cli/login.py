@@ -9,7 +9,7 @@ import sys
 from storypost_client.cli import render
 from storypost_client.cli.exits import EXIT_AUTH, EXIT_BAD_INPUT
 from storypost_client.cli.parsing import Subparsers, example
-from storypost_client.cli.session import common_options, exit_code_for
+from storypost_client.cli.session import caller_parser, exit_code_for
 
 
 def read_token(args: argparse.Namespace) -> str:
@@ -87,10 +87,9 @@ def logout(args: argparse.Namespace) -> None:
 
 
 def register(commands: Subparsers) -> None:
-    common = common_options()
-    p = commands.add_parser(
+    p = caller_parser(
+        commands,
         "login",
-        parents=[common],
         help="check and save the API base URL and token for the caller commands",
         description=(
             "Checks the base URL and token with one harmless call (generate-uuid) and saves "
@@ -105,10 +104,7 @@ def register(commands: Subparsers) -> None:
     )
     p.add_argument("--token-stdin", action="store_true", help="read the token from stdin")
     p.set_defaults(handler=login)
-    p = commands.add_parser(
-        "logout",
-        parents=[common],
-        help="forget the saved login",
-        epilog=example("storypost logout"),
+    p = caller_parser(
+        commands, "logout", help="forget the saved login", epilog=example("storypost logout")
     )
     p.set_defaults(handler=logout)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from storypost_client.cli import inputs, render
 from storypost_client.cli.parsing import SAMPLE_UUID, Subparsers, example
-from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.session import add_command
 from storypost_client.cli.spinner import rendering
 from storypost_client.kinds import KIND_NAMES
 
@@ -58,29 +58,29 @@ def _body(text: str) -> dict[str, Any]:
 
 
 def register(commands: Subparsers) -> None:
-    common = common_options()
-    p = commands.add_parser(
+    p = add_command(
+        commands,
         "status",
-        parents=[common],
+        status,
         help="status of a story, reel, clipapp/social post or draft",
         epilog=example(f"storypost status story {SAMPLE_UUID} --wait"),
     )
     p.add_argument("kind", choices=KIND_NAMES, metavar="KIND", help=", ".join(KIND_NAMES))
     p.add_argument("uuid", metavar="UUID")
     inputs.add_wait_options(p, "in a final state")
-    p.set_defaults(handler=handler(status))
 
-    p = commands.add_parser(
+    add_command(
+        commands,
         "uuid",
-        parents=[common],
+        new_uuid,
         help="a new UUID from generate-uuid",
         epilog=example("storypost uuid"),
     )
-    p.set_defaults(handler=handler(new_uuid))
 
-    p = commands.add_parser(
+    p = add_command(
+        commands,
         "call",
-        parents=[common],
+        call,
         help="call any procedure with a JSON body; prints JSON",
         epilog=example(
             f'storypost call status-photoapp-story \'{{"storyPostUuid": "{SAMPLE_UUID}"}}\'',
@@ -91,4 +91,3 @@ def register(commands: Subparsers) -> None:
     p.add_argument(
         "body", nargs="?", default="{}", metavar="BODY", help="JSON object, @FILE or - (stdin)"
     )
-    p.set_defaults(handler=handler(call))

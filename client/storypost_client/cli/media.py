@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from storypost_client.cli import render
 from storypost_client.cli.parsing import Subparsers, example
-from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.progress import add_progress_option, reporter
+from storypost_client.cli.session import add_command, command_group
 
 if TYPE_CHECKING:
     from storypost_client import StorypostClient
@@ -36,16 +37,9 @@ def upload(client: StorypostClient, args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def progress_reporter(mode: str, name: str) -> Iterator[Progress | None]:
+def progress_reporter(mode: str, name: str) -> contextlib.AbstractContextManager[Progress | None]:
     """A rich progress bar on a terminal, else plain lines on stderr (or nothing)."""
-    if mode == "none":
-        yield None
-    elif mode == "bar" or (mode == "auto" and sys.stderr.isatty()):
-        with _rich_bar(name) as report:
-            yield report
-    else:
-        yield PlainProgress(name)
+    return reporter(mode, lambda: _rich_bar(name), lambda: PlainProgress(name))
 
 
 @contextlib.contextmanager
@@ -103,17 +97,16 @@ class PlainProgress:
 
 
 def register(commands: Subparsers) -> None:
-    common = common_options()
     upload_example = example(
         "storypost blob upload clip.mp4", "storypost blob upload photo.jpg --json"
     )
-    group = commands.add_parser(
-        "blob", help="temporary media blobs (use their url as src)", epilog=upload_example
+    actions = command_group(
+        commands, "blob", help="temporary media blobs (use their url as src)", epilog=upload_example
     )
-    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser(
+    p = add_command(
+        actions,
         "upload",
-        parents=[common],
+        upload,
         help="upload a media file as a temp blob",
         epilog=upload_example,
     )
@@ -126,10 +119,4 @@ def register(commands: Subparsers) -> None:
         default="auto",
         help="auto: presigned PUT, inline (base64, up to 30 MB) when the store is unreachable",
     )
-    p.add_argument(
-        "--progress",
-        choices=("auto", "bar", "plain", "none"),
-        default="auto",
-        help="auto: a bar on a terminal, plain lines otherwise (on stderr)",
-    )
-    p.set_defaults(handler=handler(upload))
+    add_progress_option(p, "plain lines")

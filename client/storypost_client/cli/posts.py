@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, get_args
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypedDict, get_args
 
 from storypost_client.cli import inputs, render
 from storypost_client.cli.parsing import SAMPLE_UUID, Subparsers, example
-from storypost_client.cli.session import common_options, handler
+from storypost_client.cli.session import add_command, command_group
 from storypost_client.cli.spinner import rendering
 from storypost_client.generated.types import PrivacyLevel
 
@@ -17,92 +19,89 @@ if TYPE_CHECKING:
 PRIVACY_LEVELS: tuple[str, ...] = get_args(PrivacyLevel)
 
 
-def schedule_story(client: StorypostClient, args: argparse.Namespace) -> int:
+class _Page(TypedDict):
+    """The fields every schedule procedure takes from the same options: the page and --at."""
+
+    html: str | None
+    url: str | None
+    date: str | None
+
+
+def schedule(client: StorypostClient, args: argparse.Namespace) -> int:
+    kind = _KINDS[args.kind]
     html, url = inputs.page(args)
-    with rendering("schedule-photoapp-story"):
-        answer = client.schedule_photoapp_story(
-            html=html,
-            url=url,
-            photoapp_username=args.account,
-            story_post_uuid=args.uuid,
-            date=_date(args),
-            ai_generated=args.ai_generated or None,
-            share_to_linknet=args.share_to_linknet or None,
-            linknet_destination_id=args.linknet_destination,
-        )
-    return inputs.finish(client, args, "story", answer["storyPostUuid"], dict(answer))
+    page = _Page(html=html, url=url, date=_date(args))
+    with rendering(kind.schedule_procedure):
+        answer = kind.send(client, args, page)
+    return inputs.finish(client, args, args.kind, answer[kind.uuid_field], dict(answer))
 
 
-def schedule_reel(client: StorypostClient, args: argparse.Namespace) -> int:
-    html, url = inputs.page(args)
-    with rendering("schedule-photoapp-reel"):
-        answer = client.schedule_photoapp_reel(
-            html=html,
-            url=url,
-            photoapp_username=args.account,
-            reel_post_uuid=args.uuid,
-            caption=args.caption,
-            date=_date(args),
-            share_to_feed=args.share_to_feed,
-            ai_generated=args.ai_generated or None,
-            share_to_linknet=args.share_to_linknet,
-        )
-    return inputs.finish(client, args, "reel", answer["reelPostUuid"], dict(answer))
+def _send_story(
+    client: StorypostClient, args: argparse.Namespace, page: _Page
+) -> Mapping[str, Any]:
+    return client.schedule_photoapp_story(
+        **page,
+        photoapp_username=args.account,
+        story_post_uuid=args.uuid,
+        ai_generated=args.ai_generated or None,
+        share_to_linknet=args.share_to_linknet or None,
+        linknet_destination_id=args.linknet_destination,
+    )
 
 
-def schedule_clipapp(client: StorypostClient, args: argparse.Namespace) -> int:
-    html, url = inputs.page(args)
+def _send_reel(client: StorypostClient, args: argparse.Namespace, page: _Page) -> Mapping[str, Any]:
+    return client.schedule_photoapp_reel(
+        **page,
+        photoapp_username=args.account,
+        reel_post_uuid=args.uuid,
+        caption=args.caption,
+        share_to_feed=args.share_to_feed,
+        ai_generated=args.ai_generated or None,
+        share_to_linknet=args.share_to_linknet,
+    )
+
+
+def _send_clipapp(
+    client: StorypostClient, args: argparse.Namespace, page: _Page
+) -> Mapping[str, Any]:
     privacy: PrivacyLevel | None = args.privacy
-    with rendering("schedule-clipapp-post"):
-        answer = client.schedule_clipapp_post(
-            html=html,
-            url=url,
-            clipapp_account_id=args.account,
-            clipapp_post_uuid=args.uuid,
-            date=_date(args),
-            title=args.title,
-            description=args.description,
-            privacy_level=privacy,
-            video_cover_timestamp_ms=args.cover_ms,
-            disable_duet=args.disable_duet or None,
-            disable_comment=args.disable_comment or None,
-            disable_stitch=args.disable_stitch or None,
-            brand_organic=args.brand_organic or None,
-            branded_content=args.branded_content or None,
-            ai_generated=args.ai_generated or None,
-            auto_audio=args.auto_audio or None,
-        )
-    return inputs.finish(client, args, "clipapp", answer["clipappPostUuid"], dict(answer))
+    return client.schedule_clipapp_post(
+        **page,
+        clipapp_account_id=args.account,
+        clipapp_post_uuid=args.uuid,
+        title=args.title,
+        description=args.description,
+        privacy_level=privacy,
+        video_cover_timestamp_ms=args.cover_ms,
+        disable_duet=args.disable_duet or None,
+        disable_comment=args.disable_comment or None,
+        disable_stitch=args.disable_stitch or None,
+        brand_organic=args.brand_organic or None,
+        branded_content=args.branded_content or None,
+        ai_generated=args.ai_generated or None,
+        auto_audio=args.auto_audio or None,
+    )
 
 
-def schedule_social(client: StorypostClient, args: argparse.Namespace) -> int:
-    html, url = inputs.page(args)
-    with rendering("schedule-social-post"):
-        answer = client.schedule_social_post(
-            html=html,
-            url=url,
-            social_account_id=args.account,
-            post_type=args.post_type,
-            social_post_uuid=args.uuid,
-            text=args.text,
-            options=inputs.parse_options(args.option, args.options),
-            date=_date(args),
-        )
-    return inputs.finish(client, args, "social", answer["socialPostUuid"], dict(answer))
+def _send_social(
+    client: StorypostClient, args: argparse.Namespace, page: _Page
+) -> Mapping[str, Any]:
+    return client.schedule_social_post(
+        **page,
+        social_account_id=args.account,
+        post_type=args.post_type,
+        social_post_uuid=args.uuid,
+        text=args.text,
+        options=inputs.parse_options(args.option, args.options),
+    )
 
 
 def cancel(client: StorypostClient, args: argparse.Namespace) -> int:
-    procedure, field = _CANCEL[args.kind]
-    render.result(client.call(procedure, {field: args.uuid}), json_output=args.json)
+    kind = _KINDS[args.kind]
+    render.result(
+        client.call(kind.cancel_procedure, {kind.uuid_field: args.uuid}), json_output=args.json
+    )
     return 0
-
-
-_CANCEL = {
-    "story": ("cancel-photoapp-story", "storyPostUuid"),
-    "reel": ("cancel-photoapp-reel", "reelPostUuid"),
-    "clipapp": ("cancel-clipapp-post", "clipappPostUuid"),
-    "social": ("cancel-social-post", "socialPostUuid"),
-}
 
 
 def _date(args: argparse.Namespace) -> str | None:
@@ -110,61 +109,37 @@ def _date(args: argparse.Namespace) -> str | None:
     return None if at is None else at.isoformat().replace("+00:00", "Z")
 
 
-# Each kind: what it schedules, what --account is, and an example of `schedule`.
-_KINDS = {
-    "story": (
-        "photoapp stories",
-        "photoapp username (see `storypost accounts list`)",
-        "storypost story schedule --html page.html --account alice --at 2026-12-01T09:00:00Z",
-    ),
-    "reel": (
-        "photoapp reels",
-        "photoapp username (see `storypost accounts list`)",
-        "storypost reel schedule --url https://example.com/reel.html --account alice "
-        "--caption 'New in'",
-    ),
-    "clipapp": (
-        "clipapp posts",
-        "clipappAccountId (see `storypost accounts list`)",
-        "storypost clipapp schedule --html page.html --account 7012345678901234567 "
-        "--title 'Summer sale' --privacy PUBLIC_TO_EVERYONE",
-    ),
-    "social": (
-        "posts on any connected platform",
-        "socialAccountId (see accounts list)",
-        "storypost social schedule --html page.html --account SOCIAL_ACCOUNT_ID "
-        "--post-type POST_TYPE --text 'Hello' --option disableComment=true",
-    ),
-}
-
-
 def register(commands: Subparsers) -> None:
-    common = common_options()
-    for kind, (what, account_help, schedule_example) in _KINDS.items():
-        group = commands.add_parser(
-            kind, help=f"schedule and cancel {what}", epilog=example(schedule_example)
+    for name, kind in _KINDS.items():
+        actions = command_group(
+            commands,
+            name,
+            help=f"schedule and cancel {kind.what}",
+            epilog=example(kind.schedule_example),
         )
-        actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-        schedule = actions.add_parser(
+        p = add_command(
+            actions,
             "schedule",
-            parents=[common],
+            schedule,
             help="render a page and schedule it",
-            epilog=example(f"{schedule_example} --wait"),
+            epilog=example(f"{kind.schedule_example} --wait"),
         )
-        inputs.add_page_options(schedule)
-        schedule.add_argument("--account", required=True, metavar="ID", help=account_help)
-        schedule.add_argument("--uuid", help="the post's UUID (default: a new one)")
-        inputs.add_date_option(schedule, "publish")
-        inputs.add_wait_options(schedule, "executed, failed or canceled")
-        _KIND_OPTIONS[kind](schedule)
-        cancel_parser = actions.add_parser(
+        inputs.add_page_options(p)
+        p.add_argument("--account", required=True, metavar="ID", help=kind.account_help)
+        p.add_argument("--uuid", help="the post's UUID (default: a new one)")
+        inputs.add_date_option(p, "publish")
+        inputs.add_wait_options(p, "executed, failed or canceled")
+        kind.add_options(p)
+        p.set_defaults(kind=name)
+        p = add_command(
+            actions,
             "cancel",
-            parents=[common],
-            help=f"cancel one of {what}",
-            epilog=example(f"storypost {kind} cancel {SAMPLE_UUID}"),
+            cancel,
+            help=f"cancel one of {kind.what}",
+            epilog=example(f"storypost {name} cancel {SAMPLE_UUID}"),
         )
-        cancel_parser.add_argument("uuid", metavar="UUID")
-        cancel_parser.set_defaults(handler=handler(cancel), kind=kind)
+        p.add_argument("uuid", metavar="UUID")
+        p.set_defaults(kind=name)
 
 
 def _story_options(parser: argparse.ArgumentParser) -> None:
@@ -173,7 +148,6 @@ def _story_options(parser: argparse.ArgumentParser) -> None:
         "--share-to-linknet", action="store_true", help="cross-post to a linknet destination"
     )
     parser.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
-    parser.set_defaults(handler=handler(schedule_story))
 
 
 def _reel_options(parser: argparse.ArgumentParser) -> None:
@@ -187,7 +161,6 @@ def _reel_options(parser: argparse.ArgumentParser) -> None:
         help="let linknet recommend it (the API's default: yes)",
     )
     parser.add_argument("--ai-generated", action="store_true", help="mark it AI-generated")
-    parser.set_defaults(handler=handler(schedule_reel))
 
 
 def _clipapp_options(parser: argparse.ArgumentParser) -> None:
@@ -205,7 +178,6 @@ def _clipapp_options(parser: argparse.ArgumentParser) -> None:
         "auto-audio",
     ):
         parser.add_argument(f"--{flag}", action="store_true")
-    parser.set_defaults(handler=handler(schedule_clipapp))
 
 
 def _social_options(parser: argparse.ArgumentParser) -> None:
@@ -218,12 +190,64 @@ def _social_options(parser: argparse.ArgumentParser) -> None:
         help="an option of the post type (repeatable; VALUE is JSON when it parses)",
     )
     parser.add_argument("--options", metavar="JSON", help="all options as one JSON object")
-    parser.set_defaults(handler=handler(schedule_social))
 
 
-_KIND_OPTIONS = {
-    "story": _story_options,
-    "reel": _reel_options,
-    "clipapp": _clipapp_options,
-    "social": _social_options,
+@dataclass(frozen=True)
+class _Kind:
+    """A kind of post: its procedures, its commands' help and its own schedule options."""
+
+    what: str  # what it schedules
+    account_help: str  # what --account is
+    schedule_example: str
+    schedule_procedure: str
+    cancel_procedure: str
+    uuid_field: str
+    send: Callable[[StorypostClient, argparse.Namespace, _Page], Mapping[str, Any]]
+    add_options: Callable[[argparse.ArgumentParser], None]
+
+
+_KINDS = {
+    "story": _Kind(
+        "photoapp stories",
+        "photoapp username (see `storypost accounts list`)",
+        "storypost story schedule --html page.html --account alice --at 2026-12-01T09:00:00Z",
+        "schedule-photoapp-story",
+        "cancel-photoapp-story",
+        "storyPostUuid",
+        _send_story,
+        _story_options,
+    ),
+    "reel": _Kind(
+        "photoapp reels",
+        "photoapp username (see `storypost accounts list`)",
+        "storypost reel schedule --url https://example.com/reel.html --account alice "
+        "--caption 'New in'",
+        "schedule-photoapp-reel",
+        "cancel-photoapp-reel",
+        "reelPostUuid",
+        _send_reel,
+        _reel_options,
+    ),
+    "clipapp": _Kind(
+        "clipapp posts",
+        "clipappAccountId (see `storypost accounts list`)",
+        "storypost clipapp schedule --html page.html --account 7012345678901234567 "
+        "--title 'Summer sale' --privacy PUBLIC_TO_EVERYONE",
+        "schedule-clipapp-post",
+        "cancel-clipapp-post",
+        "clipappPostUuid",
+        _send_clipapp,
+        _clipapp_options,
+    ),
+    "social": _Kind(
+        "posts on any connected platform",
+        "socialAccountId (see accounts list)",
+        "storypost social schedule --html page.html --account SOCIAL_ACCOUNT_ID "
+        "--post-type POST_TYPE --text 'Hello' --option disableComment=true",
+        "schedule-social-post",
+        "cancel-social-post",
+        "socialPostUuid",
+        _send_social,
+        _social_options,
+    ),
 }

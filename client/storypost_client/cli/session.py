@@ -18,6 +18,7 @@ from storypost_client.cli.exits import (
     EXIT_STILL_PENDING,
     EXIT_UNAVAILABLE,
 )
+from storypost_client.cli.parsing import Subparsers
 
 # The SDK and httpx are imported when a command runs, not to parse it or print its help.
 if TYPE_CHECKING:
@@ -44,6 +45,36 @@ def common_options() -> argparse.ArgumentParser:
         help="give up after N attempts on 429/502/503/504 and connection failures (default 5)",
     )
     return common
+
+
+def command_group(commands: Subparsers, name: str, *, help: str, epilog: str) -> Subparsers:
+    """`storypost NAME ACTION …`: the command `name` and the subparsers of its actions."""
+    group = commands.add_parser(name, help=help, epilog=epilog)
+    return group.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+
+def caller_parser(
+    commands: Subparsers, name: str, *, help: str, epilog: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    """The parser of a command that calls the API: it takes the common options."""
+    return commands.add_parser(
+        name, parents=[common_options()], help=help, description=description, epilog=epilog
+    )
+
+
+def add_command(
+    commands: Subparsers,
+    name: str,
+    command: Command,
+    *,
+    help: str,
+    epilog: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A caller command that runs `command` with a client (see `run`)."""
+    parser = caller_parser(commands, name, help=help, epilog=epilog, description=description)
+    parser.set_defaults(handler=handler(command))
+    return parser
 
 
 def exit_code_for(error: Exception) -> int:
