@@ -12,16 +12,16 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import CliSettings
 from storypost_cli.output import fail, fail_rpc, print_json
-from storypost_client.cli.parsing import example
+from storypost_cli.parsers import command_group, subcommand
 from storypost_runtime.grpc_client import sync_channel
 from storypost_runtime.settings import load_settings
 
-Command = Callable[[argparse.Namespace, CliSettings, account_pb2_grpc.AccountServiceStub], None]
+Stub = account_pb2_grpc.AccountServiceStub
+# What an `admin` subcommand runs: its arguments, the settings and account-svc's stub.
+Command = Callable[[argparse.Namespace, CliSettings, Stub], None]
 
 
-def create_org(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def create_org(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     org = accounts.CreateOrganization(pb.CreateOrganizationRequest(name=args.name))
     issued = accounts.CreateApiCredential(
         pb.CreateApiCredentialRequest(organization_id=org.organization_id, name="admin")
@@ -35,9 +35,7 @@ def create_org(
     )
 
 
-def create_token(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def create_token(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     issued = accounts.CreateApiCredential(
         pb.CreateApiCredentialRequest(organization_id=args.org, name=args.name)
     )
@@ -51,9 +49,7 @@ def create_token(
     )
 
 
-def list_tokens(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def list_tokens(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     found = accounts.ListApiCredentials(
         pb.ListApiCredentialsRequest(organization_id=args.org, include_revoked=args.all)
     )
@@ -72,9 +68,7 @@ def list_tokens(
     )
 
 
-def revoke_token(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def revoke_token(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     revoked = accounts.RevokeApiCredential(
         pb.RevokeApiCredentialRequest(organization_id=args.org, credential_id=args.credential)
     )
@@ -83,9 +77,7 @@ def revoke_token(
     )
 
 
-def create_user(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def create_user(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     if not args.password_stdin:
         fail("pass the password on standard input with --password-stdin")
     password = sys.stdin.readline().rstrip("\n")
@@ -102,62 +94,63 @@ type AdminCommands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 def register(subparsers: AdminCommands) -> AdminCommands:
     """Adds `storypost admin`; returns its subcommands so other areas can add theirs."""
-    admin = subparsers.add_parser(
+    commands = command_group(
+        subparsers,
         "admin",
-        help="organizations, API tokens and users",
-        epilog=example("storypost admin create-org --name Acme"),
+        "organizations, API tokens and users",
+        "storypost admin create-org --name Acme",
+        handler=run_admin,
     )
-    commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
-
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "create-org",
-        help="create an organization and its first API token",
-        epilog=example("storypost admin create-org --name Acme"),
+        create_org,
+        "create an organization and its first API token",
+        "storypost admin create-org --name Acme",
     )
     p.add_argument("--name", required=True)
-    p.set_defaults(run=create_org)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "create-token",
-        help="create an API token (shown once)",
-        epilog=example("storypost admin create-token --org org_1f2e3d --name ci"),
+        create_token,
+        "create an API token (shown once)",
+        "storypost admin create-token --org org_1f2e3d --name ci",
     )
     p.add_argument("--org", required=True, help="organization id")
     p.add_argument("--name", default="api", help="label of the credential")
-    p.set_defaults(run=create_token)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "list-tokens",
-        help="list API credentials (never their tokens)",
-        epilog=example("storypost admin list-tokens --org org_1f2e3d --all"),
+        list_tokens,
+        "list API credentials (never their tokens)",
+        "storypost admin list-tokens --org org_1f2e3d --all",
     )
     p.add_argument("--org", required=True)
     p.add_argument("--all", action="store_true", help="include revoked credentials")
-    p.set_defaults(run=list_tokens)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "revoke-token",
-        help="revoke an API credential",
-        epilog=example("storypost admin revoke-token --org org_1f2e3d --credential CREDENTIAL_ID"),
+        revoke_token,
+        "revoke an API credential",
+        "storypost admin revoke-token --org org_1f2e3d --credential CREDENTIAL_ID",
     )
     p.add_argument("--org", required=True)
     p.add_argument("--credential", required=True, help="credential id (see list-tokens)")
-    p.set_defaults(run=revoke_token)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "create-user",
-        help="create a workspace user for the app",
-        epilog=example(
-            "printenv USER_PASSWORD | storypost admin create-user --org org_1f2e3d "
-            "--email ann@example.com --password-stdin"
-        ),
+        create_user,
+        "create a workspace user for the app",
+        "printenv USER_PASSWORD | storypost admin create-user --org org_1f2e3d "
+        "--email ann@example.com --password-stdin",
     )
     p.add_argument("--org", required=True)
     p.add_argument("--email", required=True)
     p.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
-    p.set_defaults(run=create_user)
-
-    admin.set_defaults(handler=run_admin)
     return commands
 
 

@@ -6,13 +6,10 @@ from __future__ import annotations
 import argparse
 
 from storypost.account.v1 import account_pb2 as pb
-from storypost.account.v1 import account_pb2_grpc
-from storypost_cli.admin import AdminCommands
+from storypost_cli.admin import AdminCommands, Stub
 from storypost_cli.config import CliSettings
 from storypost_cli.output import print_json
-from storypost_client.cli.parsing import example
-
-Stub = account_pb2_grpc.AccountServiceStub
+from storypost_cli.parsers import subcommand
 
 
 def set_credits(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
@@ -67,50 +64,57 @@ def delete_account(args: argparse.Namespace, settings: CliSettings, accounts: St
 
 
 def register(commands: AdminCommands) -> None:
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "set-credits",
-        help="set an organization's credit balance",
-        epilog=example("storypost admin set-credits --org org_1f2e3d --credits 500"),
+        set_credits,
+        "set an organization's credit balance",
+        "storypost admin set-credits --org org_1f2e3d --credits 500",
     )
     p.add_argument("--org", required=True, help="organization id")
     p.add_argument("--credits", required=True, type=int, help="the new balance")
-    p.set_defaults(run=set_credits)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "credits",
-        help="show an organization's credit balance",
-        epilog=example("storypost admin credits --org org_1f2e3d"),
+        show_credits,
+        "show an organization's credit balance",
+        "storypost admin credits --org org_1f2e3d",
     )
     p.add_argument("--org", required=True)
-    p.set_defaults(run=show_credits)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "list-accounts",
-        help="list an organization's connected accounts",
-        epilog=example("storypost admin list-accounts --org org_1f2e3d --platform PHOTOAPP"),
+        list_accounts,
+        "list an organization's connected accounts",
+        "storypost admin list-accounts --org org_1f2e3d --platform PHOTOAPP",
     )
     p.add_argument("--org", required=True)
     p.add_argument("--platform", help="only this platform, e.g. PHOTOAPP")
-    p.set_defaults(run=list_accounts)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "disconnect-account",
-        help="mark a connected account disconnected",
-        epilog=example(
-            "storypost admin disconnect-account --org org_1f2e3d --account sa_123 "
-            "--reason 'left the team'"
-        ),
+        disconnect_account,
+        "mark a connected account disconnected",
+        "storypost admin disconnect-account --org org_1f2e3d --account sa_123 "
+        "--reason 'left the team'",
     )
-    p.add_argument("--org", required=True)
-    p.add_argument("--account", required=True, help="socialAccountId (sa_…)")
+    _add_account(p)
     p.add_argument("--reason", default="disconnected by an administrator")
-    p.set_defaults(run=disconnect_account)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "delete-account",
-        help="delete a connected account (soft delete)",
-        epilog=example("storypost admin delete-account --org org_1f2e3d --account sa_123"),
+        delete_account,
+        "delete a connected account (soft delete)",
+        "storypost admin delete-account --org org_1f2e3d --account sa_123",
     )
-    p.add_argument("--org", required=True)
-    p.add_argument("--account", required=True, help="socialAccountId (sa_…)")
-    p.set_defaults(run=delete_account)
+    _add_account(p)
+
+
+def _add_account(parser: argparse.ArgumentParser) -> None:
+    """The options naming one connected account, as `_ref` reads them."""
+    parser.add_argument("--org", required=True)
+    parser.add_argument("--account", required=True, help="socialAccountId (sa_…)")

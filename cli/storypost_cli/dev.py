@@ -17,8 +17,9 @@ import grpc
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import default_data_dir
+from storypost_cli.parsers import command_group
 from storypost_cli.stack import EmbeddedStack, StackError, StackPorts
-from storypost_client.cli.parsing import example
+from storypost_client.cli.parsing import Subparsers, example
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.service_auth import caller_signer
 
@@ -34,11 +35,10 @@ DEV_ORGANIZATION_NAME = "storypost dev"
 _ACCOUNT_DEADLINE_SECONDS = 15.0
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    dev = subparsers.add_parser(
-        "dev", help="the embedded development stack", epilog=example("storypost dev up")
+def register(subparsers: Subparsers) -> None:
+    commands = command_group(
+        subparsers, "dev", "the embedded development stack", "storypost dev up"
     )
-    commands = dev.add_subparsers(dest="dev_command", required=True, metavar="COMMAND")
     up = commands.add_parser(
         "up",
         help="start every component on 127.0.0.1 in the foreground (Ctrl-C stops them)",

@@ -11,17 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from storypost_client.cli.parsing import example
+from storypost_cli.parsers import command_group
+from storypost_client.cli.parsing import Subparsers, example
 from storypost_runtime.service_auth import CALLERS, ServiceCredential, public_keys_setting
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    keys = commands.add_parser(
-        "keys",
-        help="make keys for a deployment",
-        epilog=example("storypost keys service > service-keys.env"),
+def register(commands: Subparsers) -> None:
+    sub = command_group(
+        commands, "keys", "make keys for a deployment", "storypost keys service > service-keys.env"
     )
-    sub = keys.add_subparsers(dest="keys_command", required=True, metavar="COMMAND")
     p = sub.add_parser(
         "service",
         help="a signing credential per caller and the servers' public key list",

@@ -18,7 +18,8 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import CliSettings
 from storypost_cli.output import EXIT_UNAVAILABLE, fail, fail_rpc, print_json
-from storypost_client.cli.parsing import example
+from storypost_cli.parsers import command_group, subcommand
+from storypost_client.cli.parsing import Subparsers
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.settings import load_settings
 from storypost_runtime.vocabulary import PLATFORM_KEYS as PLATFORMS
@@ -156,42 +157,53 @@ def run_set(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
     print_json(_sandbox_call(settings, "PUT", "/_sandbox/switches", json=switch))
 
 
-def run_reset(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
+def _filter(args: argparse.Namespace) -> dict[str, str]:
+    """The query of --platform and --account, those given."""
+    return {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
+
+
+def _platform_filter(args: argparse.Namespace, command: str) -> dict[str, str]:
+    """The query of a command whose --account is named within its --platform."""
     if args.account and not args.platform:
-        fail("sandbox reset: --account needs --platform")
-    params = {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
+        fail(f"sandbox {command}: --account needs --platform")
+    return _filter(args)
+
+
+def run_reset(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
+    params = _platform_filter(args, "reset")
     print_json(_sandbox_call(settings, "DELETE", "/_sandbox/switches", params=params))
 
 
 def run_held(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
-    if args.account and not args.platform:
-        fail("sandbox held: --account needs --platform")
-    params = {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
+    params = _platform_filter(args, "held")
     method = "DELETE" if args.release else "GET"
     print_json(_sandbox_call(settings, method, "/_sandbox/held", params=params))
 
 
 def run_published(args: argparse.Namespace, settings: SandboxCliSettings) -> None:
-    params = {k: v for k, v in (("platform", args.platform), ("account", args.account)) if v}
-    print_json(_sandbox_call(settings, "GET", "/_sandbox/published", params=params))
+    print_json(_sandbox_call(settings, "GET", "/_sandbox/published", params=_filter(args)))
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sandbox = subparsers.add_parser(
+def register(subparsers: Subparsers) -> None:
+    commands = command_group(
+        subparsers,
         "sandbox",
-        help="the sandbox social networks",
-        epilog=example(
-            "storypost sandbox connect --org org_1f2e3d --platform photoapp --username alice"
-        ),
+        "the sandbox social networks",
+        "storypost sandbox connect --org org_1f2e3d --platform photoapp --username alice",
+        handler=run_sandbox,
     )
-    commands = sandbox.add_subparsers(dest="sandbox_command", required=True, metavar="COMMAND")
+    _add_connect(commands)
+    _add_set(commands)
+    _add_filtered(commands)
 
-    p = commands.add_parser(
+
+def _add_connect(commands: Subparsers) -> None:
+    p = subcommand(
+        commands,
         "connect",
-        help="connect a sandbox account to an organization (the OAuth-like flow, no browser)",
-        epilog=example(
-            "storypost sandbox connect --org org_1f2e3d --platform photoapp --username alice"
-        ),
+        run_connect,
+        "connect a sandbox account to an organization (the OAuth-like flow, no browser)",
+        "storypost sandbox connect --org org_1f2e3d --platform photoapp --username alice",
     )
     p.add_argument("--org", required=True, help="organization id")
     p.add_argument("--platform", required=True, choices=PLATFORMS)
@@ -208,15 +220,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="ID:NAME:TYPE",
         help="a linknet destination of a photoapp account (repeatable)",
     )
-    p.set_defaults(run=run_connect)
 
-    p = commands.add_parser(
+
+def _add_set(commands: Subparsers) -> None:
+    p = subcommand(
+        commands,
         "set",
-        help="switch a platform (or one account) to a mode",
-        epilog=example(
-            "storypost sandbox set --platform photoapp --account alice --mode fail "
-            "--message 'media rejected'"
-        ),
+        run_set,
+        "switch a platform (or one account) to a mode",
+        "storypost sandbox set --platform photoapp --account alice --mode fail "
+        "--message 'media rejected'",
     )
     p.add_argument("--platform", required=True, choices=PLATFORMS)
     p.add_argument("--account", help="one account (id or username); default: every account")
@@ -237,37 +250,43 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--times", type=int, help="only the next N matching calls (default: until removed)"
     )
-    p.set_defaults(run=run_set)
 
-    p = commands.add_parser(
+
+def _add_filtered(commands: Subparsers) -> None:
+    """reset, held and published: each over every account, a platform's or one account's."""
+    p = subcommand(
+        commands,
         "reset",
-        help="remove the switches (all, a platform's, or one account's)",
-        epilog=example("storypost sandbox reset --platform photoapp"),
+        run_reset,
+        "remove the switches (all, a platform's, or one account's)",
+        "storypost sandbox reset --platform photoapp",
     )
-    p.add_argument("--platform", choices=PLATFORMS)
-    p.add_argument("--account", help="only this account's switch (id or username)")
-    p.set_defaults(run=run_reset)
+    _add_filter(p, "only this account's switch (id or username)")
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "held",
-        help="list the answers a late-answer switch holds back (or release them)",
-        epilog=example("storypost sandbox held --platform photoapp --release"),
+        run_held,
+        "list the answers a late-answer switch holds back (or release them)",
+        "storypost sandbox held --platform photoapp --release",
     )
-    p.add_argument("--platform", choices=PLATFORMS)
-    p.add_argument("--account", help="only this account's (id or username)")
+    _add_filter(p, "only this account's (id or username)")
     p.add_argument("--release", action="store_true", help="answer them now")
-    p.set_defaults(run=run_held)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "published",
-        help="list what the sandbox published",
-        epilog=example("storypost sandbox published --platform photoapp --account alice"),
+        run_published,
+        "list what the sandbox published",
+        "storypost sandbox published --platform photoapp --account alice",
     )
-    p.add_argument("--platform", choices=PLATFORMS)
-    p.add_argument("--account", help="account id or username")
-    p.set_defaults(run=run_published)
+    _add_filter(p, "account id or username")
 
-    sandbox.set_defaults(handler=run_sandbox)
+
+def _add_filter(parser: argparse.ArgumentParser, account_help: str) -> None:
+    """--platform and --account, as `_filter` reads them."""
+    parser.add_argument("--platform", choices=PLATFORMS)
+    parser.add_argument("--account", help=account_help)
 
 
 def run_sandbox(args: argparse.Namespace) -> None:

@@ -5,19 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from storypost.account.v1 import account_pb2, account_pb2_grpc
+from storypost.account.v1 import account_pb2
 from storypost.webhook.v1 import webhook_pb2 as pb
 from storypost.webhook.v1 import webhook_pb2_grpc
-from storypost_cli.admin import AdminCommands
+from storypost_cli.admin import AdminCommands, Stub
 from storypost_cli.config import CliSettings
 from storypost_cli.output import fail, print_json
-from storypost_client.cli.parsing import example
+from storypost_cli.parsers import subcommand
 from storypost_runtime.grpc_client import sync_channel
 from storypost_runtime.vocabulary import DEFAULT_EVENTS, OPT_IN_EVENTS
 
@@ -26,7 +26,6 @@ _STATUS = {
     pb.DELIVERY_STATUS_SUCCEEDED: "succeeded",
     pb.DELIVERY_STATUS_FAILED: "failed",
 }
-Command = Callable[[argparse.Namespace, CliSettings, account_pb2_grpc.AccountServiceStub], None]
 
 
 @contextmanager
@@ -74,9 +73,7 @@ def delivery_json(delivery: pb.Delivery) -> dict[str, Any]:
     }
 
 
-def add_webhook(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def add_webhook(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     secret = ""
     if args.signing_secret_stdin:
         secret = sys.stdin.readline().rstrip("\n")
@@ -96,17 +93,13 @@ def add_webhook(
     print_json(webhook_json(added))
 
 
-def list_webhooks(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def list_webhooks(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     with webhook_service(settings) as webhooks:
         found = webhooks.ListWebhooks(pb.ListWebhooksRequest(organization_id=args.org))
     print_json([webhook_json(w) for w in found.webhooks])
 
 
-def remove_webhook(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def remove_webhook(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     with webhook_service(settings) as webhooks:
         removed = webhooks.RemoveWebhook(
             pb.RemoveWebhookRequest(organization_id=args.org, webhook_id=args.webhook)
@@ -114,9 +107,7 @@ def remove_webhook(
     print_json({**webhook_json(removed), "removed": True})
 
 
-def send_test(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def send_test(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     with webhook_service(settings) as webhooks:
         delivery = webhooks.SendTest(
             pb.SendTestRequest(organization_id=args.org, webhook_id=args.webhook)
@@ -124,9 +115,7 @@ def send_test(
     print_json(delivery_json(delivery))
 
 
-def list_deliveries(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def list_deliveries(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     with webhook_service(settings) as webhooks:
         found = webhooks.ListDeliveries(
             pb.ListDeliveriesRequest(
@@ -136,9 +125,7 @@ def list_deliveries(
     print_json([delivery_json(d) for d in found.deliveries])
 
 
-def redeliver(
-    args: argparse.Namespace, settings: CliSettings, accounts: account_pb2_grpc.AccountServiceStub
-) -> None:
+def redeliver(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     with webhook_service(settings) as webhooks:
         delivery = webhooks.Redeliver(
             pb.RedeliverRequest(organization_id=args.org, delivery_uuid=args.delivery)
@@ -152,12 +139,12 @@ def register(commands: AdminCommands) -> None:
         f"events to receive (default: {' '.join(DEFAULT_EVENTS)}; "
         f"also available: {' '.join(OPT_IN_EVENTS)})"
     )
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "add-webhook",
-        help="add a webhook URL (at most 5, https only)",
-        epilog=example(
-            "storypost admin add-webhook --org org_1f2e3d --url https://hooks.example.com/storypost"
-        ),
+        add_webhook,
+        "add a webhook URL (at most 5, https only)",
+        "storypost admin add-webhook --org org_1f2e3d --url https://hooks.example.com/storypost",
     )
     p.add_argument("--org", required=True, help="organization id")
     p.add_argument("--url", required=True, help="the https URL deliveries are POSTed to")
@@ -168,49 +155,57 @@ def register(commands: AdminCommands) -> None:
         help="read a signing secret (16-256 characters) from standard input; deliveries then "
         "carry X-Service-Signature",
     )
-    p.set_defaults(run=add_webhook)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "list-webhooks",
-        help="list the organization's webhook URLs",
-        epilog=example("storypost admin list-webhooks --org org_1f2e3d"),
+        list_webhooks,
+        "list the organization's webhook URLs",
+        "storypost admin list-webhooks --org org_1f2e3d",
     )
     p.add_argument("--org", required=True)
-    p.set_defaults(run=list_webhooks)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "remove-webhook",
-        help="remove a webhook URL",
-        epilog=example("storypost admin remove-webhook --org org_1f2e3d --webhook WEBHOOK_ID"),
+        remove_webhook,
+        "remove a webhook URL",
+        "storypost admin remove-webhook --org org_1f2e3d --webhook WEBHOOK_ID",
     )
-    p.add_argument("--org", required=True)
-    p.add_argument("--webhook", required=True, help="webhook id (see list-webhooks)")
-    p.set_defaults(run=remove_webhook)
+    _add_webhook(p)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "send-test",
-        help="send one test payload to a webhook URL",
-        epilog=example("storypost admin send-test --org org_1f2e3d --webhook WEBHOOK_ID"),
+        send_test,
+        "send one test payload to a webhook URL",
+        "storypost admin send-test --org org_1f2e3d --webhook WEBHOOK_ID",
     )
-    p.add_argument("--org", required=True)
-    p.add_argument("--webhook", required=True, help="webhook id (see list-webhooks)")
-    p.set_defaults(run=send_test)
+    _add_webhook(p)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "list-deliveries",
-        help="the latest deliveries, newest first",
-        epilog=example("storypost admin list-deliveries --org org_1f2e3d --limit 5"),
+        list_deliveries,
+        "the latest deliveries, newest first",
+        "storypost admin list-deliveries --org org_1f2e3d --limit 5",
     )
     p.add_argument("--org", required=True)
     p.add_argument("--webhook", help="only deliveries to this webhook id")
     p.add_argument("--limit", type=int, default=20, help="at most this many (1-200)")
-    p.set_defaults(run=list_deliveries)
 
-    p = commands.add_parser(
+    p = subcommand(
+        commands,
         "redeliver",
-        help="deliver one delivery again (same delivery id)",
-        epilog=example("storypost admin redeliver --org org_1f2e3d --delivery DELIVERY_UUID"),
+        redeliver,
+        "deliver one delivery again (same delivery id)",
+        "storypost admin redeliver --org org_1f2e3d --delivery DELIVERY_UUID",
     )
     p.add_argument("--org", required=True)
     p.add_argument("--delivery", required=True, help="delivery uuid (see list-deliveries)")
-    p.set_defaults(run=redeliver)
+
+
+def _add_webhook(parser: argparse.ArgumentParser) -> None:
+    """The options naming one of an organization's webhooks."""
+    parser.add_argument("--org", required=True)
+    parser.add_argument("--webhook", required=True, help="webhook id (see list-webhooks)")

@@ -14,6 +14,7 @@ from typing import Any
 from sandbox_net.config import SandboxSettings
 from sandbox_net.identity import account_id as derive_account_id
 from sandbox_net.switches import Switch, switch_key
+from storypost_runtime.documents import camel_case
 from storypost_runtime.logs import get_logger
 from storypost_runtime.vocabulary import CLIPAPP_PRIVACY_LEVELS
 
@@ -36,33 +37,21 @@ class RuntimeConfig:
 
     @classmethod
     def from_settings(cls, settings: SandboxSettings) -> RuntimeConfig:
-        return cls(
-            access_token_seconds=settings.access_token_seconds,
-            refresh_token_seconds=settings.refresh_token_seconds,
-            image_processing_seconds=settings.image_processing_seconds,
-            video_processing_seconds=settings.video_processing_seconds,
-            container_ttl_seconds=settings.container_ttl_seconds,
-            photoapp_publish_limit=settings.photoapp_publish_limit,
-            fetch_media=settings.fetch_media,
-        )
+        """Each knob starts as the setting of the same name."""
+        return cls(**{knob.name: getattr(settings, knob.name) for knob in fields(cls)})
 
     def to_json(self) -> dict[str, Any]:
-        return {_camel(k): v for k, v in asdict(self).items()}
+        return {camel_case(k): v for k, v in asdict(self).items()}
 
     def update(self, changes: dict[str, Any]) -> list[str]:
         """Applies known camelCase keys; returns the unknown ones."""
-        by_camel = {_camel(f.name): f for f in fields(self)}
+        by_camel = {camel_case(f.name): f for f in fields(self)}
         unknown = [key for key in changes if key not in by_camel]
         for key, value in changes.items():
             if key in by_camel:
                 current = getattr(self, by_camel[key].name)
                 setattr(self, by_camel[key].name, type(current)(value))
         return unknown
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.capitalize() for part in rest)
 
 
 def default_creator_settings() -> Record:

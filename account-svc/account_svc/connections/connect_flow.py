@@ -17,7 +17,14 @@ from account_svc.connections.connected_accounts import (
     ConnectedAccount,
     ConnectedAccounts,
 )
-from account_svc.connections.platform_api import Destination, Failure, PlatformApi, PlatformError
+from account_svc.connections.platform_api import (
+    Destination,
+    Failure,
+    PlatformApi,
+    PlatformError,
+    Profile,
+    TokenGrant,
+)
 from account_svc.connections.platforms import ConnectionKind, Platform, by_key, by_name
 from account_svc.identity.organizations import Organizations
 from account_svc.records import AccountCollections
@@ -146,33 +153,12 @@ class ConnectFlow:
             return Completed(account, organization.name, link_uuid)
         if session["expiresAt"] < self._clock.now():
             raise NotFound("this sign-in has expired; start again")
-        if error:
-            raise FailedPrecondition(
-                "the account owner did not allow access"
-                if error == "access_denied"
-                else f"the platform answered: {error}",
-                reason="CONNECT_DENIED",
-            )
-        if not code:
-            raise InvalidArgument("the platform sent no code")
+        _check_answer(error, code)
         if link is not None and link.status == "used":
             raise FailedPrecondition(LINK_USED, reason=USED_REASON)
         platform = by_key(session["platform"])
         assert platform is not None
-        try:
-            grant = await self._api.exchange_code(platform.key, code, session["redirectUri"])
-            profile = await self._api.profile(platform.key, grant.access_token)
-            destinations: list[Destination] = (
-                await self._api.linknet_destinations(grant.access_token)
-                if platform.key == "photoapp"
-                else []
-            )
-        except PlatformError as failure:
-            if failure.failure in (Failure.UNAVAILABLE, Failure.RATE_LIMITED):
-                raise Unavailable(f"{platform.name} is not answering; try again") from None
-            raise FailedPrecondition(
-                f"{platform.name} refused the sign-in: {failure.message}", reason="CONNECT_REFUSED"
-            ) from None
+        grant, profile, destinations = await self._sign_in(platform, code, session["redirectUri"])
         if link is not None and not await self._links.claim(link.link_id, session_id):
             raise FailedPrecondition(LINK_USED, reason=USED_REASON)
         account = await self._accounts.connect(
@@ -200,3 +186,37 @@ class ConnectFlow:
             social_account_id=account.social_account_id,
         )
         return Completed(account, organization.name, link_uuid)
+
+    async def _sign_in(
+        self, platform: Platform, code: str, redirect_uri: str
+    ) -> tuple[TokenGrant, Profile, list[Destination]]:
+        """Trades the code for tokens and reads who signed in (and, for photoapp, the linknet
+        pages it may post to)."""
+        try:
+            grant = await self._api.exchange_code(platform.key, code, redirect_uri)
+            profile = await self._api.profile(platform.key, grant.access_token)
+            destinations: list[Destination] = (
+                await self._api.linknet_destinations(grant.access_token)
+                if platform.key == "photoapp"
+                else []
+            )
+        except PlatformError as failure:
+            if failure.failure in (Failure.UNAVAILABLE, Failure.RATE_LIMITED):
+                raise Unavailable(f"{platform.name} is not answering; try again") from None
+            raise FailedPrecondition(
+                f"{platform.name} refused the sign-in: {failure.message}", reason="CONNECT_REFUSED"
+            ) from None
+        return grant, profile, destinations
+
+
+def _check_answer(error: str, code: str) -> None:
+    """The platform's redirect back: a code, or the error it gave instead."""
+    if error:
+        raise FailedPrecondition(
+            "the account owner did not allow access"
+            if error == "access_denied"
+            else f"the platform answered: {error}",
+            reason="CONNECT_DENIED",
+        )
+    if not code:
+        raise InvalidArgument("the platform sent no code")

@@ -121,6 +121,13 @@ def _image(
     )
 
 
+def _social_only(
+    names: PlatformName, description: str, daily_limit: int, *post_types: PostTypeSpec
+) -> Platform:
+    """A platform reached only through the social connection, which is thus its default."""
+    return Platform(names, description, daily_limit, {"social": post_types}, "social")
+
+
 _REPLY_SETTINGS = {
     "replySettings": OptionSpec(
         "string",
@@ -224,110 +231,78 @@ PLATFORMS: tuple[Platform, ...] = (
         },
         "social",
     ),
-    Platform(
+    _social_only(
         words.LINKNET,
         "the linknet network (pages)",
         50,
-        {
-            "social": (
-                _image("IMAGE_POST", SOCIAL_POST, caption=63206),
-                _video("REEL", SOCIAL_POST, (3, 90), caption=2200),
-                _image("IMAGE_STORY", SOCIAL_POST),
-                _video("VIDEO_STORY", SOCIAL_POST, (1, 60)),
-            )
-        },
-        "social",
+        _image("IMAGE_POST", SOCIAL_POST, caption=63206),
+        _video("REEL", SOCIAL_POST, (3, 90), caption=2200),
+        _image("IMAGE_STORY", SOCIAL_POST),
+        _video("VIDEO_STORY", SOCIAL_POST, (1, 60)),
     ),
-    Platform(
+    _social_only(
         words.PRONET,
         "the professional network",
         18,
-        {
-            "social": (
-                _image("IMAGE_POST", SOCIAL_POST, caption=3000, options=_VISIBILITY),
-                _video("VIDEO_POST", SOCIAL_POST, (3, 600), caption=3000, options=_VISIBILITY),
-            )
-        },
-        "social",
+        _image("IMAGE_POST", SOCIAL_POST, caption=3000, options=_VISIBILITY),
+        _video("VIDEO_POST", SOCIAL_POST, (3, 600), caption=3000, options=_VISIBILITY),
     ),
-    Platform(
+    _social_only(
         words.PINBOARD,
         "the pin board",
         24,
-        {
-            "social": (
-                _image(
-                    "PIN",
-                    SOCIAL_POST,
-                    caption=500,
-                    options={
-                        "boardId": _BOARD,
-                        "link": OptionSpec(
-                            "string", "Where the pin links to (a URL).", max_length=2048
-                        ),
-                        "title": _PIN_TITLE,
-                    },
-                ),
-                _video(
-                    "VIDEO_PIN",
-                    SOCIAL_POST,
-                    (4, 900),
-                    caption=500,
-                    options={"boardId": _BOARD, "title": _PIN_TITLE},
-                ),
-            )
-        },
-        "social",
+        _image(
+            "PIN",
+            SOCIAL_POST,
+            caption=500,
+            options={
+                "boardId": _BOARD,
+                "link": OptionSpec("string", "Where the pin links to (a URL).", max_length=2048),
+                "title": _PIN_TITLE,
+            },
+        ),
+        _video(
+            "VIDEO_PIN",
+            SOCIAL_POST,
+            (4, 900),
+            caption=500,
+            options={"boardId": _BOARD, "title": _PIN_TITLE},
+        ),
     ),
-    Platform(
+    _social_only(
         words.EPHEMERAL,
         "the ephemeral chat app",
         20,
-        {
-            "social": (
-                _image("IMAGE_STORY", SOCIAL_POST),
-                _video("VIDEO_STORY", SOCIAL_POST, (1, 60)),
-                _video("SPOTLIGHT", SOCIAL_POST, (5, 60), caption=160),
-            )
-        },
-        "social",
+        _image("IMAGE_STORY", SOCIAL_POST),
+        _video("VIDEO_STORY", SOCIAL_POST, (1, 60)),
+        _video("SPOTLIGHT", SOCIAL_POST, (5, 60), caption=160),
     ),
-    Platform(
+    _social_only(
         words.SHORTTEXT,
         "the short-text network",
         200,
-        {
-            "social": (
-                _image("IMAGE_POST", SOCIAL_POST, caption=280, options=_REPLY_SETTINGS),
-                _video("VIDEO_POST", SOCIAL_POST, (0.5, 140), caption=280, options=_REPLY_SETTINGS),
-            )
-        },
-        "social",
+        _image("IMAGE_POST", SOCIAL_POST, caption=280, options=_REPLY_SETTINGS),
+        _video("VIDEO_POST", SOCIAL_POST, (0.5, 140), caption=280, options=_REPLY_SETTINGS),
     ),
-    Platform(
+    _social_only(
         words.MICROBLOG,
         "the microblog",
         15,
-        {
-            # The one platform that requires a caption.
-            "social": (
-                _image(
-                    "IMAGE_POST",
-                    SOCIAL_POST,
-                    caption=300,
-                    caption_required=True,
-                    options={
-                        "altText": OptionSpec(
-                            "string",
-                            "Description of the image for screen readers.",
-                            max_length=2000,
-                        )
-                    },
-                ),
-                _video("VIDEO_POST", SOCIAL_POST, (1, 60), caption=300, caption_required=True),
-            )
-        },
-        "social",
+        # The one platform that requires a caption.
+        _image(
+            "IMAGE_POST",
+            SOCIAL_POST,
+            caption=300,
+            caption_required=True,
+            options={
+                "altText": OptionSpec(
+                    "string",
+                    "Description of the image for screen readers.",
+                    max_length=2000,
+                )
+            },
+        ),
+        _video("VIDEO_POST", SOCIAL_POST, (1, 60), caption=300, caption_required=True),
     ),
 )
 

@@ -12,6 +12,7 @@ from pymongo import DESCENDING, ReturnDocument
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.documents import from_document
 from storypost_runtime.errors import InvalidArgument, NotFound, Unauthenticated
 from storypost_runtime.mongo import Document
 
@@ -38,20 +39,12 @@ class Credential:
     name: str
     token_prefix: str
     created_at: datetime
-    last_used_at: datetime | None
-    revoked_at: datetime | None
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
 
     @classmethod
     def from_doc(cls, doc: Document) -> Credential:
-        return cls(
-            credential_id=doc["_id"],
-            organization_id=doc["organizationId"],
-            name=doc["name"],
-            token_prefix=doc["tokenPrefix"],
-            created_at=doc["createdAt"],
-            last_used_at=doc.get("lastUsedAt"),
-            revoked_at=doc.get("revokedAt"),
-        )
+        return from_document(cls, doc, credential_id=doc["_id"])
 
 
 class Credentials:

@@ -12,9 +12,17 @@ from datetime import datetime, timedelta
 from pymongo import ReturnDocument
 
 from account_svc.identity.signin_limits import SignInLimits
-from account_svc.identity.users import DEFAULT_TIME_ZONE, WRONG_LOGIN, Role, User, Users
+from account_svc.identity.users import (
+    DEFAULT_TIME_ZONE,
+    WRONG_LOGIN,
+    Role,
+    User,
+    Users,
+    stored_role,
+)
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.documents import from_document
 from storypost_runtime.errors import Unauthenticated
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
@@ -47,20 +55,11 @@ class Session:
     # Copied from the user at sign-in (and kept in step by set_time_zone), so a page's
     # session check stays one read.
     role: Role
-    time_zone: str
+    time_zone: str = DEFAULT_TIME_ZONE
 
     @classmethod
     def from_doc(cls, doc: Document) -> Session:
-        return cls(
-            session_id=doc["sessionId"],
-            organization_id=doc["organizationId"],
-            user_id=doc["userId"],
-            email=doc["email"],
-            created_at=doc["createdAt"],
-            expires_at=doc["expiresAt"],
-            role="member" if doc.get("role") == "member" else "admin",
-            time_zone=doc.get("timeZone", DEFAULT_TIME_ZONE),
-        )
+        return from_document(cls, doc, role=stored_role(doc))
 
 
 class AppSessions:

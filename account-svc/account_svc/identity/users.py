@@ -16,6 +16,7 @@ from pymongo.errors import DuplicateKeyError
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.documents import from_document
 from storypost_runtime.errors import AlreadyExists, InvalidArgument, NotFound, Unauthenticated
 from storypost_runtime.mongo import Document
 
@@ -39,14 +40,13 @@ class User:
 
     @classmethod
     def from_doc(cls, doc: Document) -> User:
-        return cls(
-            doc["_id"],
-            doc["organizationId"],
-            doc["email"],
-            doc["createdAt"],
-            "member" if doc.get("role") == "member" else "admin",
-            doc.get("timeZone", DEFAULT_TIME_ZONE),
-        )
+        return from_document(cls, doc, user_id=doc["_id"], role=stored_role(doc))
+
+
+def stored_role(doc: Document) -> Role:
+    """The role of a user's (or its session's) record: records from before roles existed
+    have none, and their users are admins."""
+    return "member" if doc.get("role") == "member" else "admin"
 
 
 def normalize_email(email: str) -> str:
@@ -129,20 +129,12 @@ class Users:
         return [User.from_doc(doc) async for doc in cursor]
 
     async def get(self, organization_id: str, user_id: str) -> User:
-        doc = await self._records.users.find_one(
-            {"_id": user_id, "organizationId": organization_id}
-        )
-        if doc is None:
-            raise NotFound(f"user {user_id} not found")
-        return User.from_doc(doc)
+        doc = await self._records.users.find_one(_user_filter(organization_id, user_id))
+        return _found(doc, user_id)
 
     async def remove(self, organization_id: str, user_id: str) -> User:
-        doc = await self._records.users.find_one_and_delete(
-            {"_id": user_id, "organizationId": organization_id}
-        )
-        if doc is None:
-            raise NotFound(f"user {user_id} not found")
-        return User.from_doc(doc)
+        doc = await self._records.users.find_one_and_delete(_user_filter(organization_id, user_id))
+        return _found(doc, user_id)
 
     async def set_password(self, organization_id: str, user_id: str, password: str) -> User:
         check_password(password)
@@ -156,10 +148,19 @@ class Users:
 
     async def _update(self, organization_id: str, user_id: str, values: Document) -> User:
         doc = await self._records.users.find_one_and_update(
-            {"_id": user_id, "organizationId": organization_id},
+            _user_filter(organization_id, user_id),
             {"$set": values},
             return_document=ReturnDocument.AFTER,
         )
-        if doc is None:
-            raise NotFound(f"user {user_id} not found")
-        return User.from_doc(doc)
+        return _found(doc, user_id)
+
+
+def _user_filter(organization_id: str, user_id: str) -> Document:
+    """A user by id, within its organization only (ids never reach across organizations)."""
+    return {"_id": user_id, "organizationId": organization_id}
+
+
+def _found(doc: Document | None, user_id: str) -> User:
+    if doc is None:
+        raise NotFound(f"user {user_id} not found")
+    return User.from_doc(doc)
