@@ -243,16 +243,22 @@ class GuardedFetcher:
     ) -> FetchedResponse:
         """The whole response in memory, refused past max_bytes."""
         async with self.open(method, url, headers=headers, body=body, seconds=seconds) as resp:
-            declared = resp.content_length
-            if declared is not None and declared > max_bytes:
-                raise TooLarge(f"{declared} bytes is over the limit of {max_bytes}")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.content.iter_chunked(256 * 1024):
-                size += len(chunk)
-                if size > max_bytes:
-                    raise TooLarge(f"more than {max_bytes} bytes")
-                chunks.append(chunk)
+            body_bytes = await read_body(resp, max_bytes)
             return FetchedResponse(
-                str(resp.url), resp.status, browser_headers(resp.headers), b"".join(chunks)
+                str(resp.url), resp.status, browser_headers(resp.headers), body_bytes
             )
+
+
+async def read_body(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    """The whole body, refused (TooLarge) as soon as it is known to pass max_bytes."""
+    declared = response.content_length
+    if declared is not None and declared > max_bytes:
+        raise TooLarge(f"{declared} bytes is over the limit of {max_bytes}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(256 * 1024):
+        size += len(chunk)
+        if size > max_bytes:
+            raise TooLarge(f"more than {max_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

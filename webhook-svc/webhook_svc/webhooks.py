@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -161,19 +161,21 @@ class Webhooks:
         )
 
     async def get(self, organization_id: str, webhook_id: str) -> Webhook:
-        check_organization(organization_id)
-        doc = await self._collection.find_one(
-            {"_id": webhook_id, "organizationId": organization_id}
-        )
-        if doc is None:
-            raise NotFound(f"webhook {webhook_id} not found")
-        return Webhook.from_doc(doc, self._box)
+        return await self._one(self._collection.find_one, organization_id, webhook_id)
 
     async def remove(self, organization_id: str, webhook_id: str) -> Webhook:
+        return await self._one(self._collection.find_one_and_delete, organization_id, webhook_id)
+
+    async def _one(
+        self,
+        action: Callable[[Document], Awaitable[Document | None]],
+        organization_id: str,
+        webhook_id: str,
+    ) -> Webhook:
+        """The webhook `action` (a find or a delete) returns, looked up within its organization
+        only; NotFound when there is none."""
         check_organization(organization_id)
-        doc = await self._collection.find_one_and_delete(
-            {"_id": webhook_id, "organizationId": organization_id}
-        )
+        doc = await action({"_id": webhook_id, "organizationId": organization_id})
         if doc is None:
             raise NotFound(f"webhook {webhook_id} not found")
         return Webhook.from_doc(doc, self._box)

@@ -125,19 +125,21 @@ class PageSession:
                 f"request(s) still loading{example}"
             )
 
-    async def _load_html(self, html: str) -> None:
+    async def _until_loaded(self, load: Any) -> None:
+        """Waits for a load within the settle deadline; a page slower than that is a 400."""
         try:
-            await self._bounded(
-                self._document.set_content(
-                    html, wait_until="load", timeout=self.network.remaining() * 1000
-                ),
-                "finish loading",
-                loading=True,
-            )
+            await self._bounded(load, "finish loading", loading=True)
         except PlaywrightTimeout:
             raise InvalidArgument(
                 f"the page did not finish loading within {self._settle:g} s"
             ) from None
+
+    async def _load_html(self, html: str) -> None:
+        await self._until_loaded(
+            self._document.set_content(
+                html, wait_until="load", timeout=self.network.remaining() * 1000
+            )
+        )
 
     async def _load_url(self, url: str) -> None:
         network = self.network
@@ -149,15 +151,9 @@ class PageSession:
         for _hop in range(MAX_PAGE_REDIRECTS + 1):
             network.main_redirect = network.main_error = None
             try:
-                await self._bounded(
-                    self.page.goto(url, wait_until="load", timeout=network.remaining() * 1000),
-                    "finish loading",
-                    loading=True,
+                await self._until_loaded(
+                    self.page.goto(url, wait_until="load", timeout=network.remaining() * 1000)
                 )
-            except PlaywrightTimeout:
-                raise InvalidArgument(
-                    f"the page did not finish loading within {self._settle:g} s"
-                ) from None
             except PlaywrightError as error:
                 redirect = network.take_redirect()
                 if redirect:

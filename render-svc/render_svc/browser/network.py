@@ -22,7 +22,7 @@ from playwright.async_api import Request, Route, WebSocketRoute
 
 from render_svc.assets import Assets
 from render_svc.blob_urls import BlobRef, BlobUrlMatcher
-from render_svc.netguard import Blocked, GuardedFetcher, TooLarge, browser_headers
+from render_svc.netguard import Blocked, GuardedFetcher, TooLarge, browser_headers, read_body
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -209,7 +209,7 @@ async def _fulfil(session: RenderSession, route: Route, url: str, main: bool) ->
                 session.main_redirect = urljoin(str(response.url), response.headers["Location"])
                 await route.abort("aborted")
                 return
-            body = await _read(response, budget)
+            body = await read_body(response, budget)
             headers = browser_headers(response.headers)
             if main:
                 session.main_status = response.status
@@ -232,20 +232,6 @@ def _refuse(session: RenderSession, url: str, main: bool, warning: str, reason: 
         session.main_error = reason
     else:
         session.warn(warning)
-
-
-async def _read(response: aiohttp.ClientResponse, budget: int) -> bytes:
-    declared = response.content_length
-    if declared is not None and declared > budget:
-        raise TooLarge(f"{declared} bytes is over the limit of {budget}")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_chunked(256 * 1024):
-        size += len(chunk)
-        if size > budget:
-            raise TooLarge(f"more than {budget} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _cors(headers: dict[str, str]) -> dict[str, str]:
