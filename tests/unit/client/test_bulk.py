@@ -3,6 +3,8 @@ data and results files."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -41,6 +43,13 @@ PAGE = '<h1 title="{{title}}">{{ title }}</h1><photoapp-link url="{{link}}"></ph
 def story_plan(rows: list[Any], **options: Any) -> bulk.BulkPlan:
     options.setdefault("at_column", "when")
     return plan_stories(PAGE, rows, "alice", now=NOW, **options)
+
+
+def three_rows_from(start: str, *, every: str) -> bulk.BulkPlan:
+    """Three stories at `start`, `start + every`, `start + 2 * every`."""
+    return plan_stories(
+        PAGE, [row(title=str(n)) for n in range(3)], "alice", start=start, every=every, now=NOW
+    )
 
 
 def row(**values: Any) -> dict[str, Any]:
@@ -179,14 +188,7 @@ def test_story_requests_name_the_api_fields() -> None:
 
 
 def test_start_and_every_date_the_rows_in_order() -> None:
-    plan = plan_stories(
-        PAGE,
-        [row(title=str(n)) for n in range(3)],
-        "alice",
-        start="2026-12-01T09:00:00+01:00",
-        every="1d6h",
-        now=NOW,
-    )
+    plan = three_rows_from("2026-12-01T09:00:00+01:00", every="1d6h")
     assert [item.date for item in plan.items] == [
         "2026-12-01T08:00:00Z",
         "2026-12-02T14:00:00Z",
@@ -254,14 +256,7 @@ def test_a_missing_date_and_a_past_date_of_one_row_are_both_reported() -> None:
 
 
 def test_start_rows_in_the_past_are_bad() -> None:
-    plan = plan_stories(
-        PAGE,
-        [row(title=str(n)) for n in range(3)],
-        "alice",
-        start="2026-11-25T11:00:00Z",
-        every="1h",
-        now=NOW,
-    )
+    plan = three_rows_from("2026-11-25T11:00:00Z", every="1h")
     # The second row's date is now: not in the future either.
     assert [str(p) for p in plan.problems] == [
         "row 1: date 2026-11-25T11:00:00Z is in the past",
@@ -297,6 +292,17 @@ def test_fixed_fields_outside_the_limits_are_refused_once() -> None:
 def test_a_draft_name_too_long_is_a_bad_row() -> None:
     plan = plan_drafts(PAGE, [row(), row(title="t" * 201)], name="{{title}}")
     assert str(plan.problems[0]).startswith("row 2: name would be 201 characters; at most 200")
+
+
+def test_the_bulk_methods_keywords_are_the_planners_and_the_runners() -> None:
+    # `story_run` passes each keyword on by name, which mypy does not check there.
+    planner = inspect.signature(plan_stories).parameters
+    for key in bulk.StoryFields.__optional_keys__:
+        assert planner[key].kind is inspect.Parameter.KEYWORD_ONLY, key
+    run_options = {option.name for option in dataclasses.fields(bulk.RunOptions)}
+    assert bulk.RunFields.__optional_keys__ == run_options
+    story_run = bulk.StoryRunFields.__optional_keys__
+    assert story_run == bulk.StoryFields.__optional_keys__ | run_options
 
 
 def test_the_limits_are_the_catalogs() -> None:

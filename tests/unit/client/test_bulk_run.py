@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from storypost_cli.__main__ import main
 from storypost_cli.output import EXIT_BAD_INPUT
 from storypost_client import AsyncStorypostClient, RetryPolicy, StorypostClient
 from storypost_client.bulk import BadRowsError, RowResult
 from storypost_client.bulk_files import read_results
 from storypost_client.cli.exits import EXIT_ROWS_FAILED
+from tests.unit.client.cli_runner import run
 from tests.unit.client.support import Reply, Seen, scripted
 
 TOKEN = "sp_bulk-test-token"
@@ -170,27 +170,23 @@ def logged_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        main(argv)
-        code: object = 0
-    except SystemExit as exited:
-        code = exited.code
-    out, err = capsys.readouterr()
-    return (code if isinstance(code, int) else 1), out, err
+def bulk_files(folder: Path, template: str, data_name: str, data: str) -> list[str]:
+    """Writes the template and the data file into `folder`: their --template and --data."""
+    (folder / "page.html").write_text(template)
+    (folder / data_name).write_text(data)
+    return ["--template", str(folder / "page.html"), "--data", str(folder / data_name)]
 
 
 def test_story_bulk_command(
     logged_in: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    template = logged_in / "page.html"
-    template.write_text(PAGE)
-    data = logged_in / "rows.csv"
-    data.write_text("title\n" + "".join(f"Post {n}\n" for n in range(1, 4)))
+    files = bulk_files(
+        logged_in, PAGE, "rows.csv", "title\n" + "".join(f"Post {n}\n" for n in range(1, 4))
+    )
     api = FakeApi()
     with scripted(api) as server:
         monkeypatch.setenv("STORYPOST_BASE_URL", server.base_url)
-        argv = ["story", "bulk", "--template", str(template), "--data", str(data)]
+        argv = ["story", "bulk", *files]
         argv += ["--account", "alice", "--start", "2030-01-01T09:00:00Z", "--every", "1d"]
         code, out, err = run([*argv, "--progress", "plain"], capsys)
         assert code == 0, err
@@ -226,14 +222,12 @@ def test_story_bulk_command(
 def test_bulk_command_bad_rows_exit_3_and_send_nothing(
     logged_in: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    template = logged_in / "page.html"
-    template.write_text(PAGE + "{{body}}")
-    data = logged_in / "rows.json"
-    data.write_text(json.dumps([{"title": "a", "body": "b"}, {"title": "c"}]))
+    rows = [{"title": "a", "body": "b"}, {"title": "c"}]
+    files = bulk_files(logged_in, PAGE + "{{body}}", "rows.json", json.dumps(rows))
     api = FakeApi()
     with scripted(api) as server:
         monkeypatch.setenv("STORYPOST_BASE_URL", server.base_url)
-        argv = ["draft", "bulk", "--template", str(template), "--data", str(data)]
+        argv = ["draft", "bulk", *files]
         code, _, err = run(argv, capsys)
         assert code == EXIT_BAD_INPUT
         assert "1 of 2 rows cannot be sent; nothing was sent" in err
@@ -250,13 +244,10 @@ def test_bulk_command_bad_rows_exit_3_and_send_nothing(
 def test_bulk_command_failed_rows_exit_10(
     logged_in: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    template = logged_in / "page.html"
-    template.write_text(PAGE)
-    data = logged_in / "rows.csv"
-    data.write_text("title\nA\n")
+    files = bulk_files(logged_in, PAGE, "rows.csv", "title\nA\n")
     with scripted([Reply(400, {"errorMessage": "draft quota reached"})]) as server:
         monkeypatch.setenv("STORYPOST_BASE_URL", server.base_url)
-        argv = ["draft", "bulk", "--template", str(template), "--data", str(data)]
+        argv = ["draft", "bulk", *files]
         code, out, _ = run([*argv, "--results", str(logged_in / "out.json")], capsys)
     assert code == EXIT_ROWS_FAILED
     assert "row 1: failed: draft quota reached (HTTP 400)" in out

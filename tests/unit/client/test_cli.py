@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from storypost_cli.__main__ import main
 from storypost_cli.output import (
     EXIT_AUTH,
     EXIT_BAD_INPUT,
@@ -18,6 +17,7 @@ from storypost_cli.output import (
     EXIT_SERVER,
     EXIT_UNAVAILABLE,
 )
+from tests.unit.client.cli_runner import run
 from tests.unit.client.support import ORG_PATH, Reply, ScriptedServer, Seen, scripted
 
 TOKEN = "sp_cli-test-token"
@@ -31,17 +31,6 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("STORYPOST_BASE_URL", raising=False)
     monkeypatch.delenv("STORYPOST_API_TOKEN", raising=False)
     return path
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Runs `storypost ARGV` in-process: (exit code, stdout, stderr)."""
-    try:
-        main(argv)
-        code: object = 0
-    except SystemExit as exited:
-        code = exited.code
-    out, err = capsys.readouterr()
-    return (code if isinstance(code, int) else 1), out, err
 
 
 def logged_in(config: Path, server: ScriptedServer) -> None:
