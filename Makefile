@@ -71,7 +71,7 @@ typecheck: venv
 	$(VENV)/bin/mypy
 
 pytest: venv
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q --durations=15 $(PYTEST_ARGS)
 
 bench: deps
 	$(PY) bench/edge.py
