@@ -1,14 +1,15 @@
 """The one test stack every test directory shares (integration, e2e): its settings, an admin
-client, organizations."""
+client, organizations; and the canary server no stack may reach."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from storypost.testing.stack import StackHandle
-from tests.support.api import Admin, Api, Org, admin_channel
+from tests.integration.render.support import PageServer, running_page_server
+from tests.support.api import Api, Org, stack_api
 
 
 @pytest.fixture(scope="session")
@@ -31,12 +32,17 @@ def storypost_stack_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def canary() -> Iterator[PageServer]:
+    """A server on loopback that nothing of any stack may ever reach (no stack exempts its
+    port): the render and reliability suites look for requests that arrive anyway."""
+    with running_page_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 async def api(storypost_stack: StackHandle) -> AsyncIterator[Api]:
-    channel = admin_channel(storypost_stack)
-    client = Api(storypost_stack.edge_url, Admin(channel, storypost_stack.edge_url))
-    yield client
-    await client.close()
-    await channel.close()
+    async with stack_api(storypost_stack) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

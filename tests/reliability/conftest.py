@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from storypost.testing.dependencies import DepsMode, StackMode
-from storypost.testing.stack import StackHandle, running_stack
-from tests.integration.render.support import PageServer, start_page_server
+from storypost.testing.plugin import stack_as_asked
+from storypost.testing.stack import StackHandle
+from tests.integration.render.support import PageServer, running_page_server
 from tests.reliability.support import (
     FIGURES,
     LONG_SWITCH,
@@ -29,7 +29,7 @@ from tests.reliability.support import (
     LoopbackReceiver,
     make_receiver_certificates,
 )
-from tests.support.api import Admin, Api, Org, admin_channel
+from tests.support.api import Api, Org, stack_api
 
 LONG = "reliability_long"
 # A long test that also runs in every `make test`, in a shorter form (see `long_run`).
@@ -76,19 +76,8 @@ def redirector() -> Iterator[PageServer]:
     """A page server the render sandbox of this stack treats as a public host (it is named in
     STORYPOST_RENDER_ALLOWED_HOSTS): it serves pages and redirects anywhere, like a hostile
     site on the internet would."""
-    server = PageServer()
-    stop = start_page_server(server)
-    yield server
-    stop()
-
-
-@pytest.fixture(scope="session")
-def canary() -> Iterator[PageServer]:
-    """A server on loopback that nothing of the stack may ever reach."""
-    server = PageServer()
-    stop = start_page_server(server)
-    yield server
-    stop()
+    with running_page_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
@@ -126,22 +115,15 @@ async def rel_stack(
     reliability_env: dict[str, str],
 ) -> AsyncIterator[StackHandle]:
     """The reliability suite's stack (started on first use, removed at the end)."""
-    async with running_stack(
-        tmp_path_factory.mktemp("reliability-stack"),
-        stack=cast(StackMode, request.config.getoption("--storypost-stack")),
-        deps=cast(DepsMode, request.config.getoption("--storypost-deps")),
-        extra_env=reliability_env,
-    ) as handle:
+    data_dir = tmp_path_factory.mktemp("reliability-stack")
+    async with stack_as_asked(request.config, data_dir, reliability_env) as handle:
         yield handle
 
 
 @pytest.fixture(scope="session")
 async def rel_api(rel_stack: StackHandle) -> AsyncIterator[Api]:
-    channel = admin_channel(rel_stack)
-    client = Api(rel_stack.edge_url, Admin(channel, rel_stack.edge_url))
-    yield client
-    await client.close()
-    await channel.close()
+    async with stack_api(rel_stack) as client:
+        yield client
 
 
 @pytest.fixture
@@ -162,7 +144,5 @@ async def rel_db(rel_stack: StackHandle) -> AsyncIterator[AsyncDatabase[dict[str
 
 @pytest.fixture(scope="session")
 async def receiver(receiver_certs: Any) -> AsyncIterator[LoopbackReceiver]:
-    server = LoopbackReceiver(receiver_certs)
-    await server.start()
-    yield server
-    await server.close()
+    async with LoopbackReceiver(receiver_certs) as server:
+        yield server

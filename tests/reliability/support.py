@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import datetime as dt
 import os
-import socket
 import subprocess
 import time
 import uuid
@@ -75,7 +73,7 @@ class LoopbackReceiver(Receiver):
     target (webhook-svc must not follow)."""
 
     def __init__(self, certs: Certificates) -> None:
-        super().__init__(certs)
+        super().__init__(certs, RECEIVER_HOST)
         self.redirects: dict[str, str] = {}
 
     async def _handle(self, request: web.Request) -> web.Response:
@@ -84,21 +82,6 @@ class LoopbackReceiver(Receiver):
         if target is None:
             return answer
         return web.Response(status=302, headers={"Location": target})
-
-    @property
-    def base_url(self) -> str:
-        return f"https://{RECEIVER_HOST}:{self.port}"
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        sock = socket.socket()
-        sock.bind((RECEIVER_HOST, 0))
-        self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock, ssl_context=self._certs.server_context())
-        await site.start()
 
 
 def make_video(path: Path, *, seconds: float = 2.0, codec: str = "libx264") -> Path:
@@ -109,22 +92,6 @@ def make_video(path: Path, *, seconds: float = 2.0, codec: str = "libx264") -> P
         argv += ["-preset", "ultrafast", "-pix_fmt", "yuv420p"]
     subprocess.run([*argv, str(path)], check=True, timeout=120)
     return path
-
-
-async def upload_blob(api: Api, org: Org, data: bytes, content_type: str) -> str:
-    """An inline temp blob upload; its stable `url`."""
-    answer = await api.call(
-        org,
-        "upload-temp-blob",
-        {
-            "tempBlobUuid": str(uuid.uuid4()),
-            "contentBase64": base64.b64encode(data).decode(),
-            "contentType": content_type,
-        },
-    )
-    assert answer.status_code == 200, answer.text
-    url: str = answer.json()["url"]
-    return url
 
 
 async def wait_until[T](

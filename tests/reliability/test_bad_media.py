@@ -26,8 +26,8 @@ import pytest
 
 from render_svc.browser.memory import descendants, is_renderer, processes
 from storypost.testing.stack import StackHandle
-from tests.reliability.support import FIGURES, IMAGE_STORY, make_video, upload_blob, video_story
-from tests.support.api import Api, Org
+from tests.reliability.support import FIGURES, IMAGE_STORY, make_video, video_story
+from tests.support.api import Api, Org, upload_blob
 
 pytestmark = pytest.mark.integration
 

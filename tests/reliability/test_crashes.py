@@ -33,13 +33,12 @@ from tests.reliability.support import (
     long_run,
     make_video,
     stream_events,
-    upload_blob,
     username,
     video_story,
     wait_until,
 )
 from tests.support.accounts import connect_account, published
-from tests.support.api import Api, Org
+from tests.support.api import Api, Org, upload_blob
 from webhook_svc.deliveries import delivery_uuid
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability_long]

@@ -15,12 +15,11 @@ from tests.reliability.support import (
     IMAGE_STORY,
     future,
     make_video,
-    upload_blob,
     username,
     video_story,
 )
 from tests.support.accounts import connect_account
-from tests.support.api import Api, Org
+from tests.support.api import Api, Org, upload_blob
 
 pytestmark = pytest.mark.integration
 

@@ -31,12 +31,11 @@ from storypost_runtime.service_auth import EDGE
 from tests.reliability.support import (
     IMAGE_STORY,
     LoopbackReceiver,
-    upload_blob,
     username,
     wait_status,
 )
 from tests.support.accounts import connect_account, sandbox_url
-from tests.support.api import Api
+from tests.support.api import Api, upload_blob
 
 pytestmark = pytest.mark.integration
 

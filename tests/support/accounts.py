@@ -82,10 +82,7 @@ async def set_switch(
     body: dict[str, Any] = {"platform": platform, "mode": mode, **extra}
     if account:
         body["account"] = account
-    async with httpx.AsyncClient(timeout=10.0) as http:
-        answer = await http.put(f"{sandbox_url(stack)}/_sandbox/switches", json=body)
-    answer.raise_for_status()
-    result: dict[str, Any] = answer.json()
+    result: dict[str, Any] = (await _control(stack, "PUT", "switches", json=body)).json()
     return result
 
 
@@ -93,10 +90,7 @@ async def reset_switches(
     stack: StackHandle, platform: str | None = None, account: str | None = None
 ) -> None:
     """Removes switches: all, a platform's (and its accounts'), or one account's."""
-    params = {k: v for k, v in (("platform", platform), ("account", account)) if v}
-    async with httpx.AsyncClient(timeout=10.0) as http:
-        answer = await http.delete(f"{sandbox_url(stack)}/_sandbox/switches", params=params)
-    answer.raise_for_status()
+    await _control(stack, "DELETE", "switches", params=_scope(platform, account))
 
 
 @asynccontextmanager
@@ -118,29 +112,20 @@ async def published(
     stack: StackHandle, platform: str, account: str | None = None
 ) -> list[dict[str, Any]]:
     """Everything the sandbox published on `platform` (for one account id or username)."""
-    params = {"platform": platform, **({"account": account} if account else {})}
-    async with httpx.AsyncClient(timeout=10.0) as http:
-        answer = await http.get(f"{sandbox_url(stack)}/_sandbox/published", params=params)
-    answer.raise_for_status()
+    answer = await _control(stack, "GET", "published", params=_scope(platform, account))
     items: list[dict[str, Any]] = answer.json()["published"]
     return items
 
 
 async def switches(stack: StackHandle) -> list[dict[str, Any]]:
     """The sandbox's switches now (a switch with `times` is gone once used up)."""
-    async with httpx.AsyncClient(timeout=10.0) as http:
-        answer = await http.get(f"{sandbox_url(stack)}/_sandbox/switches")
-    answer.raise_for_status()
-    items: list[dict[str, Any]] = answer.json()["switches"]
+    items: list[dict[str, Any]] = (await _control(stack, "GET", "switches")).json()["switches"]
     return items
 
 
 async def held(stack: StackHandle) -> list[dict[str, Any]]:
     """The calls the sandbox performed whose answers a late-answer switch holds right now."""
-    async with httpx.AsyncClient(timeout=10.0) as http:
-        answer = await http.get(f"{sandbox_url(stack)}/_sandbox/held")
-    answer.raise_for_status()
-    items: list[dict[str, Any]] = answer.json()["held"]
+    items: list[dict[str, Any]] = (await _control(stack, "GET", "held")).json()["held"]
     return items
 
 
@@ -148,12 +133,31 @@ async def release_held(
     stack: StackHandle, platform: str | None = None, account: str | None = None
 ) -> int:
     """Answers held calls at once (all, a platform's, or one account's)."""
-    params = {k: v for k, v in (("platform", platform), ("account", account)) if v}
-    async with httpx.AsyncClient(timeout=10.0) as http:
-        answer = await http.delete(f"{sandbox_url(stack)}/_sandbox/held", params=params)
-    answer.raise_for_status()
+    answer = await _control(stack, "DELETE", "held", params=_scope(platform, account))
     released: int = answer.json()["released"]
     return released
+
+
+async def _control(
+    stack: StackHandle,
+    method: str,
+    what: str,
+    *,
+    params: dict[str, str] | None = None,
+    json: dict[str, Any] | None = None,
+) -> httpx.Response:
+    """One call to the sandbox's control API (/_sandbox/…); an error answer raises."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        answer = await http.request(
+            method, f"{sandbox_url(stack)}/_sandbox/{what}", params=params, json=json
+        )
+    answer.raise_for_status()
+    return answer
+
+
+def _scope(platform: str | None, account: str | None) -> dict[str, str]:
+    """Query parameters naming a platform and an account, each where given."""
+    return {k: v for k, v in (("platform", platform), ("account", account)) if v}
 
 
 def in_process_sandbox(**settings: Any) -> Sandbox:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,14 +16,10 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_f
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
-from storypost.testing.stack import StackHandle
+from storypost.testing.stack import Organization, StackHandle
 
-
-@dataclass(frozen=True)
-class Org:
-    organization_id: str
-    token: str
-    base_url: str
+# What storypost.testing makes for a test: an organization, an API token, its base URL.
+Org = Organization
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,34 @@ class Api:
         await self.http.aclose()
 
 
-def admin_channel(stack: StackHandle) -> grpc.aio.Channel:
-    return stack.channel("account", 10.0)
+@asynccontextmanager
+async def stack_api(stack: StackHandle) -> AsyncIterator[Api]:
+    """An HTTP client of the stack's edge whose admin calls go to its account-svc."""
+    async with stack.channel("account", 10.0) as channel:
+        client = Api(stack.edge_url, Admin(channel, stack.edge_url))
+        yield client
+        await client.close()
+
+
+async def upload_inline(api: Api, org: Org, data: bytes, content_type: str) -> httpx.Response:
+    """An inline temp blob upload (the content in the call itself), answered as it is."""
+    return await api.call(
+        org,
+        "upload-temp-blob",
+        {
+            "tempBlobUuid": str(uuid.uuid4()),
+            "contentBase64": base64.b64encode(data).decode(),
+            "contentType": content_type,
+        },
+    )
+
+
+async def upload_blob(api: Api, org: Org, data: bytes, content_type: str) -> str:
+    """An inline temp blob upload that must succeed; its stable `url`."""
+    answer = await upload_inline(api, org, data, content_type)
+    assert answer.status_code == 200, answer.text
+    url: str = answer.json()["url"]
+    return url
 
 
 def only_in_passes(request: pytest.FixtureRequest, *modes: str, why: str) -> None:

@@ -109,7 +109,6 @@ def build_specs(
     data_dir: Path, ports: StackPorts, env: Mapping[str, str], credentials: Credentials
 ) -> dict[str, ComponentSpec]:
     """Every component's spec; `env` is the stack environment (see `stack_env`)."""
-    host = "127.0.0.1"
     specs = [
         _mongo(data_dir, ports, env),
         _nats(data_dir, ports),
@@ -118,32 +117,24 @@ def build_specs(
         _grpc_service("render", "render_svc", ports.render, ports.render_metrics, credentials),
         _grpc_service("publish", "publish_svc", ports.publish, ports.publish_metrics, credentials),
         _grpc_service("webhook", "webhook_svc", ports.webhook, ports.webhook_metrics, credentials),
-        ComponentSpec(
-            name="sandbox",
-            command=lambda: _python_module("sandbox_net"),
-            listens_on=(ports.sandbox, ports.sandbox_metrics),
-            env={
-                "STORYPOST_SANDBOX_HOST": host,
-                "STORYPOST_SANDBOX_PORT": str(ports.sandbox),
-                "STORYPOST_METRICS_PORT": str(ports.sandbox_metrics),
-                # Connected sandbox accounts and what was published survive a restart.
-                "STORYPOST_SANDBOX_DATA_DIR": str(data_dir / "sandbox"),
-            },
-            probe=health.http_ok(f"http://{host}:{ports.sandbox}/healthz"),
+        _http_server(
+            "sandbox",
+            "sandbox_net",
+            ports.sandbox,
+            ports.sandbox_metrics,
+            "/healthz",
+            # Connected sandbox accounts and what was published survive a restart.
+            {"STORYPOST_SANDBOX_DATA_DIR": str(data_dir / "sandbox")},
             start_timeout=30.0,
             stop_grace=10.0,
         ),
-        ComponentSpec(
-            name="edge",
-            command=lambda: _python_module("edge"),
-            listens_on=(ports.edge, ports.edge_metrics),
-            env={
-                "STORYPOST_EDGE_HOST": host,
-                "STORYPOST_EDGE_PORT": str(ports.edge),
-                "STORYPOST_METRICS_PORT": str(ports.edge_metrics),
-                **caller_env("edge", credentials),
-            },
-            probe=health.http_ok(f"http://{host}:{ports.edge}/readyz"),
+        _http_server(
+            "edge",
+            "edge",
+            ports.edge,
+            ports.edge_metrics,
+            "/readyz",
+            caller_env("edge", credentials),
             start_timeout=60.0,
             stop_grace=15.0,
         ),
@@ -252,4 +243,33 @@ def _grpc_service(
         start_timeout=90.0 if name == "render" else 60.0,
         # Longer than a service's own shutdown grace (10 s) so in-flight calls can finish.
         stop_grace=15.0,
+    )
+
+
+def _http_server(
+    name: str,
+    module: str,
+    port: int,
+    metrics_port: int,
+    ready_path: str,
+    extra_env: Mapping[str, str],
+    *,
+    start_timeout: float,
+    stop_grace: float,
+) -> ComponentSpec:
+    """The sandbox network or the edge: its settings are named after the component."""
+    prefix = f"STORYPOST_{name.upper()}"
+    return ComponentSpec(
+        name=name,
+        command=lambda: _python_module(module),
+        listens_on=(port, metrics_port),
+        env={
+            f"{prefix}_HOST": "127.0.0.1",
+            f"{prefix}_PORT": str(port),
+            "STORYPOST_METRICS_PORT": str(metrics_port),
+            **extra_env,
+        },
+        probe=health.http_ok(f"http://127.0.0.1:{port}{ready_path}"),
+        start_timeout=start_timeout,
+        stop_grace=stop_grace,
     )

@@ -10,15 +10,13 @@ import time
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
+from storypost_cli.stack.base import StackBase
 from storypost_cli.stack.components import (
     COMPONENTS,
     STAGES,
     ComponentSpec,
     build_specs,
-    client_env,
     stack_env,
 )
 from storypost_cli.stack.credentials import stack_credentials
@@ -32,7 +30,7 @@ _PROBE_LIMIT_SECONDS = 5.0
 _LOG_TAIL_LINES = 20
 
 
-class EmbeddedStack:
+class EmbeddedStack(StackBase):
     """Every storypost process on loopback, each a child process with its own log file.
 
     `components` picks a subset (e.g. only the dependencies for tests); `extra_env` overrides
@@ -50,13 +48,8 @@ class EmbeddedStack:
         log_level: str = "info",
         start_timeout: float | None = None,
     ) -> None:
-        chosen = set(COMPONENTS if components is None else components)
-        unknown = chosen - set(COMPONENTS)
-        if unknown:
-            raise ValueError(f"unknown components {sorted(unknown)}; known: {list(COMPONENTS)}")
+        super().__init__(ports, components)
         self._data_dir = data_dir.absolute()
-        self._ports = ports
-        self._selected = tuple(name for name in COMPONENTS if name in chosen)
         self._credentials = stack_credentials(self._data_dir)
         self._env = stack_env(ports, log_level, extra_env or {}, self._credentials)
         self._specs = build_specs(self._data_dir, ports, self._env, self._credentials)
@@ -67,7 +60,6 @@ class EmbeddedStack:
             }
         self._processes: dict[str, ManagedProcess] = {}
         self._watchers: dict[str, asyncio.Task[None]] = {}
-        self._startup_seconds: dict[str, float] = {}
         self._failures: list[StackError] = []
         self._failed = asyncio.Event()
         # While start() runs, a dependency that dies fails the start at once (no waiting for
@@ -77,32 +69,6 @@ class EmbeddedStack:
     @property
     def data_dir(self) -> Path:
         return self._data_dir
-
-    @property
-    def ports(self) -> StackPorts:
-        return self._ports
-
-    @property
-    def components(self) -> tuple[str, ...]:
-        """The components this stack starts, in start order."""
-        return self._selected
-
-    @property
-    def edge_url(self) -> str:
-        return f"http://127.0.0.1:{self._ports.edge}"
-
-    @property
-    def startup_seconds(self) -> Mapping[str, float]:
-        """Seconds from spawn to healthy, per component, for the latest start of each."""
-        return dict(self._startup_seconds)
-
-    def credentials(self) -> dict[str, str]:
-        """Every caller's signing credential (`name:key`) by name, for tests acting as one."""
-        return {name: credential.secret() for name, credential in self._credentials.items()}
-
-    def env(self) -> dict[str, str]:
-        """The STORYPOST_* environment a client of this stack uses (it signs as the operator)."""
-        return client_env(self._env, self._credentials)
 
     def log_path(self, component: str) -> Path:
         self._spec(component)
@@ -115,18 +81,6 @@ class EmbeddedStack:
             for name, process in self._processes.items()
             if process.running and process.pid is not None
         }
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def start(self) -> None:
         """Starts every chosen component stage by stage; on any failure stops what started."""
@@ -141,10 +95,7 @@ class EmbeddedStack:
             if self._failures:
                 raise self._failures[0]
         except BaseException as error:
-            await self.stop()
-            if isinstance(error, BaseExceptionGroup):
-                raise _first_leaf(error) from None
-            raise
+            await self._fail_start(error)
         finally:
             self._starting = False
 
@@ -279,11 +230,3 @@ def _check_ports_free(spec: ComponentSpec) -> None:
             except OSError as error:
                 taken = f"port {port} on 127.0.0.1 is taken ({error.strerror})"
                 raise StackError(spec.name, f"{taken}; is another stack running?") from None
-
-
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first StackError inside a task group's error (else its first error)."""
-    error: BaseException = group.subgroup(StackError) or group
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error

@@ -39,8 +39,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from cryptography.fernet import Fernet
 
@@ -52,12 +51,12 @@ from storypost.testing.dependencies import (
     choose_images,
     docker_client,
 )
-from storypost_cli.stack import COMPONENTS, StackError, StackPorts, health
+from storypost_cli.stack import StackError, StackPorts, health
+from storypost_cli.stack.base import StackBase
 from storypost_cli.stack.components import (
     STAGES,
     ComponentSpec,
     build_specs,
-    client_env,
     stack_env,
 )
 from storypost_cli.stack.ports import free_ports
@@ -241,7 +240,7 @@ def remove_run(client: Any, run_id: str) -> None:
             network.remove()
 
 
-class ContainerStack:
+class ContainerStack(StackBase):
     """Chosen components of the stack as containers; the same interface as EmbeddedStack.
 
     `stop()` (also on a failed start, and at interpreter exit as a last resort) removes every
@@ -260,12 +259,7 @@ class ContainerStack:
         replicas: int = 1,
         production: bool = False,
     ) -> None:
-        chosen = set(COMPONENTS if components is None else components)
-        unknown = chosen - set(COMPONENTS)
-        if unknown:
-            raise ValueError(f"unknown components {sorted(unknown)}; known: {list(COMPONENTS)}")
-        self._ports = ports
-        self._selected = tuple(name for name in COMPONENTS if name in chosen)
+        super().__init__(ports, components)
         self.network: NetworkMode = network or network_mode()
         if replicas > 1 and self.network != "host":
             raise ValueError("replicas run on the host network only")
@@ -305,7 +299,6 @@ class ContainerStack:
         self._network: Any = None
         self._pod: Any = None
         self._containers: dict[str, Any] = {}
-        self._startup_seconds: dict[str, float] = {}
         self._atexit_registered = False
 
     # -- replicas ---------------------------------------------------------------------------
@@ -346,48 +339,13 @@ class ContainerStack:
         """A component name means every replica of it; a replica name means that one."""
         return self._members.get(name, [name])
 
-    # -- the EmbeddedStack-like interface ---------------------------------------------------
-
-    @property
-    def components(self) -> tuple[str, ...]:
-        return self._selected
-
-    @property
-    def ports(self) -> StackPorts:
-        return self._ports
-
-    @property
-    def edge_url(self) -> str:
-        return f"http://127.0.0.1:{self._ports.edge}"
-
-    @property
-    def startup_seconds(self) -> Mapping[str, float]:
-        return dict(self._startup_seconds)
+    # -- the EmbeddedStack-like interface (the rest is StackBase's) --------------------------
 
     @property
     def images(self) -> StackImages:
         if self._images is None:
             raise RuntimeError("the stack has not started")
         return self._images
-
-    def credentials(self) -> dict[str, str]:
-        """Every caller's signing credential (`name:key`) by name, for tests acting as one."""
-        return {name: credential.secret() for name, credential in self._credentials.items()}
-
-    def env(self) -> dict[str, str]:
-        return client_env(self._env, self._credentials)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def start(self) -> None:
         """Network, pod, then the components stage by stage; on any failure removes it all."""
@@ -404,13 +362,7 @@ class ContainerStack:
                 self._balancer = BalancerThread(backends, self._ports.edge)
                 await asyncio.to_thread(self._balancer.start)
         except BaseException as error:
-            await self.stop()
-            if isinstance(error, BaseExceptionGroup):
-                leaf: BaseException = error.subgroup(StackError) or error
-                while isinstance(leaf, BaseExceptionGroup):
-                    leaf = leaf.exceptions[0]
-                raise leaf from None
-            raise
+            await self._fail_start(error)
 
     async def stop(self) -> None:
         """Stops the components in reverse order (grace, then SIGKILL), removes everything."""

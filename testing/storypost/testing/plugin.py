@@ -12,9 +12,11 @@ every component. See docs/testing.md.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from types import FrameType
 from typing import cast
 
@@ -71,12 +73,19 @@ async def storypost_stack(
     storypost_stack_env: dict[str, str],
 ) -> AsyncIterator[StackHandle]:
     """The whole storypost stack, started once per session and removed at its end."""
-    stack = cast(StackMode, request.config.getoption("--storypost-stack"))
-    deps = cast(DepsMode, request.config.getoption("--storypost-deps"))
-    async with running_stack(
-        tmp_path_factory.mktemp("storypost-stack"),
-        stack=stack,
-        deps=deps,
-        extra_env=storypost_stack_env,
-    ) as handle:
+    data_dir = tmp_path_factory.mktemp("storypost-stack")
+    async with stack_as_asked(request.config, data_dir, storypost_stack_env) as handle:
         yield handle
+
+
+def stack_as_asked(
+    config: pytest.Config, data_dir: Path, extra_env: Mapping[str, str]
+) -> contextlib.AbstractAsyncContextManager[StackHandle]:
+    """`running_stack` in the mode this run's options ask for: a suite that needs a stack of
+    its own (other settings, next to the shared one) starts it with this."""
+    return running_stack(
+        data_dir,
+        stack=cast(StackMode, config.getoption("--storypost-stack")),
+        deps=cast(DepsMode, config.getoption("--storypost-deps")),
+        extra_env=extra_env,
+    )

@@ -21,6 +21,7 @@ import grpc
 from storypost.testing.containers import ContainerStack, base_of
 from storypost.testing.dependencies import DEPENDENCIES, DepsMode, StackMode, docker_answers
 from storypost_cli.stack import COMPONENTS, EmbeddedStack, StackError, StackPorts
+from storypost_cli.stack.base import StackBase
 
 _EXIT_LINE = re.compile(r"^=== \S+ (\S+) exited with code (-?\d+)$", re.MULTILINE)
 
@@ -220,57 +221,84 @@ async def running_stack(
     env = dict(extra_env or {})
     ports = StackPorts.free()
     if stack in ("containers", "production"):
-        shaped = stack == "production"
-        everything = ContainerStack(
-            ports,
-            extra_env=env,
-            log_level=log_level,
-            replicas=2 if shaped else 1,
-            production=shaped,
-        )
-        async with everything:
-            yield StackHandle(
-                everything.edge_url,
-                everything.env(),
-                Components(containers=everything),
-                everything.images.describe(),
-                ports,
-                stack,
-                everything.credentials(),
-            )
-        return
+        started = _all_in_containers(ports, env, log_level, stack)
+    else:
+        started = _local_processes(data_dir, ports, env, log_level, deps)
+    async with started as handle:
+        yield handle
+
+
+@contextlib.asynccontextmanager
+async def _all_in_containers(
+    ports: StackPorts, env: dict[str, str], log_level: str, mode: StackMode
+) -> AsyncIterator[StackHandle]:
+    """Every component a container of our images; the production shape runs two replicas of
+    each service and of the edge."""
+    shaped = mode == "production"
+    everything = ContainerStack(
+        ports, extra_env=env, log_level=log_level, replicas=2 if shaped else 1, production=shaped
+    )
+    async with everything:
+        components = Components(containers=everything)
+        yield _handle(everything, components, everything.images.describe(), mode)
+
+
+@contextlib.asynccontextmanager
+async def _local_processes(
+    data_dir: Path, ports: StackPorts, env: dict[str, str], log_level: str, deps: DepsMode
+) -> AsyncIterator[StackHandle]:
+    """The services as local processes; their dependencies as containers where `deps` and
+    Docker allow, else as embedded processes too."""
     async with contextlib.AsyncExitStack() as exits:
-        containers: ContainerStack | None = None
-        description = "embedded"
-        components: tuple[str, ...] = COMPONENTS
-        if deps == "containers" or (deps == "auto" and docker_answers()):
-            candidate = ContainerStack(
-                ports, components=DEPENDENCIES, extra_env=env, log_level=log_level
-            )
-            try:
-                await exits.enter_async_context(candidate)
-            except StackError as error:
-                if deps == "containers":
-                    raise
-                print(
-                    f"storypost.testing: dependency containers unavailable ({error});"
-                    " using local processes",
-                    file=sys.stderr,
-                )
-            else:
-                containers = candidate
-                description = candidate.images.describe()
-                components = tuple(c for c in COMPONENTS if c not in DEPENDENCIES)
+        containers = await _dependency_containers(exits, ports, env, log_level, deps)
+        components = COMPONENTS
+        if containers is not None:
+            components = tuple(c for c in COMPONENTS if c not in DEPENDENCIES)
         processes = EmbeddedStack(
             data_dir, ports, components=components, extra_env=env, log_level=log_level
         )
         await exits.enter_async_context(processes)
-        yield StackHandle(
-            processes.edge_url,
-            processes.env(),
-            Components(processes=processes, containers=containers),
-            description,
-            ports,
-            "processes",
-            processes.credentials(),
+        description = "embedded" if containers is None else containers.images.describe()
+        both = Components(processes=processes, containers=containers)
+        yield _handle(processes, both, description, "processes")
+
+
+async def _dependency_containers(
+    exits: contextlib.AsyncExitStack,
+    ports: StackPorts,
+    env: dict[str, str],
+    log_level: str,
+    deps: DepsMode,
+) -> ContainerStack | None:
+    """The dependencies started as containers (removed when `exits` closes); None where they
+    run as embedded processes: asked for, Docker not answering, or (unless containers were
+    demanded) the containers failing to start."""
+    if not (deps == "containers" or (deps == "auto" and docker_answers())):
+        return None
+    candidate = ContainerStack(ports, components=DEPENDENCIES, extra_env=env, log_level=log_level)
+    try:
+        await exits.enter_async_context(candidate)
+    except StackError as error:
+        if deps == "containers":
+            raise
+        print(
+            f"storypost.testing: dependency containers unavailable ({error});"
+            " using local processes",
+            file=sys.stderr,
         )
+        return None
+    return candidate
+
+
+def _handle(
+    stack: StackBase, components: Components, dependencies: str, mode: StackMode
+) -> StackHandle:
+    return StackHandle(
+        stack.edge_url,
+        stack.env(),
+        components,
+        dependencies,
+        stack.ports,
+        mode,
+        stack.credentials(),
+    )

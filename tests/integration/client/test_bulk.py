@@ -60,8 +60,7 @@ async def resend_failed(storypost: Storypost, ran: Ran, command: tuple[str, ...]
 
 
 async def drafts_in(stack: StackHandle, org: Org) -> list[render_pb2.Draft]:
-    channel = stack.channel("render", 15.0)
-    try:
+    async with stack.channel("render", 15.0) as channel:
         listed = await render_pb2_grpc.RenderServiceStub(channel).ListDrafts(
             render_pb2.ListDraftsRequest(
                 organization_id=org.organization_id,
@@ -70,14 +69,11 @@ async def drafts_in(stack: StackHandle, org: Org) -> list[render_pb2.Draft]:
                 public_app_url="http://app.test",
             )
         )
-    finally:
-        await channel.close()
     return list(listed.drafts)
 
 
 async def stories_of(stack: StackHandle, org: Org) -> list[publish_pb2.Post]:
-    channel = stack.channel("publish", 15.0)
-    try:
+    async with stack.channel("publish", 15.0) as channel:
         listed = await publish_pb2_grpc.PublishServiceStub(channel).ListPosts(
             publish_pb2.ListPostsRequest(
                 organization_id=org.organization_id,
@@ -85,8 +81,6 @@ async def stories_of(stack: StackHandle, org: Org) -> list[publish_pb2.Post]:
                 limit=500,
             )
         )
-    finally:
-        await channel.close()
     return list(listed.posts)
 
 

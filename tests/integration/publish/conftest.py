@@ -12,7 +12,7 @@ from nats.aio.client import Client as NatsClient
 
 from storypost.testing.stack import StackHandle
 from tests.support.accounts import connect_account
-from tests.support.api import Api, Org
+from tests.support.api import Api, Org, upload_blob
 
 IMAGE_STORY = (
     "<photoapp-story></photoapp-story>"
@@ -83,7 +83,6 @@ async def events_of(
 @pytest.fixture(scope="session")
 async def sample_video_url(api: Api, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A 2 s 1080x1920 h264 video uploaded as a temp blob; its stable URL."""
-    import base64
     import subprocess
 
     org = await api.admin.create_org("video owner")
@@ -109,15 +108,4 @@ async def sample_video_url(api: Api, tmp_path_factory: pytest.TempPathFactory) -
         ],
         check=True,
     )
-    answer = await api.call(
-        org,
-        "upload-temp-blob",
-        {
-            "tempBlobUuid": str(uuid.uuid4()),
-            "contentBase64": base64.b64encode(path.read_bytes()).decode(),
-            "contentType": "video/mp4",
-        },
-    )
-    assert answer.status_code == 200, answer.text
-    url: str = answer.json()["url"]
-    return url
+    return await upload_blob(api, org, path.read_bytes(), "video/mp4")

@@ -33,7 +33,7 @@ from storypost_runtime.errors import DomainError, FailedPrecondition, NotFound, 
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.service_auth import caller_signer
 from storypost_runtime.status import status_for
-from tests.integration.render.support import PageServer, make_video, start_page_server
+from tests.integration.render.support import PageServer, make_video, running_page_server
 
 QUOTA = 3
 SETTLE_SECONDS = 4
@@ -55,19 +55,8 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def page_server() -> Iterator[PageServer]:
-    server = PageServer()
-    stop = start_page_server(server)
-    yield server
-    stop()
-
-
-@pytest.fixture(scope="session")
-def canary() -> Iterator[PageServer]:
-    """A server on loopback that no render may ever reach (its port is not exempt)."""
-    server = PageServer()
-    stop = start_page_server(server)
-    yield server
-    stop()
+    with running_page_server() as server:
+        yield server
 
 
 class FakeAccounts(account_pb2_grpc.AccountServiceServicer):

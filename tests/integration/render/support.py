@@ -8,7 +8,7 @@ import http.server
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -205,19 +205,20 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
     return Handler
 
 
-def start_page_server(server: PageServer) -> Callable[[], None]:
+@contextlib.contextmanager
+def running_page_server() -> Iterator[PageServer]:
+    """A PageServer on a free loopback port, stopped when the block ends."""
+    server = PageServer()
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(server))
     httpd.daemon_threads = True
     server.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-
-    def stop() -> None:
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
         server.stop.set()
         httpd.shutdown()
         httpd.server_close()
-
-    return stop
 
 
 def wait_for(check: Callable[[], bool], seconds: float, what: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import subprocess
 import uuid
 from datetime import UTC, datetime
@@ -20,7 +19,7 @@ from storypost.testing.stack import StackHandle
 from tests.integration.render.conftest import QUOTA, Videos
 from tests.integration.render.rendering import story_page
 from tests.integration.render.support import decode_rgb, mean_color, probe
-from tests.support.api import Api, Org
+from tests.support.api import Api, Org, upload_blob
 
 pytestmark = pytest.mark.integration
 
@@ -33,19 +32,21 @@ def png(color: str) -> bytes:
     ).stdout  # fmt: skip
 
 
-async def upload(api: Api, org: Org, data: bytes, content_type: str) -> str:
-    made = await api.call(
-        org,
-        "upload-temp-blob",
-        {
-            "tempBlobUuid": str(uuid.uuid4()),
-            "contentBase64": base64.b64encode(data).decode(),
-            "contentType": content_type,
-        },
+async def set_user_post(
+    render: render_pb2_grpc.RenderServiceAsyncStub,
+    org: Org,
+    draft_uuid: str,
+    state: pb.DraftUserPost.ValueType,
+) -> None:
+    """What the app tells render-svc when a user schedules (or cancels) a post of a draft."""
+    await render.SetDraftUserPost(
+        pb.SetDraftUserPostRequest(
+            organization_id=org.organization_id,
+            draft_uuid=draft_uuid,
+            user_post=state,
+            public_app_url="http://app.test/o/x",
+        )
     )
-    assert made.status_code == 200, made.text
-    url: str = made.json()["url"]
-    return url
 
 
 def background_page(image_url: str, stickers: str = "") -> str:
@@ -76,7 +77,7 @@ async def test_a_draft_from_create_to_delete(
     api: Api, fresh_org: Org, stack_render: render_pb2_grpc.RenderServiceAsyncStub
 ) -> None:
     org = fresh_org
-    red = await upload(api, org, png("#d01010"), "image/png")
+    red = await upload_blob(api, org, png("#d01010"), "image/png")
     draft_uuid = str(uuid.uuid4())
     body = {
         "draftUuid": draft_uuid,
@@ -96,7 +97,7 @@ async def test_a_draft_from_create_to_delete(
     assert (await api.call(org, "create-draft", body)).json() == created.json()
 
     # The app saves a new version: status-draft reports it.
-    blue = await upload(api, org, png("#1030d0"), "image/png")
+    blue = await upload_blob(api, org, png("#1030d0"), "image/png")
     saved = await stack_render.SaveDraftVersion(
         pb.SaveDraftVersionRequest(
             organization_id=org.organization_id,
@@ -131,28 +132,14 @@ async def test_a_draft_from_create_to_delete(
     assert list(folders.folder_names) == ["Campaigns 2026"]
 
     # A user scheduled it in the app: the API may not delete it.
-    await stack_render.SetDraftUserPost(
-        pb.SetDraftUserPostRequest(
-            organization_id=org.organization_id,
-            draft_uuid=draft_uuid,
-            user_post=pb.DRAFT_USER_POST_SCHEDULED,
-            public_app_url="http://app.test/o/x",
-        )
-    )
+    await set_user_post(stack_render, org, draft_uuid, pb.DRAFT_USER_POST_SCHEDULED)
     refused = await api.call(org, "delete-draft", {"draftUuid": draft_uuid})
     assert refused.status_code == 400
     assert refused.json()["errorMessage"] == (
         "a user already scheduled or posted this draft; cancel the post in the app first"
     )
     assert (await wait_ready(api, org, draft_uuid))["status"] == "ready"
-    await stack_render.SetDraftUserPost(
-        pb.SetDraftUserPostRequest(
-            organization_id=org.organization_id,
-            draft_uuid=draft_uuid,
-            user_post=pb.DRAFT_USER_POST_NONE,
-            public_app_url="http://app.test/o/x",
-        )
-    )
+    await set_user_post(stack_render, org, draft_uuid, pb.DRAFT_USER_POST_NONE)
     for _ in range(2):
         deleted = await api.call(org, "delete-draft", {"draftUuid": draft_uuid})
         assert deleted.json() == {"draftUuid": draft_uuid, "status": "deleted"}
@@ -171,7 +158,7 @@ async def test_warnings_unknown_drafts_and_video_rules(api: Api, org: Org, video
     unknown = await api.call(org, "status-draft", {"draftUuid": str(uuid.uuid4())})
     assert unknown.status_code == 400 and "not found" in unknown.json()["errorMessage"]
 
-    long_video = await upload(api, org, videos.long.read_bytes(), "video/mp4")
+    long_video = await upload_blob(api, org, videos.long.read_bytes(), "video/mp4")
     video_uuid = str(uuid.uuid4())
     too_long = await api.call(
         org,

@@ -8,6 +8,7 @@ script, regenerate them with STORYPOST_UPDATE_RENDER_REFS=1 and look at every on
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,23 @@ def pills(tag: str, attribute: str, value: str, designs: tuple[str, ...]) -> str
     return "".join(f'<{tag} {attribute}="{value}" design="{design}"></{tag}>' for design in designs)
 
 
+def poll(color: str) -> str:
+    return (
+        f"<photoapp-poll question=\"Which colour next?\" options='{POLL_OPTIONS}' "
+        f'color="{color}"></photoapp-poll>'
+    )
+
+
+def by_colour(
+    kind: str, sticker: Callable[[str], str], background: str, *groups: tuple[str, ...]
+) -> dict[str, tuple[str, str]]:
+    """One page per group of colours, a sticker in each colour of the group (`kind-a-b-c`)."""
+    return {
+        f"{kind}-{'-'.join(colors)}": ("".join(sticker(c) for c in colors), background)
+        for colors in groups
+    }
+
+
 PAGES: dict[str, tuple[str, str]] = {
     "hashtag-mention": (
         pills("photoapp-hashtag", "hashtag", "summersale", ("default", "gray", "rainbow"))
@@ -60,36 +78,29 @@ PAGES: dict[str, tuple[str, str]] = {
         + '<photoapp-link url="https://www.example.com/very/long/path"></photoapp-link>',
         "linear-gradient(160deg,#134e5e,#71b280)",
     ),
-    **{
-        f"poll-{'-'.join(colors)}": (
-            "".join(
-                f"<photoapp-poll question=\"Which colour next?\" options='{POLL_OPTIONS}' "
-                f'color="{c}"></photoapp-poll>'
-                for c in colors
-            ),
-            "#2b2d42",
-        )
-        for colors in (("black", "pink", "lavender"), ("purple", "orange", "green"))
-    },
+    **by_colour(
+        "poll",
+        poll,
+        "#2b2d42",
+        ("black", "pink", "lavender"),
+        ("purple", "orange", "green"),
+    ),
     "poll-blue-quiz": (
-        f"<photoapp-poll question=\"Which colour next?\" options='{POLL_OPTIONS}' "
-        'color="blue"></photoapp-poll>'
-        '<photoapp-poll options=\'["Yes","No"]\'></photoapp-poll>'
+        poll("blue") + '<photoapp-poll options=\'["Yes","No"]\'></photoapp-poll>'
         f"<photoapp-quiz question=\"Which year did we open?\" options='{QUIZ_OPTIONS}' "
         'correct-answer="1"></photoapp-quiz>',
         "#3d405b",
     ),
-    **{
-        f"question-{'-'.join(colors)}": (
-            "".join(
-                f'<photoapp-question question="Ask me anything about our summer drop" '
-                f'color="{c}"></photoapp-question>'
-                for c in colors
-            ),
-            "linear-gradient(#8e9eab,#eef2f3)",
-        )
-        for colors in (("white", "black", "pink"), ("lavender", "purple", "orange"))
-    },
+    **by_colour(
+        "question",
+        lambda c: (
+            f'<photoapp-question question="Ask me anything about our summer drop" '
+            f'color="{c}"></photoapp-question>'
+        ),
+        "linear-gradient(#8e9eab,#eef2f3)",
+        ("white", "black", "pink"),
+        ("lavender", "purple", "orange"),
+    ),
     "question-green-blue-slider": (
         "".join(
             f'<photoapp-question question="What should we bake next?" color="{c}">'
@@ -99,17 +110,16 @@ PAGES: dict[str, tuple[str, str]] = {
         + '<photoapp-emoji-slider question="How excited are you?"></photoapp-emoji-slider>',
         "linear-gradient(#c9d6ff,#e2e2e2)",
     ),
-    **{
-        f"countdown-{'-'.join(colors)}": (
-            "".join(
-                f'<photoapp-countdown title="Summer sale ends" end-time="{PAST}" '
-                f'color="{c}"></photoapp-countdown>'
-                for c in colors
-            ),
-            "linear-gradient(#e0c3fc,#8ec5fc)",
-        )
-        for colors in (("black", "white", "purple"), ("red", "orange", "yellow"))
-    },
+    **by_colour(
+        "countdown",
+        lambda c: (
+            f'<photoapp-countdown title="Summer sale ends" end-time="{PAST}" '
+            f'color="{c}"></photoapp-countdown>'
+        ),
+        "linear-gradient(#e0c3fc,#8ec5fc)",
+        ("black", "white", "purple"),
+        ("red", "orange", "yellow"),
+    ),
     "countdown-green-blue-sliders": (
         "".join(
             f'<photoapp-countdown title="Doors open" end-time="{PAST}" color="{c}">'

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import subprocess
 import uuid
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.api import Api, Org
+from tests.support.api import Api, Org, upload_inline
 from tests.support.canary import WireCanary, wire_canary
 from tests.support.media import concat, hls
 
@@ -30,18 +29,6 @@ def page(src: str) -> str:
     )
 
 
-async def inline(api: Api, org: Org, body: bytes, content_type: str) -> httpx.Response:
-    return await api.call(
-        org,
-        "upload-temp-blob",
-        {
-            "tempBlobUuid": str(uuid.uuid4()),
-            "contentBase64": base64.b64encode(body).decode(),
-            "contentType": content_type,
-        },
-    )
-
-
 async def draft(api: Api, org: Org, src: str) -> httpx.Response:
     return await api.call(org, "create-draft", {"draftUuid": str(uuid.uuid4()), "html": page(src)})
 
@@ -55,7 +42,7 @@ async def test_inline_bytes_of_another_type_are_a_400_and_nothing_is_stored(
     api: Api, org: Org
 ) -> None:
     with wire_canary() as canary:
-        answer = await inline(api, org, hls(canary.port), "video/mp4")
+        answer = await upload_inline(api, org, hls(canary.port), "video/mp4")
         assert answer.status_code == 400, answer.text
         explained = answer.json()["validationErrorExplanation"]
         assert "HLS playlist" in explained["contentBase64"][0], explained
@@ -70,7 +57,7 @@ async def test_playlists_and_concat_lists_as_src_are_refused_before_ffmpeg(
         # by their bytes before any tool opens them.
         for body, declared in ((hls(canary.port), "video/x-mpegurl"),
                                (concat(canary.port), "video/x-ffconcat")):  # fmt: skip
-            made = await inline(api, org, body, declared)
+            made = await upload_inline(api, org, body, declared)
             assert made.status_code == 200, made.text
             answer = await draft(api, org, made.json()["url"])
             assert answer.status_code == 400, answer.text
@@ -110,9 +97,9 @@ async def test_a_presigned_upload_of_other_bytes_is_refused_when_first_used(
 
 
 async def test_svg_is_downloaded_as_an_attachment_and_png_inline(api: Api, org: Org) -> None:
-    svg = await inline(api, org, SVG, "image/svg+xml")
+    svg = await upload_inline(api, org, SVG, "image/svg+xml")
     assert svg.status_code == 200, svg.text
-    png = await inline(api, org, b"\x89PNG\r\n\x1a\n" + bytes(32), "image/png")
+    png = await upload_inline(api, org, b"\x89PNG\r\n\x1a\n" + bytes(32), "image/png")
     async with httpx.AsyncClient(timeout=30) as client:
         redirect = await api.get(svg.json()["url"])
         assert redirect.status_code == 302
@@ -137,7 +124,7 @@ async def test_a_real_mp4_made_by_ffmpeg_still_passes(api: Api, org: Org, tmp_pa
          "-t", "1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(good)],
         check=True, timeout=120,
     )  # fmt: skip
-    made = await inline(api, org, good.read_bytes(), "video/mp4")
+    made = await upload_inline(api, org, good.read_bytes(), "video/mp4")
     assert made.status_code == 200, made.text
     answer = await draft(api, org, made.json()["url"])
     assert answer.status_code == 200, answer.text

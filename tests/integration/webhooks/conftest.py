@@ -56,10 +56,8 @@ async def webhook_stack(
 
 @pytest.fixture(scope="session")
 async def receiver(webhook_certs: Certificates) -> AsyncIterator[Receiver]:
-    server = Receiver(webhook_certs)
-    await server.start()
-    yield server
-    await server.close()
+    async with Receiver(webhook_certs) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

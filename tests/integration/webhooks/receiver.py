@@ -13,7 +13,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 from cryptography import x509
@@ -139,10 +139,12 @@ class Answer:
 
 class Receiver:
     """Records every POST per path and answers as told (a queue of answers per path, then 200).
-    Each test uses its own path, so one receiver serves a whole session."""
+    Each test uses its own path, so one receiver serves a whole session. `async with` starts
+    it and closes it."""
 
-    def __init__(self, certs: Certificates) -> None:
+    def __init__(self, certs: Certificates, host: str = "127.0.0.1") -> None:
         self._certs = certs
+        self._host = host
         self._received: dict[str, list[Received]] = defaultdict(list)
         self._answers: dict[str, deque[Answer]] = defaultdict(deque)
         self._default: dict[str, Answer] = {}
@@ -152,7 +154,7 @@ class Receiver:
 
     @property
     def base_url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"https://{self._host}:{self.port}"
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -198,7 +200,7 @@ class Receiver:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((self._host, 0))
         self.port = sock.getsockname()[1]
         site = web.SockSite(self._runner, sock, ssl_context=self._certs.server_context())
         await site.start()
@@ -206,3 +208,10 @@ class Receiver:
     async def close(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.close()

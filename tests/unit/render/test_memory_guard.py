@@ -5,37 +5,17 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from render_svc.browser.memory import (
-    PAGE_SIZE,
-    TICKS,
-    RendererMemoryGuard,
-    descendants,
-    processes,
-)
-
-
-def fake_proc(root: Path, entries: list[tuple[int, int, int, str]]) -> Path:
-    """A /proc with (pid, ppid, resident MiB, command line) entries."""
-    for pid, ppid, rss_mib, cmdline in entries:
-        folder = root / str(pid)
-        folder.mkdir(parents=True)
-        (folder / "stat").write_text(
-            f"{pid} (chrom ium) S {ppid} 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0"
-        )
-        pages = rss_mib * 1024 * 1024 // PAGE_SIZE
-        (folder / "statm").write_text(f"999999 {pages} 10 1 0 1 0")
-        # Chromium rewrites its title: some command lines come space-separated.
-        separator = " " if "--lang" in cmdline else "\0"
-        (folder / "cmdline").write_text(cmdline.replace(" ", separator) + "\0")
-    (root / "self").mkdir()
-    return root
+from render_svc.browser.memory import TICKS, RendererMemoryGuard, descendants, processes
+from tests.support.fake_proc import FakeProcess, fake_proc
 
 
 def test_processes_and_descendants_follow_parents(tmp_path: Path) -> None:
     proc = fake_proc(
         tmp_path,
-        [(10, 1, 50, "python"), (11, 10, 80, "node"), (12, 11, 300, "chromium"),
-         (13, 12, 900, "chromium --type=renderer"), (20, 1, 5000, "other")],
+        [FakeProcess(10, 1, 50, "python"), FakeProcess(11, 10, 80, "node"),
+         FakeProcess(12, 11, 300, "chromium"),
+         FakeProcess(13, 12, 900, "chromium --type=renderer"),
+         FakeProcess(20, 1, 5000, "other")],
     )  # fmt: skip
     table = processes(proc)
     assert table[13].ppid == 12 and table[13].rss_bytes == 900 * 1024 * 1024
@@ -49,11 +29,11 @@ def test_only_renderers_over_the_limit_and_below_the_root_are_killed(tmp_path: P
     try:
         proc = fake_proc(
             tmp_path,
-            [(10, 1, 50, "python"), (11, 10, 80, "node"),
-             (victim.pid, 11, 3000, "chromium --type=renderer --lang=en"),
-             (bystander.pid, 11, 3000, "chromium --type=gpu-process"),
-             (99999, 11, 100, "chromium --type=renderer"),
-             (99998, 1, 9000, "chromium --type=renderer")],
+            [FakeProcess(10, 1, 50, "python"), FakeProcess(11, 10, 80, "node"),
+             FakeProcess(victim.pid, 11, 3000, "chromium --type=renderer --lang=en"),
+             FakeProcess(bystander.pid, 11, 3000, "chromium --type=gpu-process"),
+             FakeProcess(99999, 11, 100, "chromium --type=renderer"),
+             FakeProcess(99998, 1, 9000, "chromium --type=renderer")],
         )  # fmt: skip
         guard = RendererMemoryGuard(2048 * 1024 * 1024, root=10, proc=proc)
         assert guard.check() == [victim.pid]

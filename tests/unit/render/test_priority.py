@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+from tests.support.fake_proc import FakeProcess, fake_proc
+
 SCRIPT = textwrap.dedent(
     """
     import asyncio, os, subprocess, sys, time
@@ -150,21 +152,14 @@ def test_a_group_write_the_kernel_asks_to_repeat_is_repeated() -> None:
     assert priority._write_autogroup_nice(always_busy, 10) is False  # type: ignore[arg-type]
 
 
-def fake_proc(root: pathlib.Path, own: str, children: dict[int, str]) -> None:
+def sessions(root: pathlib.Path, own: str | None, children: dict[int, str]) -> None:
     """A /proc with this process's autogroup file and children of it with theirs."""
-    (root / "self").mkdir()
-    (root / "self" / "autogroup").write_text(own)
-    for pid, group in children.items():
-        (root / str(pid)).mkdir()
-        (root / str(pid) / "stat").write_text(
-            f"{pid} (chrome) S {os.getpid()} 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0"
-        )
-        (root / str(pid) / "statm").write_text("100 50 0 0 0 0 0")
-        (root / str(pid) / "autogroup").write_text(group)
+    processes = [FakeProcess(pid, os.getpid(), autogroup=g) for pid, g in children.items()]
+    fake_proc(root, processes, own)
 
 
 def test_only_other_sessions_groups_are_lowered(tmp_path: pathlib.Path) -> None:
-    fake_proc(
+    sessions(
         tmp_path,
         "/autogroup-1 nice 0\n",
         {
@@ -186,7 +181,7 @@ def test_from_the_default_group_other_sessions_are_lowered_too(tmp_path: pathlib
     # autogroup file: the default group, whose processes each compete against a browser
     # session's whole group. The browser's session still needs lowering; a child in the
     # default group (same group) does not.
-    fake_proc(tmp_path, "", {901: "", 902: "/autogroup-2 nice 0\n"})
+    sessions(tmp_path, "", {901: "", 902: "/autogroup-2 nice 0\n"})
     from render_svc.browser.priority import lower_sessions
 
     assert lower_sessions(10, tmp_path) == [902]
@@ -195,8 +190,7 @@ def test_from_the_default_group_other_sessions_are_lowered_too(tmp_path: pathlib
 
 
 def test_a_kernel_without_autogroup_gets_no_writes(tmp_path: pathlib.Path) -> None:
-    fake_proc(tmp_path, "", {902: "/autogroup-2 nice 0\n"})
-    (tmp_path / "self" / "autogroup").unlink()
+    sessions(tmp_path, None, {902: "/autogroup-2 nice 0\n"})
     from render_svc.browser.priority import lower_sessions
 
     assert lower_sessions(10, tmp_path) == []

@@ -15,16 +15,12 @@ from typing import Any
 
 import grpc
 import pytest
-from prometheus_client import CollectorRegistry
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.grpc_server import GrpcServer
-from storypost_runtime.metrics import RpcMetrics
-from storypost_runtime.settings import GrpcServerSettings
-
-SERVICE = "storypost.account.v1.AccountService"
+from tests.support.account_server import account_server
 
 
 class Named(account_pb2_grpc.AccountServiceServicer):
@@ -46,15 +42,7 @@ class Named(account_pb2_grpc.AccountServiceServicer):
 
 async def replica(name: str, **settings: Any) -> tuple[GrpcServer, int, Named]:
     servicer = Named(name)  # type: ignore[abstract]
-    server = GrpcServer(
-        GrpcServerSettings(grpc_port=0, shutdown_grace_seconds=5, **settings),
-        [SERVICE],
-        lambda s: account_pb2_grpc.add_AccountServiceServicer_to_server(
-            servicer,
-            s,
-        ),
-        RpcMetrics.create(CollectorRegistry()),
-    )
+    server = account_server(servicer, shutdown_grace_seconds=5, **settings)
     return server, await server.start(), servicer
 
 

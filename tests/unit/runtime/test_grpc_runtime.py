@@ -17,11 +17,8 @@ from storypost_runtime.context import current_request_id, request_scope
 from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.grpc_server import GrpcServer
-from storypost_runtime.metrics import RpcMetrics
-from storypost_runtime.settings import GrpcServerSettings
 from storypost_runtime.status import details_from
-
-SERVICE = "storypost.account.v1.AccountService"
+from tests.support.account_server import SERVICE, account_server
 
 
 class Faulty(account_pb2_grpc.AccountServiceServicer):
@@ -50,16 +47,7 @@ class Faulty(account_pb2_grpc.AccountServiceServicer):
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[GrpcServer, str, CollectorRegistry]]:
     registry = CollectorRegistry()
-    settings = GrpcServerSettings(grpc_port=0, shutdown_grace_seconds=1)
-    srv = GrpcServer(
-        settings,
-        [SERVICE],
-        lambda s: account_pb2_grpc.add_AccountServiceServicer_to_server(
-            Faulty(),  # type: ignore[abstract]
-            s,
-        ),
-        RpcMetrics.create(registry),
-    )
+    srv = account_server(Faulty(), registry)  # type: ignore[abstract]
     port = await srv.start()
     yield srv, f"127.0.0.1:{port}", registry
     await srv.stop()
@@ -141,15 +129,7 @@ async def test_downstream_errors_pass_through_with_details(server: Any) -> None:
             return await stub.ConsumeRateLimit(pb.ConsumeRateLimitRequest())
 
     registry = CollectorRegistry()
-    relay = GrpcServer(
-        GrpcServerSettings(grpc_port=0, shutdown_grace_seconds=1),
-        [SERVICE],
-        lambda s: account_pb2_grpc.add_AccountServiceServicer_to_server(
-            Relaying(),  # type: ignore[abstract]
-            s,
-        ),
-        RpcMetrics.create(registry),
-    )
+    relay = account_server(Relaying(), registry)  # type: ignore[abstract]
     port = await relay.start()
     try:
         async with aio_channel(f"127.0.0.1:{port}", 5.0) as channel:

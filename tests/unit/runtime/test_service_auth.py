@@ -18,8 +18,6 @@ from account_svc.callers import RESTRICTIONS
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.grpc_client import aio_channel
-from storypost_runtime.grpc_server import GrpcServer
-from storypost_runtime.metrics import RpcMetrics
 from storypost_runtime.service_auth import (
     ADMIN,
     CALLERS,
@@ -35,9 +33,8 @@ from storypost_runtime.service_auth import (
     parse_public_keys,
     public_keys_setting,
 )
-from storypost_runtime.settings import GrpcServerSettings
+from tests.support.account_server import SERVICE, account_server
 
-SERVICE = "storypost.account.v1.AccountService"
 CREDENTIALS = {name: ServiceCredential.generate(name) for name in CALLERS}
 
 
@@ -54,20 +51,11 @@ class Answering(account_pb2_grpc.AccountServiceServicer):
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[str, CollectorRegistry]]:
     registry = CollectorRegistry()
-    settings = GrpcServerSettings(
-        grpc_port=0,
-        shutdown_grace_seconds=1,
+    srv = account_server(
+        Answering(),  # type: ignore[abstract]
+        registry,
+        restrictions=RESTRICTIONS,
         service_public_keys=public_keys_setting(CREDENTIALS),
-    )
-    srv = GrpcServer(
-        settings,
-        [SERVICE],
-        lambda s: account_pb2_grpc.add_AccountServiceServicer_to_server(
-            Answering(),  # type: ignore[abstract]
-            s,
-        ),
-        RpcMetrics.create(registry),
-        RESTRICTIONS,
     )
     port = await srv.start()
     yield f"127.0.0.1:{port}", registry

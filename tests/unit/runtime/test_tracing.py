@@ -27,12 +27,9 @@ from storypost_runtime.bus import JetStreamPublisher
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.context import request_scope
 from storypost_runtime.grpc_client import aio_channel
-from storypost_runtime.grpc_server import GrpcServer
 from storypost_runtime.logs import add_trace_id
-from storypost_runtime.metrics import RpcMetrics
 from storypost_runtime.mongo import command_listeners
 from storypost_runtime.outbox import Event, OutboxRelay
-from storypost_runtime.settings import GrpcServerSettings
 from storypost_runtime.tracing import (
     REQUEST_ID_ATTRIBUTE,
     TRACEPARENT,
@@ -41,9 +38,9 @@ from storypost_runtime.tracing import (
     tracer,
     tracing_wanted,
 )
+from tests.support.account_server import SERVICE, account_server
 from webhook_svc.sender import Sender
 
-SERVICE = "storypost.account.v1.AccountService"
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
@@ -90,16 +87,7 @@ async def traced_server(
     traces: tuple[TracerProvider, InMemorySpanExporter],
 ) -> AsyncIterator[str]:
     provider, _ = traces
-    server = GrpcServer(
-        GrpcServerSettings(grpc_port=0, shutdown_grace_seconds=1),
-        [SERVICE],
-        lambda s: account_pb2_grpc.add_AccountServiceServicer_to_server(
-            Echo(),  # type: ignore[abstract]
-            s,
-        ),
-        RpcMetrics.create(CollectorRegistry()),
-        tracer_provider=provider,
-    )
+    server = account_server(Echo(), tracer_provider=provider)  # type: ignore[abstract]
     port = await server.start()
     yield f"127.0.0.1:{port}"
     await server.stop()

@@ -26,10 +26,8 @@ async def certs(tmp_path: Path) -> Certificates:
 
 @pytest.fixture
 async def receiver(certs: Certificates) -> AsyncIterator[Receiver]:
-    server = Receiver(certs)
-    await server.start()
-    yield server
-    await server.close()
+    async with Receiver(certs) as server:
+        yield server
 
 
 @pytest.fixture
