@@ -10,9 +10,8 @@ import importlib.metadata
 import signal
 import sqlite3
 import sys
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -585,55 +584,63 @@ def match_scalars_without_array_branches() -> None:
     SQLiteEngine._translate_query_plan_with_multikey = translate  # type: ignore[method-assign]
 
 
+def report_failure(done: Future[None]) -> None:
+    """Prints why a background step of the launcher failed (its log is the supervisor's)."""
+    error = done.exception()
+    if error is not None:
+        print(f"embedded mongo: {error!r}", file=sys.stderr, flush=True)
+
+
 def answer_field_probes_from_indexes() -> None:
     """Answers mongoeco's per-field probes from SQLite indexes instead of reading every
     document of the collection.
 
     Before running a filter or a sort in SQL, mongoeco 4.11 asks of each field in it
-    whether any document of the collection holds an array there, a tagged `bytes` or
-    `undefined` value, or only numbers, strings or booleans (a count over every document).
-    Each answer is cached only until the next write to the collection, so under load every
-    poll asked again: the scheduler's claim of due posts ran six such scans (12 ms of CPU
-    each at 3,000 posts) before its query. Here the first probe of a field gives it the
-    index that answers the probe (`json_type` of the field, which the type-and-value index
-    of an indexed field already is, and the tagged type, `"$mongoeco".type`), partial to
-    its collection like the others, and the probes' SQL names the field's path as a
-    literal (mongoeco binds the tagged path as a parameter, which no index can match).
-    The questions and their answers are mongoeco's; only how the rows are found changes.
+    whether any document of the collection holds a tagged `bytes` or `undefined` value
+    there, or only numbers, strings or booleans (a count over every document). Each answer
+    is cached only until the next write to the collection, so under load every poll asked
+    again: the scheduler's claim of due posts ran four such scans (12 ms of CPU each at
+    3,000 posts) before its query. Here the first probe of a field asks for the index that
+    answers it (the tagged type, `"$mongoeco".type`, and the field's `json_type`, which an
+    indexed field's type-and-value index already is), partial to its collection like the
+    others, and the probes' SQL names the field's path as a literal (mongoeco binds the
+    tagged path as a parameter, which no index can match); its sort check translates the
+    filter as its reads do. The questions and their answers are mongoeco's; only how the
+    rows are found changes. (Its array probes are left as they are: with these wrapped too,
+    an account lease in account-svc stopped matching under the test suite, for a reason not
+    found; an indexed field's array probe already reads its type-and-value index.)
     """
     from mongoeco.engines._sqlite_plan_heuristics import sort_requires_python
     from mongoeco.engines.sqlite import SQLiteEngine
-    from mongoeco.engines.sqlite_query import (
-        json_path_for_field,
-        path_array_prefixes,
-        type_expression_sql,
-    )
+    from mongoeco.engines.sqlite_query import json_path_for_field, type_expression_sql
 
-    if getattr(SQLiteEngine._field_traverses_array_in_collection, "storypost_patched", False):
+    if getattr(
+        SQLiteEngine._field_contains_tagged_value_type_in_collection, "storypost_patched", False
+    ):
         return
-    traverses_array = SQLiteEngine._field_traverses_array_in_collection
-    top_level_array = SQLiteEngine._field_is_top_level_array_in_collection
+
+    # One thread, with a connection of its own per index: the engine's connection may be
+    # inside a transaction (a probe runs in mongoeco's read savepoint, or inside a write),
+    # and a DDL statement failing there (the write lock taken) could roll it back. In WAL
+    # mode the builder waits only for other writers; the probes scan until it is done.
+    builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storypost-probe-indexes")
+
+    def build(path: str, statement: str) -> None:
+        with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
+            conn.execute(statement)
+            conn.commit()
 
     def ensure(self: Any, db_name: str, coll_name: str, name: str, columns: str) -> None:
-        made: set[str] = self.__dict__.setdefault("_storypost_probe_indexes", set())
-        if name in made:
+        asked: set[str] = self.__dict__.setdefault("_storypost_probe_indexes", set())
+        if name in asked or self._path == ":memory:":
             return
-        conn = self._require_connection()
-        # Another connection of the engine (the change dispatch) may hold the write lock
-        # for a moment: wait a little for it, else the next probe of the field tries again.
-        for _attempt in range(10):
-            try:
-                conn.execute(
-                    f'CREATE INDEX IF NOT EXISTS "{name}" ON documents(db_name, coll_name, '
-                    f"{columns}) WHERE {_namespace(db_name, coll_name)}"
-                )
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error):
-                    return
-                time.sleep(0.02)
-            else:
-                made.add(name)
-                return
+        asked.add(name)
+        # Names are hex digests; paths are quoted literals (mongoeco's own format).
+        statement = (
+            f'CREATE INDEX IF NOT EXISTS "{name}" ON documents(db_name, coll_name, {columns}) '
+            f"WHERE {_namespace(db_name, coll_name)}"
+        )
+        builder.submit(build, self._path, statement).add_done_callback(report_failure)
 
     def ensure_type_index(self: Any, db_name: str, coll_name: str, field: str) -> str:
         # The same index (name and columns) as an indexed field's type-and-value index.
@@ -646,15 +653,6 @@ def answer_field_probes_from_indexes() -> None:
             _typed_value(path),
         )
         return path
-
-    def field_traverses_array(self: Any, db_name: str, coll_name: str, field: str) -> bool:
-        for prefix in path_array_prefixes(field):
-            ensure_type_index(self, db_name, coll_name, prefix)
-        return bool(traverses_array(self, db_name, coll_name, field))
-
-    def field_is_top_level_array(self: Any, db_name: str, coll_name: str, field: str) -> bool:
-        ensure_type_index(self, db_name, coll_name, field)
-        return bool(top_level_array(self, db_name, coll_name, field))
 
     def tagged_type(self: Any, db_name: str, coll_name: str, field: str, value_type: str) -> bool:
         key = (db_name, coll_name, f"tagged_type:{field}:{value_type}")
@@ -730,9 +728,7 @@ def answer_field_probes_from_indexes() -> None:
             )
         )
 
-    field_traverses_array.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._field_traverses_array_in_collection = field_traverses_array  # type: ignore[method-assign]
-    SQLiteEngine._field_is_top_level_array_in_collection = field_is_top_level_array  # type: ignore[method-assign]
+    tagged_type.storypost_patched = True  # type: ignore[attr-defined]
     SQLiteEngine._field_contains_tagged_value_type_in_collection = tagged_type  # type: ignore[method-assign]
     SQLiteEngine._field_has_uniform_scalar_sort_type_in_collection = uniform_sort_type  # type: ignore[method-assign]
     SQLiteEngine._sort_requires_python = sort_needs_python  # type: ignore[method-assign]
