@@ -501,6 +501,60 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
     CollectionRuntimeCoordinator._dispatch_engine_changes = dispatch  # type: ignore[method-assign]
 
 
+def _scalar_only(engine: Any, db_name: str, coll_name: str, plan: Any) -> Any:
+    """Equality or `$in` on a top-level field without arrays as the scalar test alone (None:
+    keep mongoeco's translation)."""
+    from mongoeco.core.query_plan import EqualsCondition, InCondition
+    from mongoeco.engines.sqlite_query import _translate_equals_scalar_only
+
+    if isinstance(plan, EqualsCondition):
+        values: tuple[Any, ...] = (plan.value,)
+    elif isinstance(plan, InCondition) and plan.values:
+        values = plan.values
+    else:
+        return None
+    if "." in plan.field or engine._field_is_top_level_array_in_collection(
+        db_name, coll_name, plan.field
+    ):
+        return None
+    try:
+        fragments = [
+            _translate_equals_scalar_only(
+                plan.field, value, null_matches_undefined=plan.null_matches_undefined
+            )
+            for value in values
+        ]
+    except NotImplementedError:
+        return None
+    sql = " OR ".join(f"({fragment})" for fragment, _ in fragments)
+    return (f"({sql})", [param for _, params in fragments for param in params])
+
+
+def _narrowed_range(plan: Any, sql: str, params: list[Any]) -> tuple[str, list[Any]]:
+    """A comparison with a value never matches a document without the field, so only the
+    rows that have it are read: the field's type index finds them. (Each JSON type listed:
+    SQLite's planner looks these up in the index, where `IS NOT NULL` on an expression
+    would read every row.)"""
+    from mongoeco.core.query_plan import (
+        GreaterThanCondition,
+        GreaterThanOrEqualCondition,
+        LessThanCondition,
+        LessThanOrEqualCondition,
+    )
+    from mongoeco.engines.sqlite_query import json_path_for_field
+
+    ranges = (
+        GreaterThanCondition,
+        GreaterThanOrEqualCondition,
+        LessThanCondition,
+        LessThanOrEqualCondition,
+    )
+    if not isinstance(plan, ranges) or plan.value is None:
+        return (sql, params)
+    present = f"json_type(document, {_literal(json_path_for_field(plan.field))})"
+    return (f"({present} IN ({JSON_TYPES}) AND ({sql}))", params)
+
+
 def match_scalars_without_array_branches() -> None:
     """Equality and `$in` on a top-level field that holds no array in the collection become
     the scalar comparison alone, which the field's type-and-value index serves.
@@ -521,64 +575,18 @@ def match_scalars_without_array_branches() -> None:
     anywhere on the path matters) and values mongoeco does not translate keep its own
     translation.
     """
-    from mongoeco.core.query_plan import (
-        EqualsCondition,
-        GreaterThanCondition,
-        GreaterThanOrEqualCondition,
-        InCondition,
-        LessThanCondition,
-        LessThanOrEqualCondition,
-    )
     from mongoeco.engines.sqlite import SQLiteEngine
-    from mongoeco.engines.sqlite_query import _translate_equals_scalar_only, json_path_for_field
-
-    ranges = (
-        GreaterThanCondition,
-        GreaterThanOrEqualCondition,
-        LessThanCondition,
-        LessThanOrEqualCondition,
-    )
 
     original = SQLiteEngine._translate_query_plan_with_multikey
     if getattr(original, "storypost_patched", False):
         return
 
-    def scalar_only(self: Any, db_name: str, coll_name: str, plan: Any) -> Any:
-        if isinstance(plan, EqualsCondition):
-            values: tuple[Any, ...] = (plan.value,)
-        elif isinstance(plan, InCondition) and plan.values:
-            values = plan.values
-        else:
-            return None
-        if "." in plan.field or self._field_is_top_level_array_in_collection(
-            db_name, coll_name, plan.field
-        ):
-            return None
-        try:
-            fragments = [
-                _translate_equals_scalar_only(
-                    plan.field, value, null_matches_undefined=plan.null_matches_undefined
-                )
-                for value in values
-            ]
-        except NotImplementedError:
-            return None
-        sql = " OR ".join(f"({fragment})" for fragment, _ in fragments)
-        return (f"({sql})", [param for _, params in fragments for param in params])
-
     def translate(self: Any, db_name: str, coll_name: str, plan: Any) -> Any:
-        found = scalar_only(self, db_name, coll_name, plan)
+        found = _scalar_only(self, db_name, coll_name, plan)
         if found is not None:
             return found
         sql, params = original(self, db_name, coll_name, plan)
-        if isinstance(plan, ranges) and plan.value is not None:
-            # A comparison with a value never matches a document without the field, so
-            # only the rows that have it are read: the field's type index finds them.
-            # (Each JSON type listed: SQLite's planner looks these up in the index, where
-            # `IS NOT NULL` on an expression would read every row.)
-            present = f"json_type(document, {_literal(json_path_for_field(plan.field))})"
-            return (f"({present} IN ({JSON_TYPES}) AND ({sql}))", params)
-        return (sql, params)
+        return _narrowed_range(plan, sql, params)
 
     translate.storypost_patched = True  # type: ignore[attr-defined]
     SQLiteEngine._translate_query_plan_with_multikey = translate  # type: ignore[method-assign]
@@ -589,6 +597,131 @@ def report_failure(done: Future[None]) -> None:
     error = done.exception()
     if error is not None:
         print(f"embedded mongo: {error!r}", file=sys.stderr, flush=True)
+
+
+class ProbeIndexes:
+    """Builds the indexes that answer mongoeco's probes, once each, beside the engine.
+
+    One thread, with a connection of its own per index: the engine's connection may be
+    inside a transaction (a probe runs in mongoeco's read savepoint, or inside a write), and
+    a DDL statement failing there (the write lock taken) could roll it back. In WAL mode
+    the builder waits only for other writers; the probes scan until it is done.
+    """
+
+    def __init__(self) -> None:
+        self._builder = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="storypost-probe-indexes"
+        )
+
+    def ensure(self, engine: Any, db_name: str, coll_name: str, name: str, columns: str) -> None:
+        asked: set[str] = engine.__dict__.setdefault("_storypost_probe_indexes", set())
+        if name in asked or engine._path == ":memory:":
+            return
+        asked.add(name)
+        # Names are hex digests; paths are quoted literals (mongoeco's own format).
+        statement = (
+            f'CREATE INDEX IF NOT EXISTS "{name}" ON documents(db_name, coll_name, {columns}) '
+            f"WHERE {_namespace(db_name, coll_name)}"
+        )
+        self._builder.submit(self._build, engine._path, statement).add_done_callback(report_failure)
+
+    @staticmethod
+    def _build(path: str, statement: str) -> None:
+        with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
+            conn.execute(statement)
+            conn.commit()
+
+
+def _tagged_type_probe(
+    indexes: ProbeIndexes, engine: Any, db_name: str, coll_name: str, field: str, value_type: str
+) -> bool:
+    """mongoeco's `_field_contains_tagged_value_type_in_collection`, from an index."""
+    from mongoeco.engines.sqlite_query import json_path_for_field
+
+    key = (db_name, coll_name, f"tagged_type:{field}:{value_type}")
+    if key in engine._collection_features_cache:
+        return bool(engine._collection_features_cache[key])
+    tag_path = json_path_for_field(field) + TAG
+    expression = f"json_extract(document, {_literal(tag_path)})"
+    indexes.ensure(
+        engine, db_name, coll_name, index_name("ptag", db_name, coll_name, tag_path), expression
+    )
+    # The path is a quoted literal (mongoeco's own format), so the index can match it.
+    query = f"SELECT 1 FROM documents WHERE db_name = ? AND coll_name = ? AND {expression} = ?"  # noqa: S608
+    row = (
+        engine._require_connection()
+        .execute(query + " LIMIT 1", (db_name, coll_name, value_type))
+        .fetchone()
+    )
+    engine._collection_features_cache[key] = row is not None
+    return row is not None
+
+
+def _uniform_sort_type_probe(
+    indexes: ProbeIndexes, engine: Any, db_name: str, coll_name: str, field: str
+) -> str | None:
+    """mongoeco's `_field_has_uniform_scalar_sort_type_in_collection`: counts by JSON type
+    from the field's type-and-value index instead of one pass over every document."""
+    from mongoeco.engines.sqlite_query import json_path_for_field
+
+    key = (db_name, coll_name, f"uniform_scalar_sort_type:{field}")
+    if key in engine._collection_features_cache:
+        cached = engine._collection_features_cache[key]
+        return cached if isinstance(cached, str) else None
+    # The same index (name and columns) as an indexed field's type-and-value index.
+    path = json_path_for_field(field)
+    index = index_name("ptx", db_name, coll_name, path)
+    indexes.ensure(engine, db_name, coll_name, index, _typed_value(path))
+    conn = engine._require_connection()
+
+    def count(condition: str) -> int:
+        # `condition` compares the quoted path's type with quoted type names.
+        row = conn.execute(
+            "SELECT COUNT(*) FROM documents WHERE db_name = ? AND coll_name = ?"  # noqa: S608
+            + condition,
+            (db_name, coll_name),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    total = count("")
+    found: str | bool = False
+    for kind, types in UNIFORM_SORT_TYPES.items():
+        listed = ", ".join(_literal(name) for name in types)
+        if total and count(f" AND json_type(document, {_literal(path)}) IN ({listed})") == total:
+            found = kind
+            break
+    engine._collection_features_cache[key] = found
+    return found if isinstance(found, str) else None
+
+
+def _sort_check_as_reads_translate(
+    engine: Any, db_name: str, coll_name: str, plan: Any, sort: Any
+) -> bool:
+    """mongoeco's own `_sort_requires_python`, with the filter translated as its reads
+    translate it (so the patched, indexable SQL serves this check too)."""
+    from mongoeco.engines._sqlite_plan_heuristics import sort_requires_python
+    from mongoeco.engines.sqlite_query import json_path_for_field, type_expression_sql
+
+    return bool(
+        sort_requires_python(
+            db_name=db_name,
+            coll_name=coll_name,
+            plan=plan,
+            sort=sort,
+            plan_has_array_traversing_paths=engine._plan_has_array_traversing_paths,
+            translate_query_plan=lambda node: engine._translate_query_plan_with_multikey(
+                db_name, coll_name, node
+            ),
+            field_traverses_array_in_collection=engine._field_traverses_array_in_collection,
+            field_contains_tagged_bytes_in_collection=engine._field_contains_tagged_bytes_in_collection,
+            field_contains_tagged_undefined_in_collection=engine._field_contains_tagged_undefined_in_collection,
+            fetchone=lambda sql, params: (
+                engine._require_connection().execute(sql, params).fetchone()
+            ),
+            type_expression_sql=type_expression_sql,
+            json_path_for_field=json_path_for_field,
+        )
+    )
 
 
 def answer_field_probes_from_indexes() -> None:
@@ -610,128 +743,24 @@ def answer_field_probes_from_indexes() -> None:
     an account lease in account-svc stopped matching under the test suite, for a reason not
     found; an indexed field's array probe already reads its type-and-value index.)
     """
-    from mongoeco.engines._sqlite_plan_heuristics import sort_requires_python
     from mongoeco.engines.sqlite import SQLiteEngine
-    from mongoeco.engines.sqlite_query import json_path_for_field, type_expression_sql
 
     if getattr(
         SQLiteEngine._field_contains_tagged_value_type_in_collection, "storypost_patched", False
     ):
         return
-
-    # One thread, with a connection of its own per index: the engine's connection may be
-    # inside a transaction (a probe runs in mongoeco's read savepoint, or inside a write),
-    # and a DDL statement failing there (the write lock taken) could roll it back. In WAL
-    # mode the builder waits only for other writers; the probes scan until it is done.
-    builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storypost-probe-indexes")
-
-    def build(path: str, statement: str) -> None:
-        with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
-            conn.execute(statement)
-            conn.commit()
-
-    def ensure(self: Any, db_name: str, coll_name: str, name: str, columns: str) -> None:
-        asked: set[str] = self.__dict__.setdefault("_storypost_probe_indexes", set())
-        if name in asked or self._path == ":memory:":
-            return
-        asked.add(name)
-        # Names are hex digests; paths are quoted literals (mongoeco's own format).
-        statement = (
-            f'CREATE INDEX IF NOT EXISTS "{name}" ON documents(db_name, coll_name, {columns}) '
-            f"WHERE {_namespace(db_name, coll_name)}"
-        )
-        builder.submit(build, self._path, statement).add_done_callback(report_failure)
-
-    def ensure_type_index(self: Any, db_name: str, coll_name: str, field: str) -> str:
-        # The same index (name and columns) as an indexed field's type-and-value index.
-        path = json_path_for_field(field)
-        ensure(
-            self,
-            db_name,
-            coll_name,
-            index_name("ptx", db_name, coll_name, path),
-            _typed_value(path),
-        )
-        return path
+    indexes = ProbeIndexes()
 
     def tagged_type(self: Any, db_name: str, coll_name: str, field: str, value_type: str) -> bool:
-        key = (db_name, coll_name, f"tagged_type:{field}:{value_type}")
-        if key in self._collection_features_cache:
-            return bool(self._collection_features_cache[key])
-        tag_path = json_path_for_field(field) + TAG
-        expression = f"json_extract(document, {_literal(tag_path)})"
-        ensure(
-            self, db_name, coll_name, index_name("ptag", db_name, coll_name, tag_path), expression
-        )
-        # The path is a quoted literal (mongoeco's own format), so the index can match it.
-        query = f"SELECT 1 FROM documents WHERE db_name = ? AND coll_name = ? AND {expression} = ?"  # noqa: S608
-        row = (
-            self._require_connection()
-            .execute(
-                query + " LIMIT 1",
-                (db_name, coll_name, value_type),
-            )
-            .fetchone()
-        )
-        self._collection_features_cache[key] = row is not None
-        return row is not None
+        return _tagged_type_probe(indexes, self, db_name, coll_name, field, value_type)
 
     def uniform_sort_type(self: Any, db_name: str, coll_name: str, field: str) -> str | None:
-        key = (db_name, coll_name, f"uniform_scalar_sort_type:{field}")
-        if key in self._collection_features_cache:
-            cached = self._collection_features_cache[key]
-            return cached if isinstance(cached, str) else None
-        type_of = (
-            f"json_type(document, {_literal(ensure_type_index(self, db_name, coll_name, field))})"
-        )
-        conn = self._require_connection()
-
-        def count(condition: str) -> int:
-            # `condition` compares the quoted path's type with quoted type names.
-            row = conn.execute(
-                "SELECT COUNT(*) FROM documents WHERE db_name = ? AND coll_name = ?"  # noqa: S608
-                + condition,
-                (db_name, coll_name),
-            ).fetchone()
-            return int(row[0]) if row else 0
-
-        total = count("")
-        found: str | bool = False
-        for kind, types in UNIFORM_SORT_TYPES.items():
-            listed = ", ".join(_literal(name) for name in types)
-            if total and count(f" AND {type_of} IN ({listed})") == total:
-                found = kind
-                break
-        self._collection_features_cache[key] = found
-        return found if isinstance(found, str) else None
-
-    def sort_needs_python(self: Any, db_name: str, coll_name: str, plan: Any, sort: Any) -> bool:
-        # mongoeco's own check, with the filter translated as its reads translate it.
-        return bool(
-            sort_requires_python(
-                db_name=db_name,
-                coll_name=coll_name,
-                plan=plan,
-                sort=sort,
-                plan_has_array_traversing_paths=self._plan_has_array_traversing_paths,
-                translate_query_plan=lambda node: self._translate_query_plan_with_multikey(
-                    db_name, coll_name, node
-                ),
-                field_traverses_array_in_collection=self._field_traverses_array_in_collection,
-                field_contains_tagged_bytes_in_collection=self._field_contains_tagged_bytes_in_collection,
-                field_contains_tagged_undefined_in_collection=self._field_contains_tagged_undefined_in_collection,
-                fetchone=lambda sql, params: (
-                    self._require_connection().execute(sql, params).fetchone()
-                ),
-                type_expression_sql=type_expression_sql,
-                json_path_for_field=json_path_for_field,
-            )
-        )
+        return _uniform_sort_type_probe(indexes, self, db_name, coll_name, field)
 
     tagged_type.storypost_patched = True  # type: ignore[attr-defined]
     SQLiteEngine._field_contains_tagged_value_type_in_collection = tagged_type  # type: ignore[method-assign]
     SQLiteEngine._field_has_uniform_scalar_sort_type_in_collection = uniform_sort_type  # type: ignore[method-assign]
-    SQLiteEngine._sort_requires_python = sort_needs_python  # type: ignore[method-assign]
+    SQLiteEngine._sort_requires_python = _sort_check_as_reads_translate  # type: ignore[method-assign,assignment]
 
 
 def read_on_the_engine_connection() -> None:
