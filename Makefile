@@ -99,7 +99,8 @@ wheels: venv
 images: deps
 	scripts/images/engine.sh run scripts/images/build.sh
 
-# The integration suite against containers of our images (built first; cached layers reused).
+# Integration tests against containers of our images (built first; cached layers reused): a
+# smoke of every area, single replicas (scripts/images/test-containers.sh says which).
 test-containers: deps
 	STORYPOST_TEST_STACK=containers scripts/images/engine.sh run scripts/images/test-containers.sh $(PYTEST_ARGS)
 
