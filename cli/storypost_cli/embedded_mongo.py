@@ -21,9 +21,9 @@ from typing import Any
 MONGOECO_VERSION = "4.11.0"
 # The path suffix under which mongoeco's codec stores a tagged value's type.
 TAG = '."$mongoeco".type'
-# mongoeco's uniform sort types: every document's field of these JSON types.
 # Every value SQLite's json_type() gives for a field that is present.
 JSON_TYPES = "'null', 'true', 'false', 'integer', 'real', 'text', 'array', 'object'"
+# mongoeco's uniform sort types: every document's field of these JSON types.
 UNIFORM_SORT_TYPES = {"number": ("integer", "real"), "string": ("text",), "bool": ("true", "false")}
 
 
@@ -317,11 +317,16 @@ def _add_expression_indexes(conn: Any, db_name: str, coll_name: str, paths: list
     for old_name in legacy:
         conn.execute(f'DROP INDEX IF EXISTS "{old_name}"')
     for sqlite_name, columns in statements:
-        # Names are hex digests; paths are quoted literals (mongoeco's own format).
-        conn.execute(
-            f'CREATE INDEX IF NOT EXISTS "{sqlite_name}" '
-            f"ON documents(db_name, coll_name, {columns}) WHERE {_namespace(db_name, coll_name)}"
-        )
+        conn.execute(_partial_index(sqlite_name, db_name, coll_name, columns))
+
+
+def _partial_index(name: str, db_name: str, coll_name: str, columns: str) -> str:
+    """The statement creating index `name` on `columns` over one collection's rows."""
+    # Names are hex digests; paths are quoted literals (mongoeco's own format).
+    return (
+        f'CREATE INDEX IF NOT EXISTS "{name}" ON documents(db_name, coll_name, {columns}) '
+        f"WHERE {_namespace(db_name, coll_name)}"
+    )
 
 
 def _confine_physical_index(conn: Any, db_name: str, coll_name: str, index: str) -> None:
@@ -618,11 +623,7 @@ class ProbeIndexes:
         if name in asked or engine._path == ":memory:":
             return
         asked.add(name)
-        # Names are hex digests; paths are quoted literals (mongoeco's own format).
-        statement = (
-            f'CREATE INDEX IF NOT EXISTS "{name}" ON documents(db_name, coll_name, {columns}) '
-            f"WHERE {_namespace(db_name, coll_name)}"
-        )
+        statement = _partial_index(name, db_name, coll_name, columns)
         self._builder.submit(self._build, engine._path, statement).add_done_callback(report_failure)
 
     @staticmethod
