@@ -46,9 +46,8 @@ LIST_PHOTOAPP_USERS = Procedure(
         "finished connecting it."
     ),
     input_schema=f.input_object({}),
-    output_schema=f.output_object(
-        {"photoappUsers": f.array_of(_photoapp_user(), "The connected photoapp accounts.")},
-        ("photoappUsers",),
+    output_schema=f.list_output(
+        "photoappUsers", _photoapp_user(), "The connected photoapp accounts."
     ),
     example_input={},
     example_output={
@@ -94,9 +93,8 @@ LIST_CLIPAPP_ACCOUNTS = Procedure(
         "instead (and is posted to with `schedule-social-post`)."
     ),
     input_schema=f.input_object({}),
-    output_schema=f.output_object(
-        {"clipappAccounts": f.array_of(_clipapp_account(), "The connected clipapp accounts.")},
-        ("clipappAccounts",),
+    output_schema=f.list_output(
+        "clipappAccounts", _clipapp_account(), "The connected clipapp accounts."
     ),
     example_input={},
     example_output={
@@ -126,11 +124,7 @@ def _option() -> f.Schema:
             "default": {"description": "The value used when the option is omitted."},
             "minimum": {"type": "number", "description": "Smallest allowed number."},
             "maximum": {"type": "number", "description": "Largest allowed number."},
-            "maxLength": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "Longest allowed string, in characters.",
-            },
+            "maxLength": f.integer("Longest allowed string, in characters.", minimum=0),
         },
         ("type", "description", "required"),
     )
@@ -163,11 +157,9 @@ def _post_type() -> f.Schema:
             },
             "captionPublished": f.boolean("Whether `text` is published with the post."),
             "captionRequired": f.boolean("Whether `text` must be given."),
-            "maxCaptionLength": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "Longer `text` is shortened to this many characters.",
-            },
+            "maxCaptionLength": f.integer(
+                "Longer `text` is shortened to this many characters.", minimum=0
+            ),
             "options": {
                 "type": "object",
                 "additionalProperties": _option(),
@@ -197,15 +189,11 @@ def _social_account() -> f.Schema:
                 min_length=1,
                 max_length=128,
             ),
-            "platform": {
-                "type": "string",
-                "pattern": f.PLATFORM_PATTERN,
-                "description": (
-                    "Uppercase platform name: "
-                    + ", ".join(f"`{name}`" for name in f.PLATFORMS)
-                    + "; more may be added."
-                ),
-            },
+            "platform": f.platform(
+                "Uppercase platform name: "
+                + ", ".join(f"`{name}`" for name in f.PLATFORMS)
+                + "; more may be added."
+            ),
             "connection": f.enum(
                 "`direct`: connected to this service directly, posted to with the "
                 "platform's own procedures; `social`: connected through the social "
@@ -228,14 +216,11 @@ def _social_account() -> f.Schema:
                 "`schedule-clipapp-post`."
             ),
             "linknetDestinations": f.linknet_destinations(),
-            "dailyPostLimit": {
-                "type": "integer",
-                "minimum": 0,
-                "description": (
-                    "Posts per UTC day the platform allows this account, across everyone "
-                    "posting to it, when the platform has such a limit."
-                ),
-            },
+            "dailyPostLimit": f.integer(
+                "Posts per UTC day the platform allows this account, across everyone "
+                "posting to it, when the platform has such a limit.",
+                minimum=0,
+            ),
             "postTypes": f.array_of(
                 _post_type(),
                 "What can be posted to the account; absent when it cannot be posted to yet "
@@ -332,13 +317,8 @@ LIST_SOCIAL_ACCOUNTS = Procedure(
         "Deleted accounts are not listed; tokens are never part of the answer."
     ),
     input_schema=f.input_object({}),
-    output_schema=f.output_object(
-        {
-            "socialAccounts": f.array_of(
-                _social_account(), "Every connected account on every platform."
-            )
-        },
-        ("socialAccounts",),
+    output_schema=f.list_output(
+        "socialAccounts", _social_account(), "Every connected account on every platform."
     ),
     example_input={},
     example_output={

@@ -54,14 +54,11 @@ SCHEDULE_CLIPAPP_POST = Procedure(
                 f.CLIPAPP_PRIVACY_LEVELS,
                 default=f.CLIPAPP_DEFAULT_PRIVACY_LEVEL,
             ),
-            "videoCoverTimestampMs": {
-                "type": "integer",
-                "minimum": 0,
-                "description": (
-                    "Milliseconds into the video of the cover frame; the first frame when "
-                    "omitted or invalid."
-                ),
-            },
+            "videoCoverTimestampMs": f.integer(
+                "Milliseconds into the video of the cover frame; the first frame when "
+                "omitted or invalid.",
+                minimum=0,
+            ),
             "disableDuet": _flag("Disable duets."),
             "disableComment": _flag("Disable comments."),
             "disableStitch": _flag("Disable stitches."),
@@ -72,14 +69,7 @@ SCHEDULE_CLIPAPP_POST = Procedure(
         },
         ("clipappAccountId", "clipappPostUuid"),
     ),
-    output_schema=f.output_object(
-        {
-            "clipappPostUuid": f.uuid("The clipapp post's UUID."),
-            "status": f.status("Always `scheduled`.", ("scheduled",)),
-            "warnings": f.warnings(),
-        },
-        ("clipappPostUuid", "status"),
-    ),
+    output_schema=f.scheduled_output("clipappPostUuid", "clipapp post"),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
         "clipappAccountId": "7096538120371831814",
@@ -108,14 +98,11 @@ STATUS_CLIPAPP_POST = Procedure(
         "`clipappStatus` is the last raw publish status the network returned, if any."
     ),
     input_schema=f.uuid_input("clipappPostUuid", "clipapp post"),
-    output_schema=f.output_object(
-        {
-            "clipappPostUuid": f.uuid("The clipapp post's UUID."),
-            "status": f.status("Where the clipapp post stands.", f.POST_STATUSES),
-            "errorMessage": f.error_message(),
-            "clipappStatus": f.string("Last raw publish status returned by the network."),
-        },
-        ("clipappPostUuid", "status"),
+    output_schema=f.post_status_output(
+        "clipappPostUuid",
+        "clipapp post",
+        f.POST_STATUSES,
+        {"clipappStatus": f.string("Last raw publish status returned by the network.")},
     ),
     example_input={"clipappPostUuid": _POST_UUID},
     example_output={

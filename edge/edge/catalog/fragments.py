@@ -75,6 +75,20 @@ def enum(description: str, values: tuple[str, ...], *, default: str | None = Non
     return schema
 
 
+def integer(description: str, *, minimum: int, maximum: int | None = None) -> Schema:
+    """An integer of at least `minimum` (and at most `maximum`, when given)."""
+    schema: Schema = {"type": "integer", "minimum": minimum}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    schema["description"] = description
+    return schema
+
+
+def platform(description: str) -> Schema:
+    """An uppercase platform name: an open list (new platforms may appear), never an enum."""
+    return {"type": "string", "pattern": PLATFORM_PATTERN, "description": description}
+
+
 def link(description: str) -> Schema:
     """An absolute URL returned by the service."""
     return {"type": "string", "format": "uri", "description": description}
@@ -149,6 +163,11 @@ def status(description: str, values: tuple[str, ...]) -> Schema:
     return enum(description, values)
 
 
+def standing(thing: str, values: tuple[str, ...]) -> Schema:
+    """The status a status procedure answers: where the thing stands now."""
+    return status(f"Where the {thing} stands.", values)
+
+
 def input_object(properties: Schema, required: tuple[str, ...] = ()) -> Schema:
     """A request body: a closed object (unknown keys are a validation error)."""
     schema: Schema = {"type": "object", "properties": properties}
@@ -172,17 +191,52 @@ def output_object(properties: Schema, required: tuple[str, ...]) -> Schema:
     return {"type": "object", "properties": properties, "required": list(required)}
 
 
+def uuid_output(
+    name: str, thing: str, properties: Schema, required: tuple[str, ...] = ("status",)
+) -> Schema:
+    """The answer about one thing: its UUID (`name`) first, then `properties`; the UUID and
+    the `required` properties are always present."""
+    return output_object({name: uuid(f"The {thing}'s UUID."), **properties}, (name, *required))
+
+
 def final_status_output(name: str, thing: str, final: str) -> Schema:
     """The answer of a cancel or a delete: the thing's UUID and the one status it ends in."""
-    return output_object(
-        {name: uuid(f"The {thing}'s UUID."), "status": status(f"Always `{final}`.", (final,))},
-        (name, "status"),
+    return uuid_output(name, thing, {"status": status(f"Always `{final}`.", (final,))})
+
+
+def scheduled_output(name: str, thing: str, post_status: Schema | None = None) -> Schema:
+    """A schedule procedure's answer: the post's UUID, its status (always `scheduled` unless
+    `post_status` says otherwise) and the render warnings."""
+    return uuid_output(
+        name,
+        thing,
+        {
+            "status": post_status or status("Always `scheduled`.", ("scheduled",)),
+            "warnings": warnings(),
+        },
+    )
+
+
+def post_status_output(
+    name: str, thing: str, values: tuple[str, ...], extra: Schema | None = None
+) -> Schema:
+    """A post's status procedure's answer: its UUID, where it stands, why it failed, then the
+    `extra` properties of its kind."""
+    return uuid_output(
+        name,
+        thing,
+        {"status": standing(thing, values), "errorMessage": error_message(), **(extra or {})},
     )
 
 
 def array_of(items: Schema, description: str) -> Schema:
     """An array whose items share one schema."""
     return {"type": "array", "items": items, "description": description}
+
+
+def list_output(name: str, items: Schema, description: str) -> Schema:
+    """A listing's answer: the one array `name` (possibly empty)."""
+    return output_object({name: array_of(items, description)}, (name,))
 
 
 def linknet_destination() -> Schema:

@@ -58,28 +58,26 @@ CREATE_TEMP_BLOB_UPLOAD_URL = Procedure(
                     "must send exactly this `Content-Type`."
                 ),
             },
-            "contentLengthBytes": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 104_857_600,
-                "description": (
-                    "Size of the file in bytes (at most 100 MB); the upload must send exactly "
-                    "this `Content-Length`."
-                ),
-            },
+            "contentLengthBytes": f.integer(
+                "Size of the file in bytes (at most 100 MB); the upload must send exactly "
+                "this `Content-Length`.",
+                minimum=1,
+                maximum=104_857_600,
+            ),
         },
         ("tempBlobUuid", "contentType", "contentLengthBytes"),
     ),
-    output_schema=f.output_object(
+    output_schema=f.uuid_output(
+        "tempBlobUuid",
+        "blob",
         {
-            "tempBlobUuid": f.uuid("The blob's UUID."),
             "url": f.link(_BLOB_URL_DOC),
             "uploadUrl": f.link(
                 "Presigned URL to PUT the bytes to within 15 minutes; absent when the blob "
                 "already has its bytes."
             ),
         },
-        ("tempBlobUuid", "url"),
+        ("url",),
     ),
     example_input={
         "tempBlobUuid": f.EXAMPLE_VIDEO_BLOB_UUID,
@@ -130,10 +128,7 @@ UPLOAD_TEMP_BLOB = Procedure(
         },
         ("tempBlobUuid", "contentBase64", "contentType"),
     ),
-    output_schema=f.output_object(
-        {"tempBlobUuid": f.uuid("The blob's UUID."), "url": f.link(_BLOB_URL_DOC)},
-        ("tempBlobUuid", "url"),
-    ),
+    output_schema=f.uuid_output("tempBlobUuid", "blob", {"url": f.link(_BLOB_URL_DOC)}, ("url",)),
     example_input={
         "tempBlobUuid": _IMAGE_BLOB_UUID,
         # A 1x1 PNG.
@@ -184,13 +179,14 @@ CREATE_DRAFT = Procedure(
         },
         ("draftUuid",),
     ),
-    output_schema=f.output_object(
+    output_schema=f.uuid_output(
+        "draftUuid",
+        "draft",
         {
-            "draftUuid": f.uuid("The draft's UUID."),
             "editorUrl": f.link("Opens the draft in the editor (needs a workspace login)."),
             "warnings": f.warnings(),
         },
-        ("draftUuid", "editorUrl"),
+        ("editorUrl",),
     ),
     example_input={
         "draftUuid": _DRAFT_UUID,
@@ -219,16 +215,16 @@ STATUS_DRAFT = Procedure(
         "`editorUrl` are those of the latest saved version."
     ),
     input_schema=f.uuid_input("draftUuid", "draft"),
-    output_schema=f.output_object(
+    output_schema=f.uuid_output(
+        "draftUuid",
+        "draft",
         {
-            "draftUuid": f.uuid("The draft's UUID."),
-            "status": f.status("Where the draft stands.", f.DRAFT_STATUSES),
+            "status": f.standing("draft", f.DRAFT_STATUSES),
             "previewUrl": f.link(
                 "JPEG preview (download URL valid for one hour); present once `ready`."
             ),
             "editorUrl": f.link("Opens the draft in the editor; absent when deleted."),
         },
-        ("draftUuid", "status"),
     ),
     example_input={"draftUuid": _DRAFT_UUID},
     example_output={

@@ -55,14 +55,7 @@ SCHEDULE_PHOTOAPP_STORY = Procedure(
         },
         ("photoappUsername", "storyPostUuid"),
     ),
-    output_schema=f.output_object(
-        {
-            "storyPostUuid": f.uuid("The story post's UUID."),
-            "status": f.status("Always `scheduled`.", ("scheduled",)),
-            "warnings": f.warnings(),
-        },
-        ("storyPostUuid", "status"),
-    ),
+    output_schema=f.scheduled_output("storyPostUuid", "story post"),
     example_input={
         "html": f.EXAMPLE_IMAGE_STORY_HTML,
         "photoappUsername": "sunnyshop",
@@ -94,14 +87,11 @@ STATUS_PHOTOAPP_STORY = Procedure(
         "the `photoapp_story_post.status_changed` webhook) until `executed` or `failed`."
     ),
     input_schema=f.uuid_input("storyPostUuid", "story post"),
-    output_schema=f.output_object(
-        {
-            "storyPostUuid": f.uuid("The story post's UUID."),
-            "status": f.status("Where the story post stands.", f.STORY_STATUSES),
-            "errorMessage": f.error_message(),
-            "previewUrl": f.link("JPEG preview; present once rendering finished."),
-        },
-        ("storyPostUuid", "status"),
+    output_schema=f.post_status_output(
+        "storyPostUuid",
+        "story post",
+        f.STORY_STATUSES,
+        {"previewUrl": f.link("JPEG preview; present once rendering finished.")},
     ),
     example_input={"storyPostUuid": _STORY_UUID},
     example_output={
@@ -124,15 +114,15 @@ CANCEL_PHOTOAPP_STORY = Procedure(
         "expected error (HTTP 400) is returned and the story is unchanged."
     ),
     input_schema=f.uuid_input("storyPostUuid", "story post"),
-    output_schema=f.output_object(
+    output_schema=f.uuid_output(
+        "storyPostUuid",
+        "story post",
         {
-            "storyPostUuid": f.uuid("The story post's UUID."),
             "status": f.status(
                 "`canceled` on success (executed and failed stories answer with an error).",
                 (PostStatus.CANCELED, PostStatus.EXECUTED, PostStatus.FAILED),
-            ),
+            )
         },
-        ("storyPostUuid", "status"),
     ),
     example_input={"storyPostUuid": _STORY_UUID},
     example_output={"storyPostUuid": _STORY_UUID, "status": "canceled"},
@@ -171,14 +161,7 @@ SCHEDULE_PHOTOAPP_REEL = Procedure(
         },
         ("photoappUsername", "reelPostUuid"),
     ),
-    output_schema=f.output_object(
-        {
-            "reelPostUuid": f.uuid("The reel post's UUID."),
-            "status": f.status("Always `scheduled`.", ("scheduled",)),
-            "warnings": f.warnings(),
-        },
-        ("reelPostUuid", "status"),
-    ),
+    output_schema=f.scheduled_output("reelPostUuid", "reel post"),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
         "photoappUsername": "sunnyshop",
@@ -203,14 +186,7 @@ STATUS_PHOTOAPP_REEL = Procedure(
         "`errorMessage`) or `canceled`."
     ),
     input_schema=f.uuid_input("reelPostUuid", "reel post"),
-    output_schema=f.output_object(
-        {
-            "reelPostUuid": f.uuid("The reel post's UUID."),
-            "status": f.status("Where the reel post stands.", f.POST_STATUSES),
-            "errorMessage": f.error_message(),
-        },
-        ("reelPostUuid", "status"),
-    ),
+    output_schema=f.post_status_output("reelPostUuid", "reel post", f.POST_STATUSES),
     example_input={"reelPostUuid": _REEL_UUID},
     example_output={
         "reelPostUuid": _REEL_UUID,

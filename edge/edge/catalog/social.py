@@ -75,17 +75,14 @@ SCHEDULE_SOCIAL_POST = Procedure(
         },
         ("socialPostUuid", "socialAccountId", "postType"),
     ),
-    output_schema=f.output_object(
-        {
-            "socialPostUuid": f.uuid("The social post's UUID."),
-            "status": f.status(
-                "`scheduled` for a future `date`, `in-progress` otherwise; a repeated UUID "
-                "answers with the post's current status.",
-                f.POST_STATUSES,
-            ),
-            "warnings": f.warnings(),
-        },
-        ("socialPostUuid", "status"),
+    output_schema=f.scheduled_output(
+        "socialPostUuid",
+        "social post",
+        f.status(
+            "`scheduled` for a future `date`, `in-progress` otherwise; a repeated UUID "
+            "answers with the post's current status.",
+            f.POST_STATUSES,
+        ),
     ),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
@@ -116,24 +113,19 @@ STATUS_SOCIAL_POST = Procedure(
         "`errorMessage` and `permalink` as this procedure at the event's `occurredAt`."
     ),
     input_schema=f.uuid_input("socialPostUuid", "social post"),
-    output_schema=f.output_object(
+    output_schema=f.post_status_output(
+        "socialPostUuid",
+        "social post",
+        f.POST_STATUSES,
         {
-            "socialPostUuid": f.uuid("The social post's UUID."),
-            "status": f.status("Where the social post stands.", f.POST_STATUSES),
-            "errorMessage": f.error_message(),
             "permalink": f.link(
                 "Link to the published post; present when executed and the platform reports one."
             ),
             "socialAccountId": _account_id(),
-            "platform": {
-                "type": "string",
-                "pattern": f.PLATFORM_PATTERN,
-                "description": "Uppercase platform name, as in `list-social-accounts`.",
-            },
+            "platform": f.platform("Uppercase platform name, as in `list-social-accounts`."),
             "postType": f.string("The post type it was scheduled with."),
             "date": f.date_time("When it is (or was) due."),
         },
-        ("socialPostUuid", "status"),
     ),
     example_input={"socialPostUuid": _POST_UUID},
     example_output={

@@ -8,7 +8,7 @@ from typing import Any
 from edge.backends import Backends
 from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
-from edge.procedures.posts import PublishProcedures, design, post_answer, scheduled_json, timestamp
+from edge.procedures.posts import PublishProcedures, design, post_answer, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
 
@@ -42,8 +42,7 @@ class ClipappProcedures(PublishProcedures):
         # it is not sent (and a number past int64 cannot reach publish-svc at all).
         if cover is not None and int(cover) <= COVER_MAX_MS:
             request.video_cover_timestamp_ms = int(cover)
-        reply = self._publish.ScheduleClipappPost(request, timeout=self._deadline)
-        return scheduled_json("clipappPostUuid", reply)
+        return self._schedule(self._publish.ScheduleClipappPost, request, "clipappPostUuid")
 
     def status_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(

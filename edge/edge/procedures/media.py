@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from edge.backends import Backends
@@ -12,6 +12,7 @@ from edge.catalog.media import UPLOAD_TEMP_BLOB
 from edge.config import EdgeSettings
 from edge.errors import ApiError
 from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.posts import design
 from edge.validation import validation_body
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
@@ -20,13 +21,6 @@ from storypost_runtime.vocabulary import DraftStatus, proto_name
 # 41,943,040 base64 characters decode to at most 30 MiB.
 MAX_INLINE_BYTES = 31_457_280
 DRAFT_STATUSES = {pb.DraftStatus.Value(proto_name("DRAFT_STATUS", s)): s.value for s in DraftStatus}
-
-
-def design_of(params: Mapping[str, Any]) -> pb.Design:
-    """The render input (the edge already checked that exactly one is given)."""
-    if "html" in params:
-        return pb.Design(html=params["html"])
-    return pb.Design(url=params["url"])
 
 
 def decode_base64(text: str) -> bytes:
@@ -52,6 +46,18 @@ def decode_base64(text: str) -> bytes:
             ),
         )
     return content
+
+
+def named_draft[Request](
+    request_type: Callable[..., Request], ctx: CallContext, params: Mapping[str, Any]
+) -> Request:
+    """The request about the draft a procedure names (`draftUuid`), with the app's URL for its
+    editor link."""
+    return request_type(
+        organization_id=ctx.organization_id,
+        draft_uuid=params["draftUuid"],
+        public_app_url=ctx.app_url,
+    )
 
 
 def _blob_answer(blob: pb.TempBlob) -> JsonObject:
@@ -114,7 +120,7 @@ class MediaProcedures:
             pb.CreateDraftRequest(
                 organization_id=ctx.organization_id,
                 draft_uuid=params["draftUuid"],
-                design=design_of(params),
+                design=design(params),
                 name=params.get("name", ""),
                 folder_name=params.get("folderName", ""),
                 public_app_url=ctx.app_url,
@@ -131,23 +137,10 @@ class MediaProcedures:
         return answer
 
     def status_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        draft = self._render.GetDraft(
-            pb.GetDraftRequest(
-                organization_id=ctx.organization_id,
-                draft_uuid=params["draftUuid"],
-                public_app_url=ctx.app_url,
-            )
-        )
-        return _draft_status(draft)
+        return _draft_status(self._render.GetDraft(named_draft(pb.GetDraftRequest, ctx, params)))
 
     def delete_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        draft = self._render.DeleteDraft(
-            pb.DeleteDraftRequest(
-                organization_id=ctx.organization_id,
-                draft_uuid=params["draftUuid"],
-                public_app_url=ctx.app_url,
-            )
-        )
+        draft = self._render.DeleteDraft(named_draft(pb.DeleteDraftRequest, ctx, params))
         return {"draftUuid": draft.draft_uuid, "status": "deleted"}
 
 

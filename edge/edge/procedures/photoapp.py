@@ -8,7 +8,7 @@ from typing import Any
 from edge.backends import Backends
 from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
-from edge.procedures.posts import PublishProcedures, design, post_answer, scheduled_json, timestamp
+from edge.procedures.posts import PublishProcedures, design, post_answer, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 
 
@@ -17,7 +17,8 @@ class PhotoappProcedures(PublishProcedures):
 
     def schedule_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         destination = params.get("linknetDestinationId")
-        reply = self._publish.ScheduleStory(
+        return self._schedule(
+            self._publish.ScheduleStory,
             pb.ScheduleStoryRequest(
                 organization_id=ctx.organization_id,
                 story_post_uuid=params["storyPostUuid"],
@@ -28,9 +29,8 @@ class PhotoappProcedures(PublishProcedures):
                 share_to_linknet=bool(params.get("shareToLinknet")),
                 linknet_destination_id="" if destination is None else str(destination),
             ),
-            timeout=self._deadline,
+            "storyPostUuid",
         )
-        return scheduled_json("storyPostUuid", reply)
 
     def status_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(self._publish.GetStory, ctx, params, "storyPostUuid", "previewUrl")
@@ -39,7 +39,8 @@ class PhotoappProcedures(PublishProcedures):
         return post_answer(self._publish.CancelStory, ctx, params, "storyPostUuid")
 
     def schedule_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        reply = self._publish.ScheduleReel(
+        return self._schedule(
+            self._publish.ScheduleReel,
             pb.ScheduleReelRequest(
                 organization_id=ctx.organization_id,
                 reel_post_uuid=params["reelPostUuid"],
@@ -52,9 +53,8 @@ class PhotoappProcedures(PublishProcedures):
                 # Unset when not given: publish-svc applies the default.
                 share_to_linknet=params.get("shareToLinknet"),
             ),
-            timeout=self._deadline,
+            "reelPostUuid",
         )
-        return scheduled_json("reelPostUuid", reply)
 
     def status_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(self._publish.GetReel, ctx, params, "reelPostUuid")

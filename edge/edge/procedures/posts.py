@@ -1,4 +1,5 @@
-"""Shared pieces of the post procedures: JSON ⇄ publish-svc protobuf."""
+"""Shared pieces of the post procedures: JSON ⇄ publish-svc protobuf, and the render input
+that every render procedure (create-draft too) sends."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.backends import Backends
@@ -27,6 +29,19 @@ class PublishProcedures:
     def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
         self._publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
         self._deadline = settings.render_deadline_seconds
+
+    def _schedule(
+        self,
+        call: Callable[..., pb.ScheduleResponse],
+        request: Message,
+        uuid_field: str,
+        *,
+        current_status: bool = False,
+    ) -> JsonObject:
+        """A schedule procedure: publish-svc renders the design before it answers, so the call
+        has the render deadline; its answer is `scheduled_json`'s."""
+        reply = call(request, timeout=self._deadline)
+        return scheduled_json(uuid_field, reply, current_status=current_status)
 
 
 def design(params: Mapping[str, Any]) -> rpb.Design:

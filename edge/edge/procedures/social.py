@@ -9,7 +9,7 @@ from typing import Any
 from edge.backends import Backends
 from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
-from edge.procedures.posts import PublishProcedures, design, post_answer, scheduled_json, timestamp
+from edge.procedures.posts import PublishProcedures, design, post_answer, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 
 STATUS_FIELDS = ("permalink", "socialAccountId", "platform", "postType", "date")
@@ -19,7 +19,8 @@ class SocialProcedures(PublishProcedures):
     """Social posts (publish-svc); each method is the procedure of its name."""
 
     def schedule_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        reply = self._publish.ScheduleSocialPost(
+        return self._schedule(
+            self._publish.ScheduleSocialPost,
             pb.ScheduleSocialPostRequest(
                 organization_id=ctx.organization_id,
                 social_post_uuid=params["socialPostUuid"],
@@ -30,9 +31,9 @@ class SocialProcedures(PublishProcedures):
                 options_json=json.dumps(params.get("options") or {}),
                 date=timestamp(params.get("date")),
             ),
-            timeout=self._deadline,
+            "socialPostUuid",
+            current_status=True,
         )
-        return scheduled_json("socialPostUuid", reply, current_status=True)
 
     def status_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(

@@ -11,7 +11,7 @@ import falcon
 import grpc
 
 from edge.web.base import Form, Page, field
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError, page_errors, refusal
 from edge.web.session import Viewer
 
 Action = Callable[[falcon.Request, falcon.Response, Viewer, Form], None]
@@ -43,10 +43,8 @@ class ActionPage(Page):
         status: int = 200,
         **entered: Any,
     ) -> None:
-        try:
+        with page_errors():
             listed = self.listing(viewer)
-        except grpc.RpcError as error:
-            raise page_error(error) from None
         self.show(
             req,
             resp,
@@ -69,10 +67,7 @@ class ActionPage(Page):
     ) -> None:
         """A form the service refused (400): the page again, the reason above the form and
         what was entered in it. Any other failure is the error page."""
-        failure = page_error(error)
-        if failure.status != 400:
-            raise failure from None
-        self.show_page(req, resp, viewer, status=400, error=failure.message, **entered)
+        self.show_page(req, resp, viewer, status=400, error=refusal(error).message, **entered)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
         viewer = self.begin(req, organization_id)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import falcon
+import grpc
 from falcon.uri import parse_query_string
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.web.failures import PageError
+from edge.web.failures import PageError, refusal
 from edge.web.session import EXPIRED_FORM, Sessions, Viewer, org_path, same_token
 from edge.web.views import PAGE_CSP, Views
 from storypost.account.v1 import account_pb2_grpc
@@ -152,3 +153,18 @@ class Page:
         self.web.sessions.flash(resp, viewer.organization_id, kind, text)
         resp.status = 303
         resp.location = org_path(viewer.organization_id) + path
+
+    def refused(
+        self,
+        resp: falcon.Response,
+        viewer: Viewer,
+        path: str,
+        error: grpc.RpcError,
+        *,
+        what: str = "",
+        shown: Container[int] = (400,),
+    ) -> None:
+        """A call the service refused with one of the `shown` statuses: its reason as the
+        one-time error message of `path` (post/redirect/get). Any other failure is the error
+        page."""
+        self.done(resp, viewer, path, refusal(error, what=what, shown=shown).message, "error")

@@ -4,6 +4,8 @@ a plain apology otherwise. Never a stack trace."""
 from __future__ import annotations
 
 import math
+from collections.abc import Container, Iterator
+from contextlib import contextmanager
 
 import grpc
 
@@ -83,3 +85,21 @@ def page_error(error: grpc.RpcError, *, what: str = "") -> PageError:
         return PageError(503, UNAVAILABLE, retry_after=5)
     log.warning("app call failed", code=code.name, message=details.message)
     return PageError(500, INTERNAL)
+
+
+@contextmanager
+def page_errors(what: str = "") -> Iterator[None]:
+    """A backend call that fails inside the block is the error page (`page_error`)."""
+    try:
+        yield
+    except grpc.RpcError as error:
+        raise page_error(error, what=what) from None
+
+
+def refusal(error: grpc.RpcError, *, what: str = "", shown: Container[int] = (400,)) -> PageError:
+    """A call the service refused with one of the `shown` statuses, as the page message the
+    caller shows; any other failure is raised as the error page."""
+    failure = page_error(error, what=what)
+    if failure.status not in shown:
+        raise failure from None
+    return failure

@@ -28,7 +28,7 @@ import falcon
 import grpc
 
 from edge.config import EdgeSettings
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError, page_error, page_errors
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 
@@ -141,10 +141,8 @@ class Sessions:
     def end(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
         token = cookie(req, SESSION_COOKIE)
         if token and TOKEN_SHAPE.match(token):
-            try:
+            with page_errors():
                 self._accounts.EndSession(pb.EndSessionRequest(session_token=token))
-            except grpc.RpcError as error:
-                raise page_error(error) from None
         self._clear(resp, organization_id, SESSION_COOKIE)
 
     def signin_csrf(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> str:
@@ -184,12 +182,10 @@ class Sessions:
             name = self._names.get(organization_id)
         if name is not None:
             return name
-        try:
+        with page_errors("This workspace"):
             org = self._accounts.GetOrganization(
                 pb.GetOrganizationRequest(organization_id=organization_id)
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This workspace") from None
         with self._lock:
             self._names[organization_id] = org.name
         return org.name

@@ -14,7 +14,7 @@ import grpc
 from edge.routes.connect import STATE_COOKIE, _state_digest
 from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, Page, field
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError, page_errors
 from edge.web.session import Viewer, cookie, org_path
 from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime import vocabulary
@@ -94,7 +94,7 @@ class AccountsPage(ActionPage):
         if platform not in PLATFORM_NAMES:
             raise PageError(400, "Choose a platform.")
         org = viewer.organization_id
-        try:
+        with page_errors():
             started = self.web.accounts.StartConnect(
                 pb.StartConnectRequest(
                     organization_id=org,
@@ -103,8 +103,6 @@ class AccountsPage(ActionPage):
                     redirect_uri=f"{self.web.app_url(org)}{CALLBACK_PATH}",
                 )
             )
-        except grpc.RpcError as error:
-            raise page_error(error) from None
         # The same binding as the connect-link pages: only this browser may finish it.
         resp.set_cookie(
             STATE_COOKIE,
@@ -121,19 +119,15 @@ class AccountsPage(ActionPage):
     def _reconnect(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
     ) -> None:
-        try:
+        with page_errors("This account"):
             account = self.web.accounts.GetConnectedAccount(chosen_account(viewer, form))
-        except grpc.RpcError as error:
-            raise page_error(error, what="This account") from None
         self._connect(resp, viewer, account.platform, account.connection)
 
     def _remove(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
     ) -> None:
-        try:
+        with page_errors("This account"):
             removed = self.web.accounts.DeleteConnectedAccount(chosen_account(viewer, form))
-        except grpc.RpcError as error:
-            raise page_error(error, what="This account") from None
         name = f"@{removed.username}" if removed.username else removed.display_name
         self.done(resp, viewer, CONNECT_PATH, f"{name} ({removed.platform}) was removed.")
 
@@ -188,10 +182,8 @@ class ConnectCallbackPage(Page):
                 timeout=30.0,
             )
         except grpc.RpcError as error:
-            failure = page_error(error)
-            if failure.status >= 500:
-                raise failure from None
-            self.done(resp, viewer, CONNECT_PATH, failure.message, "error")
+            # What the platform or the service refused (any 4xx) is told on the accounts page.
+            self.refused(resp, viewer, CONNECT_PATH, error, shown=range(400, 500))
             return
         resp.unset_cookie(STATE_COOKIE, path=org_path(organization_id) + CALLBACK_PATH)
         account = done.account

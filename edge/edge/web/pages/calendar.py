@@ -14,7 +14,7 @@ import grpc
 from edge.web.base import Page
 from edge.web.calendar_span import VIEWS, Span, parse_day, span
 from edge.web.draft_posts import drafts_of_stories
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError, page_errors
 from edge.web.pages.posts import (
     account_names,
     busy,
@@ -48,10 +48,8 @@ class CalendarPage(Page):
             raise PageError(404, "That calendar page does not exist.")
         shown = span("month" if view == "month" else "week", focus)
         start, end = shown.bounds(viewer.zone)
-        try:
+        with page_errors():
             listed = self._period(organization_id, start, end)
-        except grpc.RpcError as error:
-            raise page_error(error) from None
         posts = sorted(listed, key=when_of)
         previews = story_previews(self.web, organization_id, posts)
         self.show(

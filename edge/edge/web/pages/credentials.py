@@ -11,7 +11,7 @@ import grpc
 
 from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, field
-from edge.web.failures import page_error
+from edge.web.failures import page_errors
 from edge.web.session import Viewer
 from storypost.account.v1 import account_pb2 as pb
 
@@ -67,14 +67,12 @@ class CredentialsPage(ActionPage):
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
     ) -> None:
         credential_id = field(form, "credential_id")
-        try:
+        with page_errors("This credential"):
             revoked = self.web.accounts.RevokeApiCredential(
                 pb.RevokeApiCredentialRequest(
                     organization_id=viewer.organization_id, credential_id=credential_id
                 )
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This credential") from None
         self.done(
             resp,
             viewer,

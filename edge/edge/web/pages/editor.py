@@ -21,7 +21,7 @@ from edge.web.draft_posts import (
     find_posts,
     user_post_after,
 )
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError, page_error, page_errors, refusal
 from edge.web.pages.gallery import DRAFT_STATUS, USER_POST
 from edge.web.session import Viewer
 from edge.web.views import EDITOR_CSP, format_when
@@ -62,19 +62,15 @@ class EditorPage(Page):
     label = "editor"
 
     def _draft(self, org: str, draft_uuid: str) -> pb.Draft:
-        try:
+        with page_errors("This draft"):
             return get_draft(self.web, org, draft_uuid)
-        except grpc.RpcError as error:
-            raise page_error(error, what="This draft") from None
 
     def _posts(self, org: str, draft: pb.Draft) -> DraftPosts:
-        try:
+        with page_errors():
             posts = find_posts(self.web.publish, org, draft.draft_uuid)
             wanted = user_post_after(posts, draft.user_post)
             if wanted != draft.user_post:
                 draft.CopyFrom(self._set_user_post(org, draft.draft_uuid, wanted))
-        except grpc.RpcError as error:
-            raise page_error(error) from None
         return posts
 
     def _set_user_post(
@@ -93,7 +89,7 @@ class EditorPage(Page):
         self, org: str, draft: pb.Draft
     ) -> tuple[dict[str, str], list[account_pb2.ConnectedAccount]]:
         """What the editor's form holds, and the photoapp accounts a story can go to."""
-        try:
+        with page_errors("This draft"):
             source = self.web.render.GetDraftDesign(
                 pb.GetDraftRequest(organization_id=org, draft_uuid=draft.draft_uuid)
             )
@@ -106,8 +102,6 @@ class EditorPage(Page):
                     )
                 ).accounts
             )
-        except grpc.RpcError as failed:
-            raise page_error(failed, what="This draft") from None
         kind = source.WhichOneof("source") or "html"
         return {"kind": kind, "value": source.url if kind == "url" else source.html}, accounts
 
@@ -227,9 +221,7 @@ class EditorPage(Page):
                 timeout=self.web.settings.render_deadline_seconds,
             )
         except grpc.RpcError as error:
-            failure = page_error(error, what="This draft")
-            if failure.status not in (400, 429):
-                raise failure from None
+            failure = refusal(error, what="This draft", shown=(400, 429))
             self._show(
                 req,
                 resp,
@@ -266,7 +258,7 @@ class EditorPage(Page):
         posts = self._posts(org, draft)
         if post_uuid != posts.next_uuid and not posts.owns(post_uuid):
             raise PageError(400, "This page is out of date. Reload it and try again.")
-        try:
+        with page_errors("This draft"):
             request.design.CopyFrom(
                 self.web.render.GetDraftDesign(
                     pb.GetDraftRequest(organization_id=org, draft_uuid=draft_uuid)
@@ -280,8 +272,6 @@ class EditorPage(Page):
                 draft_uuid,
                 pb.DRAFT_USER_POST_POSTED if now else pb.DRAFT_USER_POST_SCHEDULED,
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This draft") from None
         post = scheduled.post
         if now:
             text = f"The story is being posted to @{username} now."
@@ -298,18 +288,16 @@ class EditorPage(Page):
         draft = self._draft(org, draft_uuid)
         if not find_posts(self.web.publish, org, draft_uuid).owns(post_uuid):
             raise PageError(400, "That story was not scheduled from this draft.")
-        try:
+        with page_errors("This story"):
             self.web.publish.CancelStory(
                 publish_pb2.GetPostRequest(organization_id=org, post_uuid=post_uuid)
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This story") from None
         self._posts(org, draft)
         self.done(resp, viewer, f"/drafts/{draft_uuid}", "The story was canceled.")
 
     def _delete(self, resp: falcon.Response, viewer: Viewer, draft_uuid: str) -> None:
         org = viewer.organization_id
-        try:
+        with page_errors("This draft"):
             deleted = self.web.render.DeleteDraft(
                 pb.DeleteDraftRequest(
                     organization_id=org,
@@ -318,8 +306,6 @@ class EditorPage(Page):
                     by_user=True,
                 )
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This draft") from None
         self.done(resp, viewer, "/gallery", f"Draft “{deleted.name}” was deleted.")
 
 

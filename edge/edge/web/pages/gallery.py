@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 import falcon
-import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.procedures.media import DRAFT_STATUSES
 from edge.web.base import Page
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError, page_errors
 from storypost.render.v1 import render_pb2 as pb
 
 PAGE_SIZE = 48
@@ -40,7 +39,7 @@ class GalleryPage(Page):
         viewer = self.begin(req, organization_id)
         folder = req.get_param("folder") or ""
         before = parse_before(req.get_param("before") or "")
-        try:
+        with page_errors():
             folders = list(
                 self.web.render.ListDraftFolders(
                     pb.ListDraftFoldersRequest(organization_id=organization_id)
@@ -55,8 +54,6 @@ class GalleryPage(Page):
             if before is not None:
                 listing.created_before.CopyFrom(before)
             drafts = list(self.web.render.ListDrafts(listing).drafts)
-        except grpc.RpcError as error:
-            raise page_error(error) from None
         more = len(drafts) > PAGE_SIZE
         drafts = drafts[:PAGE_SIZE]
         rendering = any(d.status == pb.DRAFT_STATUS_RENDERING for d in drafts)

@@ -4,6 +4,7 @@ due social posts wait while it is not positive."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,10 +13,11 @@ import grpc
 
 from edge.web.base import Page, Web, field
 from edge.web.draft_posts import POST_STATUS
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError, page_error, page_errors
 from edge.web.views import as_datetime
 from storypost.account.v1 import account_pb2
 from storypost.publish.v1 import publish_pb2 as pb
+from storypost.publish.v1 import publish_pb2_grpc
 
 PAGE_SIZE = 100
 KINDS = {
@@ -117,6 +119,22 @@ def account_names(web: Web, organization_id: str) -> dict[str, str]:
     return {a.social_account_id: a.username for a in accounts if a.username}
 
 
+PostCall = Callable[[pb.GetPostRequest], pb.Post]
+
+
+def post_calls(
+    publish: publish_pb2_grpc.PublishServiceStub, kind: str
+) -> tuple[PostCall, PostCall] | None:
+    """(get, cancel): the RPCs of a kind of post (its key in KINDS); None for another."""
+    calls = {
+        "story": (publish.GetStory, publish.CancelStory),
+        "reel": (publish.GetReel, publish.CancelReel),
+        "clipapp": (publish.GetClipappPost, publish.CancelClipappPost),
+        "social": (publish.GetSocialPost, publish.CancelSocialPost),
+    }
+    return calls.get(kind)
+
+
 def credit_balance(web: Web, organization_id: str) -> int | None:
     """The workspace's credits; None (not shown) when account-svc cannot say right now."""
     try:
@@ -195,14 +213,10 @@ class PostsPage(Page):
         if field(form, "action") != "cancel":
             raise PageError(400, "Unknown action.")
         kind = field(form, "kind")
-        cancel = {
-            "story": self.web.publish.CancelStory,
-            "reel": self.web.publish.CancelReel,
-            "clipapp": self.web.publish.CancelClipappPost,
-            "social": self.web.publish.CancelSocialPost,
-        }.get(kind)
-        if cancel is None:
+        calls = post_calls(self.web.publish, kind)
+        if calls is None:
             raise PageError(400, "Unknown kind of post.")
+        _get, cancel = calls
         post_uuid = field(form, "post_uuid")
         # Back to the page the form was on: the list, or the post's own page.
         back = f"/posts/{kind}/{post_uuid}" if field(form, "back") == "post" else "/posts"
@@ -210,11 +224,8 @@ class PostsPage(Page):
         try:
             cancel(request)
         except grpc.RpcError as error:
-            failure = page_error(error, what="This post")
-            if failure.status in (400, 429):
-                self.done(resp, viewer, back, failure.message, "error")
-                return
-            raise failure from None
+            self.refused(resp, viewer, back, error, what="This post", shown=(400, 429))
+            return
         self.done(resp, viewer, back, "The post was canceled.")
 
 
@@ -232,18 +243,12 @@ class PostPage(Page):
         post_uuid: str,
     ) -> None:
         viewer = self.begin(req, organization_id)
-        get = {
-            "story": self.web.publish.GetStory,
-            "reel": self.web.publish.GetReel,
-            "clipapp": self.web.publish.GetClipappPost,
-            "social": self.web.publish.GetSocialPost,
-        }.get(kind)
-        if get is None:
+        calls = post_calls(self.web.publish, kind)
+        if calls is None:
             raise PageError(404, "This post was not found.")
-        try:
+        get, _cancel = calls
+        with page_errors("This post"):
             post = get(pb.GetPostRequest(organization_id=organization_id, post_uuid=post_uuid))
-        except grpc.RpcError as error:
-            raise page_error(error, what="This post") from None
         social = post.kind == pb.POST_KIND_SOCIAL
         row = post_row(post, names=account_names(self.web, organization_id) if social else None)
         self.show(

@@ -15,7 +15,7 @@ import grpc
 
 from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, Page, field
-from edge.web.failures import PageError, page_error
+from edge.web.failures import PageError
 from edge.web.session import Viewer
 from storypost.account.v1 import account_pb2 as pb
 
@@ -54,10 +54,7 @@ class UsersPage(ActionPage):
         try:
             self.act(req, resp, viewer, form)
         except grpc.RpcError as error:
-            failure = page_error(error, what="This user")
-            if failure.status not in (400, 429):
-                raise failure from None
-            self.done(resp, viewer, "/settings/users", failure.message, "error")
+            self.refused(resp, viewer, "/settings/users", error, what="This user", shown=(400, 429))
 
     def _add(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
         role = ROLES.get(field(form, "role"))
@@ -146,10 +143,7 @@ class ProfilePage(Page):
                 )
             )
         except grpc.RpcError as error:
-            failure = page_error(error)
-            if failure.status != 400:
-                raise failure from None
-            self.done(resp, viewer, "/settings/profile", failure.message, "error")
+            self.refused(resp, viewer, "/settings/profile", error)
             return
         self.done(
             resp,

@@ -12,7 +12,7 @@ import grpc
 
 from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, field, fields
-from edge.web.failures import page_error
+from edge.web.failures import page_errors
 from edge.web.session import Viewer
 from storypost.webhook.v1 import webhook_pb2 as pb
 from storypost_runtime.vocabulary import EVENT_TYPES
@@ -109,26 +109,22 @@ class WebhooksPage(ActionPage):
     def _remove(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
     ) -> None:
-        try:
+        with page_errors("This webhook"):
             removed = self.web.webhooks.RemoveWebhook(
                 pb.RemoveWebhookRequest(
                     organization_id=viewer.organization_id, webhook_id=field(form, "webhook_id")
                 )
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This webhook") from None
         self.done(resp, viewer, "/settings/webhooks", f"Webhook {removed.url} was removed.")
 
     def _test(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
-        try:
+        with page_errors("This webhook"):
             delivery = self.web.webhooks.SendTest(
                 pb.SendTestRequest(
                     organization_id=viewer.organization_id, webhook_id=field(form, "webhook_id")
                 ),
                 timeout=15.0,
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This webhook") from None
         ok = delivery.status == pb.DELIVERY_STATUS_SUCCEEDED
         self.done(
             resp,
@@ -141,15 +137,13 @@ class WebhooksPage(ActionPage):
     def _redeliver(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
     ) -> None:
-        try:
+        with page_errors("This delivery"):
             delivery = self.web.webhooks.Redeliver(
                 pb.RedeliverRequest(
                     organization_id=viewer.organization_id,
                     delivery_uuid=field(form, "delivery_uuid"),
                 )
             )
-        except grpc.RpcError as error:
-            raise page_error(error, what="This delivery") from None
         self.done(
             resp,
             viewer,
