@@ -14,6 +14,11 @@ from storypost_runtime.mongo import Document, ensure_indexes
 PURGE_INDEX = IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")
 
 
+def unique_in_organization(field: str, name: str) -> IndexModel:
+    """No two of an organization's records hold the same `field`."""
+    return IndexModel([("organizationId", ASCENDING), (field, ASCENDING)], unique=True, name=name)
+
+
 @dataclass(frozen=True)
 class AccountCollections:
     organizations: AsyncCollection[Document]
@@ -70,13 +75,7 @@ class AccountCollections:
         )
         await ensure_indexes(
             self.users,
-            [
-                IndexModel(
-                    [("organizationId", ASCENDING), ("email", ASCENDING)],
-                    unique=True,
-                    name="org_email",
-                )
-            ],
+            [unique_in_organization("email", "org_email")],
         )
         await ensure_indexes(
             self.app_sessions,
@@ -122,18 +121,10 @@ class AccountCollections:
         await ensure_indexes(
             self.connect_links,
             [
-                IndexModel(
-                    [("organizationId", ASCENDING), ("uuid", ASCENDING)],
-                    unique=True,
-                    name="org_uuid",
-                ),
+                unique_in_organization("uuid", "org_uuid"),
                 # Slot n is the organization's (n+1)-th link: the 100-link limit holds under
                 # concurrent creates because two links can never take the same slot.
-                IndexModel(
-                    [("organizationId", ASCENDING), ("slot", ASCENDING)],
-                    unique=True,
-                    name="org_slot",
-                ),
+                unique_in_organization("slot", "org_slot"),
                 IndexModel([("tokenHash", ASCENDING)], unique=True, name="token_hash"),
             ],
         )

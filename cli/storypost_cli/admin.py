@@ -23,27 +23,26 @@ Command = Callable[[argparse.Namespace, CliSettings, Stub], None]
 
 def create_org(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
     org = accounts.CreateOrganization(pb.CreateOrganizationRequest(name=args.name))
-    issued = accounts.CreateApiCredential(
-        pb.CreateApiCredentialRequest(organization_id=org.organization_id, name="admin")
-    )
-    print_json(
-        {
-            "organizationId": org.organization_id,
-            "baseUrl": settings.base_url(org.organization_id),
-            "apiToken": issued.token,
-        }
-    )
+    _issue_token(accounts, settings, org.organization_id, "admin", show_credential=False)
 
 
 def create_token(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
+    _issue_token(accounts, settings, args.org, args.name, show_credential=True)
+
+
+def _issue_token(
+    accounts: Stub, settings: CliSettings, organization_id: str, name: str, *, show_credential: bool
+) -> None:
+    """Creates an API credential and prints its token (shown this once) and where to use it."""
     issued = accounts.CreateApiCredential(
-        pb.CreateApiCredentialRequest(organization_id=args.org, name=args.name)
+        pb.CreateApiCredentialRequest(organization_id=organization_id, name=name)
     )
+    credential = {"credentialId": issued.credential.credential_id} if show_credential else {}
     print_json(
         {
-            "organizationId": args.org,
-            "credentialId": issued.credential.credential_id,
-            "baseUrl": settings.base_url(args.org),
+            "organizationId": organization_id,
+            **credential,
+            "baseUrl": settings.base_url(organization_id),
             "apiToken": issued.token,
         }
     )

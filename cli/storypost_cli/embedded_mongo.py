@@ -10,7 +10,7 @@ import importlib.metadata
 import signal
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def replace_once(owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+    """Sets `owner.<name>` to `wrap(original)`: each patch below, however often it is called,
+    wraps mongoeco's own function once (the replacement is marked `storypost_patched`)."""
+    original = getattr(owner, name)
+    if getattr(original, "storypost_patched", False):
+        return
+    replacement = wrap(original)
+    replacement.storypost_patched = True
+    setattr(owner, name, replacement)
+
+
 def skip_slow_optional_imports() -> None:
     """Keeps jsonschema (imported by mongoeco) from loading its optional IRI checker.
 
@@ -92,34 +103,36 @@ def skip_full_scan_for_plain_ids() -> None:
     from mongoeco.core.identity import id_contains_numeric_value
     from mongoeco.engines.sqlite import SQLiteEngine
 
-    original = SQLiteEngine._validate_document_against_unique_indexes
-    if getattr(original, "storypost_patched", False):
-        return
+    def wrap(original: Any) -> Callable[..., None]:
+        def validate(
+            self: SQLiteEngine,
+            db_name: str,
+            coll_name: str,
+            document: dict[str, object],
+            *,
+            exclude_storage_key: str | None = None,
+            skip_id_check: bool = False,
+            scan_payload_id: bool = False,
+        ) -> None:
+            if (
+                scan_payload_id
+                and "_id" in document
+                and not id_contains_numeric_value(document["_id"])
+            ):
+                scan_payload_id = False
+            original(
+                self,
+                db_name,
+                coll_name,
+                document,
+                exclude_storage_key=exclude_storage_key,
+                skip_id_check=skip_id_check,
+                scan_payload_id=scan_payload_id,
+            )
 
-    def validate(
-        self: SQLiteEngine,
-        db_name: str,
-        coll_name: str,
-        document: dict[str, object],
-        *,
-        exclude_storage_key: str | None = None,
-        skip_id_check: bool = False,
-        scan_payload_id: bool = False,
-    ) -> None:
-        if scan_payload_id and "_id" in document and not id_contains_numeric_value(document["_id"]):
-            scan_payload_id = False
-        original(
-            self,
-            db_name,
-            coll_name,
-            document,
-            exclude_storage_key=exclude_storage_key,
-            skip_id_check=skip_id_check,
-            scan_payload_id=scan_payload_id,
-        )
+        return validate
 
-    validate.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._validate_document_against_unique_indexes = validate  # type: ignore[method-assign]
+    replace_once(SQLiteEngine, "_validate_document_against_unique_indexes", wrap)
 
 
 def use_id_lookup_for_guarded_writes() -> None:
@@ -135,47 +148,52 @@ def use_id_lookup_for_guarded_writes() -> None:
     different keys).
     """
     import mongoeco.engines.sqlite as sqlite_engine_module
-    from mongoeco.core.filtering import QueryEngine
     from mongoeco.core.identity import id_contains_numeric_value
     from mongoeco.core.query_plan import AndCondition, EqualsCondition
 
-    sqlite_engine: Any = sqlite_engine_module
-    original = sqlite_engine._sqlite_runtime_select_first_document_for_plan
-    if getattr(original, "storypost_patched", False):
-        return
+    def wrap(original: Any) -> Callable[..., tuple[str, dict[str, Any]] | None]:
+        def select_first(
+            engine: Any, db_name: str, coll_name: str, plan: Any, *, hint: Any = None
+        ) -> tuple[str, dict[str, Any]] | None:
+            if hint is None and isinstance(plan, AndCondition):
+                for clause in plan.clauses:
+                    if (
+                        isinstance(clause, EqualsCondition)
+                        and clause.field == "_id"
+                        and not id_contains_numeric_value(clause.value)
+                    ):
+                        return _by_storage_key(engine, db_name, coll_name, clause.value, plan)
+            found: tuple[str, dict[str, Any]] | None = original(
+                engine, db_name, coll_name, plan, hint=hint
+            )
+            return found
 
-    def select_first(
-        engine: Any, db_name: str, coll_name: str, plan: Any, *, hint: Any = None
-    ) -> tuple[str, dict[str, Any]] | None:
-        if hint is None and isinstance(plan, AndCondition):
-            for clause in plan.clauses:
-                if (
-                    isinstance(clause, EqualsCondition)
-                    and clause.field == "_id"
-                    and not id_contains_numeric_value(clause.value)
-                ):
-                    row = (
-                        engine._require_connection()
-                        .execute(
-                            "SELECT storage_key, document FROM documents "
-                            "WHERE db_name = ? AND coll_name = ? AND storage_key = ?",
-                            (db_name, coll_name, engine._storage_key(clause.value)),
-                        )
-                        .fetchone()
-                    )
-                    if row is None:
-                        return None
-                    document = engine._deserialize_document(row[1])
-                    if not QueryEngine.match_plan(document, plan):
-                        return None
-                    return row[0], document
-        found: tuple[str, dict[str, Any]] | None = original(
-            engine, db_name, coll_name, plan, hint=hint
+        return select_first
+
+    replace_once(sqlite_engine_module, "_sqlite_runtime_select_first_document_for_plan", wrap)
+
+
+def _by_storage_key(
+    engine: Any, db_name: str, coll_name: str, document_id: Any, plan: Any
+) -> tuple[str, dict[str, Any]] | None:
+    """The document stored under `document_id`'s key, if it matches the whole `plan`."""
+    from mongoeco.core.filtering import QueryEngine
+
+    row = (
+        engine._require_connection()
+        .execute(
+            "SELECT storage_key, document FROM documents "
+            "WHERE db_name = ? AND coll_name = ? AND storage_key = ?",
+            (db_name, coll_name, engine._storage_key(document_id)),
         )
-        return found
-
-    select_first.storypost_patched = True  # type: ignore[attr-defined]
-    sqlite_engine._sqlite_runtime_select_first_document_for_plan = select_first
+        .fetchone()
+    )
+    if row is None:
+        return None
+    document = engine._deserialize_document(row[1])
+    if not QueryEngine.match_plan(document, plan):
+        return None
+    return row[0], document
 
 
 def use_sql_prefilter_for_compound_unique_indexes() -> None:
@@ -193,61 +211,86 @@ def use_sql_prefilter_for_compound_unique_indexes() -> None:
     field (so a number in another field still equals its twin of another numeric type). A key
     with no plain string (only numbers, dates, missing fields) keeps the original scan.
     """
-    from mongoeco.core.paths import get_document_value
     from mongoeco.engines.sqlite import SQLiteEngine
+
+    def wrap(original: Any) -> Callable[..., bool | None]:
+        def conflict(
+            self: Any,
+            conn: Any,
+            collection_id: int | None,
+            index: Any,
+            document: dict[str, Any],
+            *,
+            exclude_storage_key: str | None,
+        ) -> bool | None:
+            answer: bool | None = original(
+                self, conn, collection_id, index, document, exclude_storage_key=exclude_storage_key
+            )
+            fields = list(index["fields"])
+            if answer is not None or collection_id is None or len(fields) < 2:
+                return answer
+            strings = _plain_strings(document, fields)
+            if not strings:
+                return None
+            rows = _rows_holding(conn, collection_id, strings)
+            return _clashes(self, rows, index, document, exclude_storage_key)
+
+        return conflict
+
+    replace_once(SQLiteEngine, "_unique_index_conflict_via_scalar_entries", wrap)
+
+
+def _plain_strings(document: dict[str, Any], fields: list[str]) -> list[tuple[str, str]]:
+    """The fields of a key where `document` holds a plain string, with that string."""
+    from mongoeco.core.paths import get_document_value
+
+    strings: list[tuple[str, str]] = []
+    for field in fields:
+        found, value = get_document_value(document, field)
+        if found and type(value) is str:
+            strings.append((field, value))
+    return strings
+
+
+def _rows_holding(conn: Any, collection_id: int, strings: list[tuple[str, str]]) -> list[Any]:
+    """The stored rows of the collection holding exactly each of `strings` in its field."""
     from mongoeco.engines.sqlite_query import json_path_for_field
+
+    where = " AND ".join("json_extract(document, ?) = ?" for _ in strings)
+    params: list[object] = [collection_id]
+    for field, value in strings:
+        params += [json_path_for_field(field), value]
+    # Only "?" placeholders are joined into the statement; every value is a parameter.
+    sql = (
+        "SELECT storage_key, document FROM documents WHERE (db_name, coll_name) = "  # noqa: S608
+        "(SELECT db_name, coll_name FROM collections WHERE collection_id = ?) AND " + where
+    )
+    rows: list[Any] = conn.execute(sql, tuple(params)).fetchall()
+    return rows
+
+
+def _clashes(
+    engine: Any,
+    rows: list[Any],
+    index: Any,
+    document: dict[str, Any],
+    exclude_storage_key: str | None,
+) -> bool:
+    """Whether another of `rows`, in the index, holds `document`'s key: the comparison of the
+    scan this replaces, where equal BSON values (0 and 0.0) are equal."""
     from mongoeco.engines.virtual_indexes import document_in_virtual_index
 
-    original = SQLiteEngine._unique_index_conflict_via_scalar_entries
-    if getattr(original, "storypost_patched", False):
-        return
-
-    def conflict(
-        self: Any,
-        conn: Any,
-        collection_id: int | None,
-        index: Any,
-        document: dict[str, Any],
-        *,
-        exclude_storage_key: str | None,
-    ) -> bool | None:
-        answer: bool | None = original(
-            self, conn, collection_id, index, document, exclude_storage_key=exclude_storage_key
-        )
-        fields = list(index["fields"])
-        if answer is not None or collection_id is None or len(fields) < 2:
-            return answer
-        strings: list[tuple[str, str]] = []
-        for field in fields:
-            found, value = get_document_value(document, field)
-            if found and type(value) is str:
-                strings.append((field, value))
-        if not strings:
-            return None
-        where = " AND ".join("json_extract(document, ?) = ?" for _ in strings)
-        params: list[object] = [collection_id]
-        for field, value in strings:
-            params += [json_path_for_field(field), value]
-        # Only "?" placeholders are joined into the statement; every value is a parameter.
-        sql = (
-            "SELECT storage_key, document FROM documents WHERE (db_name, coll_name) = "  # noqa: S608
-            "(SELECT db_name, coll_name FROM collections WHERE collection_id = ?) AND " + where
-        )
-        rows = conn.execute(sql, tuple(params)).fetchall()
-        # The comparison of the scan this replaces: equal BSON values (0 and 0.0) are equal.
-        key = tuple(self._index_value(document, field) for field in fields)
-        for storage_key, stored in rows:
-            if exclude_storage_key is not None and storage_key == exclude_storage_key:
-                continue
-            existing = self._deserialize_document(stored)
-            if not document_in_virtual_index(existing, index):
-                continue
-            if tuple(self._index_value(existing, field) for field in fields) == key:
-                return True
-        return False
-
-    conflict.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._unique_index_conflict_via_scalar_entries = conflict  # type: ignore[method-assign]
+    fields = list(index["fields"])
+    key = tuple(engine._index_value(document, field) for field in fields)
+    for storage_key, stored in rows:
+        if exclude_storage_key is not None and storage_key == exclude_storage_key:
+            continue
+        existing = engine._deserialize_document(stored)
+        if not document_in_virtual_index(existing, index):
+            continue
+        if tuple(engine._index_value(existing, field) for field in fields) == key:
+            return True
+    return False
 
 
 def _literal(text: str) -> str:
@@ -272,23 +315,21 @@ def index_ids_of_every_collection() -> None:
     """
     from mongoeco.engines.sqlite import SQLiteEngine
 
-    original = SQLiteEngine._connect_sync
-    if getattr(original, "storypost_patched", False):
-        return
+    def wrap(original: Any) -> Callable[[Any], None]:
+        def connect(self: Any) -> None:
+            original(self)
+            with self._lock:
+                conn = self._require_connection()
+                conn.execute(
+                    'CREATE INDEX IF NOT EXISTS "storypost_id" '
+                    f"ON documents(db_name, coll_name, {_typed_value('$._id')})"
+                )
+                if not conn.in_transaction:
+                    conn.commit()
 
-    def connect(self: Any) -> None:
-        original(self)
-        with self._lock:
-            conn = self._require_connection()
-            conn.execute(
-                'CREATE INDEX IF NOT EXISTS "storypost_id" '
-                f"ON documents(db_name, coll_name, {_typed_value('$._id')})"
-            )
-            if not conn.in_transaction:
-                conn.commit()
+        return connect
 
-    connect.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._connect_sync = connect  # type: ignore[method-assign]
+    replace_once(SQLiteEngine, "_connect_sync", wrap)
 
 
 def index_name(kind: str, *parts: str) -> str:
@@ -381,26 +422,24 @@ def add_sqlite_indexes_for_mongo_indexes() -> None:
     from mongoeco.engines.sqlite import SQLiteEngine
     from mongoeco.engines.sqlite_query import json_path_for_field
 
-    original = SQLiteEngine._create_index_sync
-    if getattr(original, "storypost_patched", False):
-        return
-
-    def create_index(self: Any, db_name: str, coll_name: str, keys: Any, *args: Any) -> str:
-        name: str = original(self, db_name, coll_name, keys, *args)
-        fields = [field for field, direction in keys if direction in (1, -1)]
-        if not fields or len(fields) != len(keys):
+    def wrap(original: Any) -> Callable[..., str]:
+        def create_index(self: Any, db_name: str, coll_name: str, keys: Any, *args: Any) -> str:
+            name: str = original(self, db_name, coll_name, keys, *args)
+            fields = [field for field, direction in keys if direction in (1, -1)]
+            if not fields or len(fields) != len(keys):
+                return name
+            paths = [json_path_for_field(field) for field in fields]
+            with self._lock:
+                conn = self._require_connection()
+                _add_expression_indexes(conn, db_name, coll_name, paths)
+                _confine_physical_index(conn, db_name, coll_name, name)
+                if not conn.in_transaction:
+                    conn.commit()
             return name
-        paths = [json_path_for_field(field) for field in fields]
-        with self._lock:
-            conn = self._require_connection()
-            _add_expression_indexes(conn, db_name, coll_name, paths)
-            _confine_physical_index(conn, db_name, coll_name, name)
-            if not conn.in_transaction:
-                conn.commit()
-        return name
 
-    create_index.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._create_index_sync = create_index  # type: ignore[method-assign,assignment]
+        return create_index
+
+    replace_once(SQLiteEngine, "_create_index_sync", wrap)
 
 
 def skip_decimal_scans_without_decimals(path: Path) -> None:
@@ -417,43 +456,46 @@ def skip_decimal_scans_without_decimals(path: Path) -> None:
     appears the answer to those scans is known to be "no"; after that mongoeco's own checks
     run as before.
     """
-    import sqlite3
-
     from mongoeco.core.codec import DocumentCodec
     from mongoeco.engines.sqlite import SQLiteEngine
 
-    original_plan_check = SQLiteEngine._plan_requires_python_for_decimal_numeric
-    if getattr(original_plan_check, "storypost_patched", False):
-        return
-    seen = {"decimal": False}
-    if path.exists():
-        with contextlib.closing(sqlite3.connect(path)) as conn:
-            # Conservative: any text holding `"decimal` counts (a tag is `"type":"decimal..."`).
-            row = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'"
-            ).fetchone()
-            if row is not None:
-                found = conn.execute(
-                    "SELECT 1 FROM documents WHERE document LIKE '%\"decimal%' LIMIT 1"
-                ).fetchone()
-                seen["decimal"] = found is not None
-    original_tag = DocumentCodec._tagged_value
+    def wrap(original_plan_check: Any) -> Callable[..., bool]:
+        seen = {"decimal": _stores_decimal(path)}
+        original_tag = DocumentCodec._tagged_value
 
-    def tagged_value(value_type: str, value: Any) -> dict[str, Any]:
-        if value_type.startswith("decimal"):
-            seen["decimal"] = True
-        tagged: dict[str, Any] = original_tag(value_type, value)
-        return tagged
+        def tagged_value(value_type: str, value: Any) -> dict[str, Any]:
+            if value_type.startswith("decimal"):
+                seen["decimal"] = True
+            tagged: dict[str, Any] = original_tag(value_type, value)
+            return tagged
 
-    def plan_check(self: Any, db_name: str, coll_name: str, plan: Any) -> bool:
-        if not seen["decimal"] and not self._plan_contains_decimal_operand(plan):
+        def plan_check(self: Any, db_name: str, coll_name: str, plan: Any) -> bool:
+            if not seen["decimal"] and not self._plan_contains_decimal_operand(plan):
+                return False
+            answer: bool = original_plan_check(self, db_name, coll_name, plan)
+            return answer
+
+        DocumentCodec._tagged_value = staticmethod(tagged_value)  # type: ignore[method-assign]
+        return plan_check
+
+    replace_once(SQLiteEngine, "_plan_requires_python_for_decimal_numeric", wrap)
+
+
+def _stores_decimal(path: Path) -> bool:
+    """Whether the database file at `path` may hold a Decimal value already."""
+    if not path.exists():
+        return False
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        # Conservative: any text holding `"decimal` counts (a tag is `"type":"decimal..."`).
+        row = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'"
+        ).fetchone()
+        if row is None:
             return False
-        answer: bool = original_plan_check(self, db_name, coll_name, plan)
-        return answer
-
-    plan_check.storypost_patched = True  # type: ignore[attr-defined]
-    DocumentCodec._tagged_value = staticmethod(tagged_value)  # type: ignore[method-assign]
-    SQLiteEngine._plan_requires_python_for_decimal_numeric = plan_check  # type: ignore[method-assign]
+        found = conn.execute(
+            "SELECT 1 FROM documents WHERE document LIKE '%\"decimal%' LIMIT 1"
+        ).fetchone()
+        return found is not None
 
 
 def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
@@ -473,37 +515,36 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
     """
     from mongoeco.api._async._collection_runtime import CollectionRuntimeCoordinator
 
-    original = CollectionRuntimeCoordinator._dispatch_engine_changes
-    if getattr(original, "storypost_patched", False):
-        return
-    # One thread: dispatches of a hub stay serial, as on the event loop.
-    dispatcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storypost-changes")
-    asked: set[tuple[int, int]] = set()
+    def wrap(original: Any) -> Callable[..., None]:
+        # One thread: dispatches of a hub stay serial, as on the event loop.
+        dispatcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storypost-changes")
+        asked: set[tuple[int, int]] = set()
 
-    def dispatch(self: Any, operation_context: Any = None) -> None:
-        session = getattr(operation_context, "session", None)
-        if session is not None and session.in_transaction:
-            original(self, operation_context)
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop to defer to: dispatch now, as mongoeco does
-            original(self, operation_context)
-            return
-        key = (id(self._engine_spi), id(self._collection._change_hub))
-        if key in asked:
-            return
-        asked.add(key)
+        def dispatch(self: Any, operation_context: Any = None) -> None:
+            session = getattr(operation_context, "session", None)
+            if session is not None and session.in_transaction:
+                original(self, operation_context)
+                return
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop to defer to: dispatch now, as mongoeco does
+                original(self, operation_context)
+                return
+            key = (id(self._engine_spi), id(self._collection._change_hub))
+            if key in asked:
+                return
+            asked.add(key)
 
-        def run() -> None:
-            # Forgotten first: a write committed during this dispatch asks for the next one.
-            asked.discard(key)
-            original(self, None)
+            def run() -> None:
+                # Forgotten first: a write committed during this dispatch asks for the next.
+                asked.discard(key)
+                original(self, None)
 
-        loop.call_later(delay_seconds, dispatcher.submit, run)
+            loop.call_later(delay_seconds, dispatcher.submit, run)
 
-    dispatch.storypost_patched = True  # type: ignore[attr-defined]
-    CollectionRuntimeCoordinator._dispatch_engine_changes = dispatch  # type: ignore[method-assign]
+        return dispatch
+
+    replace_once(CollectionRuntimeCoordinator, "_dispatch_engine_changes", wrap)
 
 
 def _scalar_only(engine: Any, db_name: str, coll_name: str, plan: Any) -> Any:
@@ -582,19 +623,17 @@ def match_scalars_without_array_branches() -> None:
     """
     from mongoeco.engines.sqlite import SQLiteEngine
 
-    original = SQLiteEngine._translate_query_plan_with_multikey
-    if getattr(original, "storypost_patched", False):
-        return
+    def wrap(original: Any) -> Callable[..., Any]:
+        def translate(self: Any, db_name: str, coll_name: str, plan: Any) -> Any:
+            found = _scalar_only(self, db_name, coll_name, plan)
+            if found is not None:
+                return found
+            sql, params = original(self, db_name, coll_name, plan)
+            return _narrowed_range(plan, sql, params)
 
-    def translate(self: Any, db_name: str, coll_name: str, plan: Any) -> Any:
-        found = _scalar_only(self, db_name, coll_name, plan)
-        if found is not None:
-            return found
-        sql, params = original(self, db_name, coll_name, plan)
-        return _narrowed_range(plan, sql, params)
+        return translate
 
-    translate.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._translate_query_plan_with_multikey = translate  # type: ignore[method-assign]
+    replace_once(SQLiteEngine, "_translate_query_plan_with_multikey", wrap)
 
 
 def report_failure(done: Future[None]) -> None:
@@ -746,22 +785,22 @@ def answer_field_probes_from_indexes() -> None:
     """
     from mongoeco.engines.sqlite import SQLiteEngine
 
-    if getattr(
-        SQLiteEngine._field_contains_tagged_value_type_in_collection, "storypost_patched", False
-    ):
-        return
-    indexes = ProbeIndexes()
+    def wrap(original: Any) -> Callable[..., bool]:
+        indexes = ProbeIndexes()
 
-    def tagged_type(self: Any, db_name: str, coll_name: str, field: str, value_type: str) -> bool:
-        return _tagged_type_probe(indexes, self, db_name, coll_name, field, value_type)
+        def tagged_type(
+            self: Any, db_name: str, coll_name: str, field: str, value_type: str
+        ) -> bool:
+            return _tagged_type_probe(indexes, self, db_name, coll_name, field, value_type)
 
-    def uniform_sort_type(self: Any, db_name: str, coll_name: str, field: str) -> str | None:
-        return _uniform_sort_type_probe(indexes, self, db_name, coll_name, field)
+        def uniform_sort_type(self: Any, db_name: str, coll_name: str, field: str) -> str | None:
+            return _uniform_sort_type_probe(indexes, self, db_name, coll_name, field)
 
-    tagged_type.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._field_contains_tagged_value_type_in_collection = tagged_type  # type: ignore[method-assign]
-    SQLiteEngine._field_has_uniform_scalar_sort_type_in_collection = uniform_sort_type  # type: ignore[method-assign]
-    SQLiteEngine._sort_requires_python = _sort_check_as_reads_translate  # type: ignore[method-assign,assignment]
+        SQLiteEngine._field_has_uniform_scalar_sort_type_in_collection = uniform_sort_type  # type: ignore[method-assign]
+        SQLiteEngine._sort_requires_python = _sort_check_as_reads_translate  # type: ignore[method-assign,assignment]
+        return tagged_type
+
+    replace_once(SQLiteEngine, "_field_contains_tagged_value_type_in_collection", wrap)
 
 
 def read_on_the_engine_connection() -> None:
@@ -781,16 +820,14 @@ def read_on_the_engine_connection() -> None:
     """
     from mongoeco.engines.sqlite import SQLiteEngine
 
-    original = SQLiteEngine._can_use_dedicated_reader
-    if getattr(original, "storypost_patched", False):
-        return
+    def wrap(original: Any) -> Callable[[Any, Any], bool]:
+        def can_use_dedicated_reader(self: Any, context: Any) -> bool:
+            self._ensure_session_can_use_engine(context)  # mongoeco's own check, kept
+            return False
 
-    def can_use_dedicated_reader(self: Any, context: Any) -> bool:
-        self._ensure_session_can_use_engine(context)  # mongoeco's own check, kept
-        return False
+        return can_use_dedicated_reader
 
-    can_use_dedicated_reader.storypost_patched = True  # type: ignore[attr-defined]
-    SQLiteEngine._can_use_dedicated_reader = can_use_dedicated_reader  # type: ignore[method-assign]
+    replace_once(SQLiteEngine, "_can_use_dedicated_reader", wrap)
 
 
 async def serve(path: Path, host: str, port: int) -> None:

@@ -135,6 +135,12 @@ def redeliver(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -
 
 def register(commands: AdminCommands) -> None:
     """Adds the webhook subcommands to `storypost admin`."""
+    _add_webhook_commands(commands)
+    _add_delivery_commands(commands)
+
+
+def _add_webhook_commands(commands: AdminCommands) -> None:
+    """add-webhook, list-webhooks, remove-webhook and send-test."""
     events_help = (
         f"events to receive (default: {' '.join(DEFAULT_EVENTS)}; "
         f"also available: {' '.join(OPT_IN_EVENTS)})"
@@ -183,6 +189,9 @@ def register(commands: AdminCommands) -> None:
     )
     _add_webhook(p)
 
+
+def _add_delivery_commands(commands: AdminCommands) -> None:
+    """list-deliveries and redeliver."""
     p = subcommand(
         commands,
         "list-deliveries",

@@ -279,6 +279,11 @@ class SampleMedia:
         resp.data = SAMPLE_PNG
 
 
+def avatar_url(req: falcon.Request, platform: str, account_id: str) -> str:
+    """Where `Avatar` serves the picture of a platform's account."""
+    return f"{req.prefix}/_sandbox/avatars/{platform}/{account_id}.svg"
+
+
 class Avatar:
     def on_get(self, req: falcon.Request, resp: falcon.Response, platform: str, name: str) -> None:
         hue = int(hashlib.sha256(f"{platform}{name}".encode()).hexdigest()[:4], 16) % 360

@@ -10,6 +10,7 @@ from typing import Any
 
 import falcon
 
+from sandbox_net.admin import avatar_url
 from sandbox_net.errors import PlatformHttpError, bad_request, not_found
 from sandbox_net.gate import Gate, json_body
 from sandbox_net.media import MediaInfo
@@ -43,7 +44,7 @@ class UserInfo:
                     "union_id": f"u{account['id']}",
                     "username": account["username"],
                     "display_name": account["displayName"],
-                    "avatar_url": f"{req.prefix}/_sandbox/avatars/{PLATFORM}/{account['id']}.svg",
+                    "avatar_url": avatar_url(req, PLATFORM, account["id"]),
                 }
             }
         )
@@ -58,9 +59,7 @@ class CreatorInfo:
         creator = account["creator"]
         resp.media = _ok(
             {
-                "creator_avatar_url": (
-                    f"{req.prefix}/_sandbox/avatars/{PLATFORM}/{account['id']}.svg"
-                ),
+                "creator_avatar_url": avatar_url(req, PLATFORM, account["id"]),
                 "creator_username": account["username"],
                 "creator_nickname": account["displayName"],
                 **{k: (list(v) if isinstance(v, list) else v) for k, v in creator.items()},

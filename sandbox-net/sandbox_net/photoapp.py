@@ -8,6 +8,7 @@ from typing import Any
 
 import falcon
 
+from sandbox_net.admin import avatar_url
 from sandbox_net.errors import PlatformHttpError, bad_request, not_found
 from sandbox_net.gate import Gate, json_body
 from sandbox_net.identity import account_id as derive_account_id
@@ -41,7 +42,7 @@ class Me:
             "username": account["username"],
             "name": account["displayName"],
             "account_type": "BUSINESS",
-            "profile_picture_url": f"{req.prefix}/_sandbox/avatars/{PLATFORM}/{account['id']}.svg",
+            "profile_picture_url": avatar_url(req, PLATFORM, account["id"]),
         }
 
 

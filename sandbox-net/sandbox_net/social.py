@@ -8,6 +8,7 @@ from typing import Any
 
 import falcon
 
+from sandbox_net.admin import avatar_url
 from sandbox_net.errors import PlatformHttpError, bad_request, not_found
 from sandbox_net.gate import Gate, json_body
 from sandbox_net.identity import SOCIAL_PLATFORMS
@@ -28,9 +29,7 @@ class Me:
             "id": account["id"],
             "username": account["username"],
             "name": account["displayName"],
-            "profile_picture_url": (
-                f"{req.prefix}/_sandbox/avatars/{self._platform}/{account['id']}.svg"
-            ),
+            "profile_picture_url": avatar_url(req, self._platform, account["id"]),
         }
 
 

@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.connections.connect_links import LINK_LIMIT, ConnectLinks, hash_link_token
 from account_svc.connections.token_crypto import TokenCipher
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound
-from storypost_runtime.mongo import Document
-from tests.support.accounts import TEST_TOKEN_KEY, AccountWorld, account_world
-
-
-@pytest.fixture
-async def world(db: AsyncDatabase[Document]) -> AsyncIterator[AccountWorld]:
-    async with account_world(db) as built:
-        yield built
+from tests.support.accounts import TEST_TOKEN_KEY, AccountWorld
 
 
 async def test_the_same_uuid_returns_the_same_link(world: AccountWorld) -> None:

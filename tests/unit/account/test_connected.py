@@ -3,21 +3,11 @@ organization scoping, disconnect, reconnect and soft delete."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.connections.connected_accounts import AccountRef
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound
-from storypost_runtime.mongo import Document
-from tests.support.accounts import AccountWorld, account_world
-
-
-@pytest.fixture
-async def world(db: AsyncDatabase[Document]) -> AsyncIterator[AccountWorld]:
-    async with account_world(db) as built:
-        yield built
+from tests.support.accounts import AccountWorld
 
 
 async def test_connect_flow_stores_the_profile_and_linknet_destinations(

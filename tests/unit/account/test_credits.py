@@ -7,21 +7,12 @@ import asyncio
 import uuid
 
 import pytest
-from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.connections.credits import Credits
 from account_svc.identity.organizations import Organizations
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import FrozenClock, SystemClock
 from storypost_runtime.errors import InvalidArgument, NotFound
-from storypost_runtime.mongo import Document
-
-
-@pytest.fixture
-async def records(db: AsyncDatabase[Document]) -> AccountCollections:
-    collections = AccountCollections.of(db)
-    await collections.ensure_indexes()
-    return collections
 
 
 async def organization(records: AccountCollections) -> str:

@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.connections.connected_accounts import AccountRef
 from account_svc.connections.daily_limits import DailyLimits
 from storypost_runtime.errors import InvalidArgument, NotFound
-from storypost_runtime.mongo import Document
-from tests.support.accounts import AccountWorld, account_world
+from tests.support.accounts import AccountWorld
 
 DAY = datetime(2026, 7, 4, 9, 30, tzinfo=UTC)
-
-
-@pytest.fixture
-async def world(db: AsyncDatabase[Document]) -> AsyncIterator[AccountWorld]:
-    async with account_world(db) as built:
-        yield built
 
 
 def post() -> str:

@@ -4,11 +4,9 @@ busy the caller is told to retry (RESOURCE_EXHAUSTED with a delay)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.connections.access_tokens import AccessTokens
 from account_svc.connections.connected_accounts import AccountRef
@@ -22,14 +20,7 @@ from storypost_runtime.errors import (
     NotFound,
     ResourceExhausted,
 )
-from storypost_runtime.mongo import Document
-from tests.support.accounts import SANDBOX_BASE, AccountWorld, account_world
-
-
-@pytest.fixture
-async def world(db: AsyncDatabase[Document]) -> AsyncIterator[AccountWorld]:
-    async with account_world(db) as built:
-        yield built
+from tests.support.accounts import SANDBOX_BASE, AccountWorld
 
 
 def replica(world: AccountWorld) -> MentionResolver:

@@ -6,9 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from argon2 import PasswordHasher
-from pymongo.asynchronous.database import AsyncDatabase
 
-from account_svc.identity.credentials import Credentials, hash_token
+from account_svc.identity.credentials import Credential, Credentials, hash_token
 from account_svc.identity.organizations import Organizations
 from account_svc.identity.ratelimit import MongoBuckets
 from account_svc.identity.users import Users
@@ -20,17 +19,9 @@ from storypost_runtime.errors import (
     NotFound,
     Unauthenticated,
 )
-from storypost_runtime.mongo import Document
 from tests.support.ratelimit import full_bucket_then_refuses_then_refills
 
 START = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def records(db: AsyncDatabase[Document]) -> AccountCollections:
-    collections = AccountCollections.of(db)
-    await collections.ensure_indexes()
-    return collections
 
 
 @pytest.fixture
@@ -38,50 +29,55 @@ def clock() -> FrozenClock:
     return FrozenClock(START)
 
 
+async def issued(
+    records: AccountCollections, clock: FrozenClock, name: str
+) -> tuple[str, Credentials, Credential, str]:
+    """A new organization's id, its Credentials, and one credential named `name` with its
+    token."""
+    org = await Organizations(records, clock).create("Acme")
+    credentials = Credentials(records, clock)
+    credential, token = await credentials.create(org.organization_id, name)
+    return org.organization_id, credentials, credential, token
+
+
 async def test_token_is_stored_only_as_hash(
     records: AccountCollections, clock: FrozenClock
 ) -> None:
-    org = await Organizations(records, clock).create("Acme")
-    credentials = Credentials(records, clock)
-    credential, token = await credentials.create(org.organization_id, "ci")
+    org_id, credentials, credential, token = await issued(records, clock, "ci")
     assert token.startswith("sp_") and len(token) == 46
     stored = await records.credentials.find_one({"_id": credential.credential_id})
     assert stored is not None
     assert token not in str(stored)
     assert stored["tokenHash"] == hash_token(token)
     found = await credentials.authenticate(token)
-    assert found.organization_id == org.organization_id
+    assert found.organization_id == org_id
 
 
 async def test_unknown_malformed_and_revoked_tokens_are_refused(
     records: AccountCollections, clock: FrozenClock
 ) -> None:
-    org = await Organizations(records, clock).create("Acme")
-    credentials = Credentials(records, clock)
-    credential, token = await credentials.create(org.organization_id, "")
+    org_id, credentials, credential, token = await issued(records, clock, "")
     for bad in ["", "sp_short", "x" * 46, token[:-1] + ("A" if token[-1] != "A" else "B")]:
         with pytest.raises(Unauthenticated, match="not authenticated"):
             await credentials.authenticate(bad)
-    revoked = await credentials.revoke(org.organization_id, credential.credential_id)
+    revoked = await credentials.revoke(org_id, credential.credential_id)
     assert revoked.revoked_at == START
     with pytest.raises(Unauthenticated):
         await credentials.authenticate(token)
     # Revoking twice succeeds and keeps the first time.
     clock.advance(timedelta(minutes=5))
-    again = await credentials.revoke(org.organization_id, credential.credential_id)
+    again = await credentials.revoke(org_id, credential.credential_id)
     assert again.revoked_at == START
     with pytest.raises(NotFound):
         await credentials.revoke("someone-else", credential.credential_id)
-    assert await credentials.list(org.organization_id, include_revoked=False) == []
-    assert len(await credentials.list(org.organization_id, include_revoked=True)) == 1
+    assert await credentials.list(org_id, include_revoked=False) == []
+    assert len(await credentials.list(org_id, include_revoked=True)) == 1
 
 
 async def test_last_used_is_written_at_most_once_a_minute(
     records: AccountCollections, clock: FrozenClock
 ) -> None:
-    org = await Organizations(records, clock).create("Acme")
-    credentials = Credentials(records, clock)
-    credential, token = await credentials.create(org.organization_id, "ci")
+    _, credentials, credential, token = await issued(records, clock, "ci")
     await credentials.authenticate(token)
     clock.advance(timedelta(seconds=30))
     await credentials.authenticate(token)

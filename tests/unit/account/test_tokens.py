@@ -3,28 +3,19 @@ disconnects the account; the token key's settings."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
 from cryptography.fernet import Fernet
 from pydantic import SecretStr, ValidationError
-from pymongo.asynchronous.database import AsyncDatabase
 
 from account_svc.config import DEV_TOKEN_KEY, AccountSettings
 from account_svc.connections.connected_accounts import AccountRef
 from account_svc.connections.token_crypto import TokenCipher
 from sandbox_net.switches import Switch
 from storypost_runtime.errors import FailedPrecondition
-from storypost_runtime.mongo import Document
 from storypost_runtime.service_auth import ServiceCredential
-from tests.support.accounts import TEST_TOKEN_KEY, AccountWorld, account_world
-
-
-@pytest.fixture
-async def world(db: AsyncDatabase[Document]) -> AsyncIterator[AccountWorld]:
-    async with account_world(db) as built:
-        yield built
+from tests.support.accounts import TEST_TOKEN_KEY, AccountWorld
 
 
 async def test_tokens_are_encrypted_at_rest_and_never_listed(world: AccountWorld) -> None:

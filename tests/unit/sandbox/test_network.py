@@ -73,6 +73,17 @@ def post_form(
     )
 
 
+def refresh(
+    client: falcon.testing.TestClient, platform: str, refresh_token: str
+) -> falcon.testing.Result:
+    """The refresh grant of `platform`'s token endpoint."""
+    return post_form(
+        client,
+        f"/{platform}/oauth/token",
+        {"grant_type": "refresh_token", "refresh_token": refresh_token},
+    )
+
+
 def bearer(tokens: dict[str, Any]) -> dict[str, str]:
     return {"Authorization": f"Bearer {tokens['access_token']}"}
 
@@ -109,20 +120,12 @@ def test_oauth_flow(client: falcon.testing.TestClient) -> None:
     assert tokens["token_type"] == "bearer" and tokens["expires_in"] == 3600
     me = client.simulate_get("/photoapp/v1/me", headers=bearer(tokens)).json
     assert (me["username"], me["name"], me["id"]) == ("alice", "Alice A", tokens["user_id"])
-    refreshed = post_form(
-        client,
-        "/photoapp/oauth/token",
-        {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]},
-    ).json
+    refreshed = refresh(client, "photoapp", tokens["refresh_token"]).json
     assert refreshed["access_token"] != tokens["access_token"]
     assert client.simulate_get("/photoapp/v1/me", headers=bearer(refreshed)).status_code == 200
     # A token of another platform, an access token used to refresh, garbage: all refused.
     assert client.simulate_get("/clipapp/v2/user/info", headers=bearer(tokens)).status_code == 401
-    wrong = post_form(
-        client,
-        "/photoapp/oauth/token",
-        {"grant_type": "refresh_token", "refresh_token": tokens["access_token"]},
-    )
+    wrong = refresh(client, "photoapp", tokens["access_token"])
     assert (wrong.status_code, wrong.json["error"]) == (400, "invalid_grant")
     garbage = client.simulate_get("/photoapp/v1/me", headers={"Authorization": "Bearer x.y.z"})
     assert (garbage.status_code, garbage.json["error"]["code"]) == (401, "invalid_token")
@@ -168,12 +171,8 @@ def test_switches(client: falcon.testing.TestClient) -> None:
     assert (limited.status_code, limited.headers["Retry-After"]) == (429, "7")
     switch(client, platform="linknet", mode="token-expired")
     assert client.simulate_get("/linknet/v1/me", headers=bearer(alice)).status_code == 401
-    refresh = post_form(
-        client,
-        "/linknet/oauth/token",
-        {"grant_type": "refresh_token", "refresh_token": alice["refresh_token"]},
-    )
-    assert (refresh.status_code, refresh.json["error"]) == (400, "invalid_grant")
+    refused = refresh(client, "linknet", alice["refresh_token"])
+    assert (refused.status_code, refused.json["error"]) == (400, "invalid_grant")
     switch(client, platform="linknet", mode="slow", seconds=0.3)
     started = time.monotonic()
     assert client.simulate_get("/linknet/v1/me", headers=bearer(alice)).status_code == 200
