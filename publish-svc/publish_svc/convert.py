@@ -7,6 +7,7 @@ from typing import Any
 
 from publish_svc.intake import Accepted, NewPost
 from publish_svc.model import Kind, Post, Status
+from publish_svc.post_params import Params, SocialParams
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import proto_name
@@ -55,7 +56,7 @@ def post_pb(post: Post) -> pb.Post:
         account=account,
         created_at=timestamp(post.created_at),
         finished_at=timestamp(post.finished_at),
-        post_type=str(post.params.get("postType") or ""),
+        post_type=(post.params.post_type or "") if isinstance(post.params, SocialParams) else "",
         warnings=post.warnings,
     )
 
@@ -64,9 +65,8 @@ def accepted_pb(result: Accepted) -> pb.ScheduleResponse:
     return pb.ScheduleResponse(post=post_pb(result.post), warnings=result.warnings)
 
 
-def new_post(kind: Kind, request: Any, post_uuid: str, params: dict[str, Any]) -> NewPost:
+def new_post[P: Params](request: Any, post_uuid: str, params: P) -> NewPost[P]:
     return NewPost(
-        kind=kind,
         organization_id=request.organization_id,
         post_uuid=post_uuid,
         design=request.design,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,15 @@ from publish_svc.accounts_client import (
 )
 from publish_svc.events import status_event
 from publish_svc.model import TRACEPARENT_FIELD, Kind, Post, Status, post_id
+from publish_svc.post_params import (
+    ClipappParams,
+    LinknetDestination,
+    Params,
+    ReelParams,
+    SocialParams,
+    StoryParams,
+    params_doc,
+)
 from publish_svc.quota import StoryQuota
 from publish_svc.render_client import RenderClient
 from publish_svc.social_options import check_options, shorten_caption
@@ -30,11 +39,7 @@ from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.tracing import current_traceparent
-from storypost_runtime.vocabulary import (
-    CLIPAPP_DEFAULT_PRIVACY_LEVEL,
-    PHOTOAPP,
-    REEL_SHARE_TO_LINKNET_DEFAULT,
-)
+from storypost_runtime.vocabulary import PHOTOAPP
 
 log = get_logger(__name__)
 
@@ -53,15 +58,18 @@ class Accepted:
 
 
 @dataclass(frozen=True)
-class NewPost:
+class NewPost[P: Params]:
     """What a schedule call asks for, before checks."""
 
-    kind: Kind
     organization_id: str
     post_uuid: str
     design: rpb.Design
     date: datetime | None
-    params: dict[str, Any]
+    params: P
+
+    @property
+    def kind(self) -> Kind:
+        return self.params.KIND
 
 
 def _media(rendering: rpb.Rendering) -> str:
@@ -104,74 +112,18 @@ class PostIntake:
 
     # -- per kind ---------------------------------------------------------------------------
 
-    async def story(self, new: NewPost, username: str) -> Accepted:
-        existing = await self._existing(new)
-        if existing:
-            return existing
-        self._check_date(new)
-        account = await self._accounts.connected(
-            new.organization_id, photoapp_ref(username), f"photoapp account '{username}'"
-        )
-        params = dict(new.params)
-        if params.get("shareToLinknet"):
-            params["linknetDestination"] = self._linknet_destination(account, params, username)
-        params["photoappUsername"] = account.username
-        quota_key = f"{PHOTOAPP.name}:{account.platform_account_id}"
-        record_id = post_id(Kind.STORY, new.organization_id, new.post_uuid)
-        now = self._clock.now()
-        decision = await self._quota.reserve(quota_key, record_id, now)
-        if not decision.allowed:
-            retry = (decision.retry_at - now).total_seconds() if decision.retry_at else 60.0
-            raise ResourceExhausted(
-                f"story quota reached: at most {self._quota.per_day} story posts per account "
-                f"in any 24 hours for '{account.username}'",
-                retry_after_seconds=max(1.0, retry),
-                reason="QUOTA_EXCEEDED",
-            )
-        try:
-            return await self._accept(new, account, params)
-        except BaseException:
-            # The slot goes back unless a twin call stored the post meanwhile.
-            if await self._store.get_by_id(record_id) is None:
-                await self._quota.release(quota_key, record_id)
-            raise
+    async def story(self, new: NewPost[StoryParams], username: str) -> Accepted:
+        return await self._existing(new) or await self._new_story(new, username)
 
-    async def reel(self, new: NewPost, username: str) -> Accepted:
-        existing = await self._existing(new)
-        if existing:
-            return existing
-        self._check_date(new)
-        account = await self._accounts.connected(
-            new.organization_id, photoapp_ref(username), f"photoapp account '{username}'"
-        )
-        params = {**new.params, "photoappUsername": account.username}
-        params.setdefault("shareToLinknet", REEL_SHARE_TO_LINKNET_DEFAULT)
-        notes: list[str] = []
-        if params["shareToLinknet"] and not account.linknet_destinations:
-            # The default is true; an account without a linknet destination posts the reel
-            # without the recommendation instead of failing.
-            params["shareToLinknet"] = False
-            notes.append(NO_LINKNET_FOR_REEL)
-        return await self._accept(new, account, params, notes=notes)
+    async def reel(self, new: NewPost[ReelParams], username: str) -> Accepted:
+        return await self._existing(new) or await self._new_reel(new, username)
 
-    async def clipapp(self, new: NewPost, account_id: str) -> Accepted:
-        existing = await self._existing(new)
-        if existing:
-            return existing
-        self._check_date(new)
-        account = await self._accounts.connected(
-            new.organization_id, clipapp_ref(account_id), f"clipapp account '{account_id}'"
-        )
-        if account.connection != apb.CONNECTION_DIRECT:
-            raise InvalidArgument(
-                f"clipapp account '{account_id}' is connected through the social integrations: "
-                "post to it with schedule-social-post"
-            )
-        params = {**new.params, "clipappAccountId": account.platform_account_id}
-        params.setdefault("privacyLevel", CLIPAPP_DEFAULT_PRIVACY_LEVEL)
-        return await self._accept(new, account, params)
+    async def clipapp(self, new: NewPost[ClipappParams], account_id: str) -> Accepted:
+        return await self._existing(new) or await self._new_clipapp(new, account_id)
 
-    async def social(self, new: NewPost, social_account_id: str, post_type: str) -> Accepted:
+    async def social(
+        self, new: NewPost[SocialParams], social_account_id: str, post_type: str
+    ) -> Accepted:
         existing = await self._existing(new)
         if existing:
             if existing.post.account.social_account_id != social_account_id:
@@ -180,6 +132,66 @@ class PostIntake:
                     f"({existing.post.account.social_account_id})"
                 )
             return existing
+        return await self._new_social(new, social_account_id, post_type)
+
+    async def _new_story(self, new: NewPost[StoryParams], username: str) -> Accepted:
+        account = await self._photoapp_account(new, username)
+        params = replace(
+            new.params,
+            linknet_destination=_linknet_destination(account, new.params, username)
+            if new.params.share_to_linknet
+            else None,
+            photoapp_username=account.username,
+        )
+        quota_key = f"{PHOTOAPP.name}:{account.platform_account_id}"
+        record_id = post_id(Kind.STORY, new.organization_id, new.post_uuid)
+        await self._reserve_story(quota_key, record_id, account.username)
+        try:
+            return await self._accept(new, account, params)
+        except BaseException:
+            # The slot goes back unless a twin call stored the post meanwhile.
+            if await self._store.get_by_id(record_id) is None:
+                await self._quota.release(quota_key, record_id)
+            raise
+
+    async def _reserve_story(self, quota_key: str, record_id: str, username: str) -> None:
+        now = self._clock.now()
+        decision = await self._quota.reserve(quota_key, record_id, now)
+        if not decision.allowed:
+            retry = (decision.retry_at - now).total_seconds() if decision.retry_at else 60.0
+            raise ResourceExhausted(
+                f"story quota reached: at most {self._quota.per_day} story posts per account "
+                f"in any 24 hours for '{username}'",
+                retry_after_seconds=max(1.0, retry),
+                reason="QUOTA_EXCEEDED",
+            )
+
+    async def _new_reel(self, new: NewPost[ReelParams], username: str) -> Accepted:
+        account = await self._photoapp_account(new, username)
+        params = replace(new.params, photoapp_username=account.username)
+        notes: list[str] = []
+        if params.share_to_linknet and not account.linknet_destinations:
+            # The default is true; an account without a linknet destination posts the reel
+            # without the recommendation instead of failing.
+            params = replace(params, share_to_linknet=False)
+            notes.append(NO_LINKNET_FOR_REEL)
+        return await self._accept(new, account, params, notes=notes)
+
+    async def _new_clipapp(self, new: NewPost[ClipappParams], account_id: str) -> Accepted:
+        account = await self._account_for(
+            new, clipapp_ref(account_id), f"clipapp account '{account_id}'"
+        )
+        if account.connection != apb.CONNECTION_DIRECT:
+            raise InvalidArgument(
+                f"clipapp account '{account_id}' is connected through the social integrations: "
+                "post to it with schedule-social-post"
+            )
+        params = replace(new.params, clipapp_account_id=account.platform_account_id)
+        return await self._accept(new, account, params)
+
+    async def _new_social(
+        self, new: NewPost[SocialParams], social_account_id: str, post_type: str
+    ) -> Accepted:
         account = await self._accounts.connected(
             new.organization_id,
             social_ref(social_account_id),
@@ -197,57 +209,47 @@ class PostIntake:
             raise InvalidArgument(
                 f"post type '{post_type}' of this account is scheduled with {chosen.procedure}"
             )
-        params = dict(new.params)
-        params["options"] = check_options(chosen, params.get("options") or {})
-        params["text"] = shorten_caption(chosen, params.get("text"))
-        params["postType"] = post_type
+        params = replace(
+            new.params,
+            options=check_options(chosen, new.params.options),
+            text=shorten_caption(chosen, new.params.text),
+            post_type=post_type,
+        )
         return await self._accept(new, account, params, post_type=chosen)
 
     # -- shared steps -----------------------------------------------------------------------
 
-    async def _existing(self, new: NewPost) -> Accepted | None:
+    async def _existing(self, new: NewPost[Params]) -> Accepted | None:
         post = await self._store.get(new.kind, new.organization_id, new.post_uuid)
         return Accepted(post, post.warnings) if post else None
 
-    def _check_date(self, new: NewPost) -> None:
+    async def _photoapp_account(
+        self, new: NewPost[StoryParams] | NewPost[ReelParams], username: str
+    ) -> apb.ConnectedAccount:
+        return await self._account_for(
+            new, photoapp_ref(username), f"photoapp account '{username}'"
+        )
+
+    async def _account_for(
+        self, new: NewPost[Params], ref: apb.AccountRef, label: str
+    ) -> apb.ConnectedAccount:
+        """The account the post goes to, once its date (if any) is known to be usable."""
         if new.date is not None and new.date < self._clock.now() - self._window:
             minutes = int(self._window.total_seconds() // 60)
             raise InvalidArgument(
                 f"date is more than {minutes} minutes in the past: the post could never be "
                 "published in time"
             )
-
-    @staticmethod
-    def _linknet_destination(
-        account: apb.ConnectedAccount, params: Mapping[str, Any], username: str
-    ) -> dict[str, str]:
-        destinations = list(account.linknet_destinations)
-        if not destinations:
-            raise InvalidArgument(
-                f"shareToLinknet: photoapp account '{username}' has no linked linknet destination"
-            )
-        wanted = params.get("linknetDestinationId")
-        if wanted is None:
-            chosen = destinations[0]
-        else:
-            matches = [d for d in destinations if d.id == str(wanted)]
-            if not matches:
-                linked = ", ".join(d.id for d in destinations)
-                raise InvalidArgument(
-                    f"linknetDestinationId '{wanted}' is not linked to photoapp account "
-                    f"'{username}'; linked destinations: {linked}"
-                )
-            chosen = matches[0]
-        return {"id": chosen.id, "name": chosen.name, "type": chosen.type}
+        return await self._accounts.connected(new.organization_id, ref, label)
 
     async def _accept(
         self,
-        new: NewPost,
+        new: NewPost[Params],
         account: apb.ConnectedAccount,
-        params: dict[str, Any],
+        params: Params,
         *,
         post_type: apb.PostType | None = None,
-        notes: list[str] | None = None,
+        notes: Sequence[str] = (),
     ) -> Accepted:
         record_id = post_id(new.kind, new.organization_id, new.post_uuid)
         rendering = await self._renderer.prepare(
@@ -258,14 +260,20 @@ class PostIntake:
             min_duration_seconds=(post_type.min_duration_seconds if post_type else 0.0),
             max_duration_seconds=(post_type.max_duration_seconds if post_type else 0.0),
         )
-        media = _media(rendering)
-        warnings = [*rendering.warnings, *(notes or [])]
-        stickers = _stickers(rendering)
-        self._check_media(new, media, params, post_type)
-        if stickers and new.kind is Kind.REEL:
-            warnings.append(NOT_NATIVE_REEL)
-        if stickers and new.kind is Kind.CLIPAPP:
-            warnings.append(NOT_NATIVE_CLIPAPP)
+        _check_media(_media(rendering), params, post_type)
+        doc = self._document(record_id, new, account, params, rendering, notes)
+        return await self._insert(doc)
+
+    def _document(
+        self,
+        record_id: str,
+        new: NewPost[Params],
+        account: apb.ConnectedAccount,
+        params: Params,
+        rendering: rpb.Rendering,
+        notes: Sequence[str],
+    ) -> Document:
+        """The post's record as first stored."""
         now = self._clock.now()
         future = new.date is not None and new.date > now
         status = Status.IN_PROGRESS if new.kind is Kind.SOCIAL and not future else Status.SCHEDULED
@@ -276,14 +284,14 @@ class PostIntake:
             "postUuid": new.post_uuid.lower(),
             "status": status.value,
             "account": account_info(account).to_doc(),
-            "params": params,
+            "params": params_doc(params),
             "date": new.date,
             "dueAt": new.date if future else now,
             "futureDate": future,
-            "media": media,
+            "media": _media(rendering),
             "durationSeconds": rendering.duration_seconds,
-            "warnings": warnings,
-            "stickers": stickers,
+            "warnings": _warnings(new.kind, rendering, notes),
+            "stickers": _stickers(rendering),
             "renderState": "prepared",
             "createdAt": now,
             "updatedAt": now,
@@ -295,34 +303,18 @@ class PostIntake:
         traceparent = current_traceparent()
         if traceparent:
             doc[TRACEPARENT_FIELD] = traceparent
+        return doc
+
+    async def _insert(self, doc: Document) -> Accepted:
+        """Stores the record with its first status event; rendering finishes meanwhile."""
+        now = doc["createdAt"]
         draft = Post.from_doc({**doc, "leaseUntil": now})
-        post, created = await self._store.insert(doc, status_event(draft, status, now))
+        post, created = await self._store.insert(doc, status_event(draft, draft.status, now))
         if created:
             self._start_finish(post)
-            if not future:
+            if not draft.future_date:
                 self._wake_scheduler()
         return Accepted(post, post.warnings)
-
-    @staticmethod
-    def _check_media(
-        new: NewPost, media: str, params: Mapping[str, Any], post_type: apb.PostType | None
-    ) -> None:
-        if new.kind is Kind.REEL and media != "video":
-            raise InvalidArgument(
-                "a reel needs a video: give the <photoapp-story> element a src pointing to a video"
-            )
-        if new.kind is Kind.CLIPAPP and media == "image":
-            title = params.get("title") or ""
-            if len(title) > PHOTO_TITLE_LIMIT:
-                raise InvalidArgument(
-                    f"title is {len(title)} characters; photo posts allow at most "
-                    f"{PHOTO_TITLE_LIMIT} (use description for longer text)"
-                )
-        if post_type is not None and post_type.media != media:
-            raise InvalidArgument(
-                f"post type '{post_type.post_type}' takes {post_type.media}, but the design "
-                f"renders {'a video' if media == 'video' else 'an image'}"
-            )
 
     def _start_finish(self, post: Post) -> None:
         """Rendering finishes at once, also for a future date; the worker retries if this fails."""
@@ -336,3 +328,54 @@ class PostIntake:
         task = asyncio.create_task(finish())
         self._finishing.add(task)
         task.add_done_callback(self._finishing.discard)
+
+
+def _linknet_destination(
+    account: apb.ConnectedAccount, params: StoryParams, username: str
+) -> LinknetDestination:
+    destinations = list(account.linknet_destinations)
+    if not destinations:
+        raise InvalidArgument(
+            f"shareToLinknet: photoapp account '{username}' has no linked linknet destination"
+        )
+    wanted = params.linknet_destination_id
+    if wanted is None:
+        chosen = destinations[0]
+    else:
+        matches = [d for d in destinations if d.id == wanted]
+        if not matches:
+            linked = ", ".join(d.id for d in destinations)
+            raise InvalidArgument(
+                f"linknetDestinationId '{wanted}' is not linked to photoapp account "
+                f"'{username}'; linked destinations: {linked}"
+            )
+        chosen = matches[0]
+    return LinknetDestination(chosen.id, chosen.name, chosen.type)
+
+
+def _check_media(media: str, params: Params, post_type: apb.PostType | None) -> None:
+    if isinstance(params, ReelParams) and media != "video":
+        raise InvalidArgument(
+            "a reel needs a video: give the <photoapp-story> element a src pointing to a video"
+        )
+    photo_title = params.title if isinstance(params, ClipappParams) and media == "image" else ""
+    if len(photo_title) > PHOTO_TITLE_LIMIT:
+        raise InvalidArgument(
+            f"title is {len(photo_title)} characters; photo posts allow at most "
+            f"{PHOTO_TITLE_LIMIT} (use description for longer text)"
+        )
+    if post_type is not None and post_type.media != media:
+        raise InvalidArgument(
+            f"post type '{post_type.post_type}' takes {post_type.media}, but the design "
+            f"renders {'a video' if media == 'video' else 'an image'}"
+        )
+
+
+def _warnings(kind: Kind, rendering: rpb.Rendering, notes: Sequence[str]) -> list[str]:
+    """The rendering's warnings, the intake's notes, and where stickers are not native."""
+    warnings = [*rendering.warnings, *notes]
+    if rendering.stickers and kind is Kind.REEL:
+        warnings.append(NOT_NATIVE_REEL)
+    if rendering.stickers and kind is Kind.CLIPAPP:
+        warnings.append(NOT_NATIVE_CLIPAPP)
+    return warnings

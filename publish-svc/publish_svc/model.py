@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from publish_svc.post_params import Params, params_from_doc
 from storypost_runtime.mongo import Document
 from storypost_runtime.vocabulary import (
     EVENT_TYPES,
@@ -73,7 +74,7 @@ class AccountInfo:
 
 @dataclass(frozen=True)
 class Post:
-    """A stored post; `params` holds the kind's own request fields (camelCase, as sent)."""
+    """A stored post; `params` holds the kind's own request fields (publish_svc.post_params)."""
 
     id: str
     organization_id: str
@@ -81,7 +82,7 @@ class Post:
     post_uuid: str
     status: Status
     account: AccountInfo
-    params: dict[str, Any]
+    params: Params
     date: datetime | None
     due_at: datetime
     # The caller gave a date in the future (social posts send no in-progress event then).
@@ -115,14 +116,15 @@ class Post:
 
     @classmethod
     def from_doc(cls, doc: Document) -> Post:
+        kind = Kind(doc["kind"])
         return cls(
             id=doc["_id"],
             organization_id=doc["organizationId"],
-            kind=Kind(doc["kind"]),
+            kind=kind,
             post_uuid=doc["postUuid"],
             status=Status(doc["status"]),
             account=AccountInfo.from_doc(doc["account"]),
-            params=dict(doc.get("params") or {}),
+            params=params_from_doc(kind, doc["params"]),
             date=doc.get("date"),
             due_at=doc["dueAt"],
             future_date=bool(doc.get("futureDate")),

@@ -342,25 +342,18 @@ class PostProcessor:
             now = self._clock.now()
             # The credit it owes, in the same write as the status (paid just below).
             debt = {"creditDueAt": now + CREDIT_RETRY} if post.kind is Kind.SOCIAL else {}
-            done = await self._store.transition(
-                post.id,
-                OPEN_STATUSES,
+            done = await self._end(
+                post,
                 Status.EXECUTED,
-                now=now,
-                owner=self._owner,
-                event=status_event(
-                    post,
-                    Status.EXECUTED,
-                    now,
-                    permalink=outcome.permalink,
-                    clipapp_status=outcome.raw_status,
-                ),
-                set_fields={
+                now,
+                {
                     "permalink": outcome.permalink,
                     "platformPostId": outcome.platform_post_id,
                     **raw,
                     **debt,
                 },
+                permalink=outcome.permalink,
+                clipapp_status=outcome.raw_status,
             )
             if done is not None:
                 due = post.date if post.date and post.future_date else post.created_at
@@ -436,20 +429,38 @@ class PostProcessor:
         # The daily reservation it owes back, in the same write as the status (given back just
         # below, or by settle_owed after a crash).
         owed = self._releases.owed_fields(post, now) if release_daily else {}
-        failed = await self._store.transition(
-            post.id,
-            OPEN_STATUSES,
+        failed = await self._end(
+            post,
             Status.FAILED,
-            now=now,
-            owner=self._owner,
-            event=status_event(post, Status.FAILED, now, error_message=message),
-            set_fields={"errorMessage": message, **(extra or {}), **owed},
+            now,
+            {"errorMessage": message, **(extra or {}), **owed},
+            error_message=message,
         )
         if failed is None:
             return
         log.info("failed", post=post.id, error=message)
         if owed:
             await self._releases.give_back(post)
+
+    async def _end(
+        self,
+        post: Post,
+        status: Status,
+        now: datetime,
+        set_fields: Mapping[str, Any],
+        **details: str | None,
+    ) -> Post | None:
+        """Moves the post this replica holds to a final status: the status, its event (with
+        `details`) and `set_fields` in one write; None when it moved meanwhile."""
+        return await self._store.transition(
+            post.id,
+            OPEN_STATUSES,
+            status,
+            now=now,
+            owner=self._owner,
+            event=status_event(post, status, now, **details),
+            set_fields=set_fields,
+        )
 
 
 OPEN_STATUSES = (Status.SCHEDULED, Status.IN_PROGRESS)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import grpc
@@ -11,11 +10,11 @@ from publish_svc.convert import KIND_OF_PB, STATUS_OF_PB, accepted_pb, moment_of
 from publish_svc.intake import PostIntake
 from publish_svc.listing import ListQuery
 from publish_svc.model import Kind
+from publish_svc.post_params import ClipappParams, ReelParams, SocialParams, StoryParams
 from publish_svc.posts import Posts
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.errors import InvalidArgument
-from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -28,100 +27,52 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
     async def ScheduleStory(
         self, request: pb.ScheduleStoryRequest, context: Context
     ) -> pb.ScheduleResponse:
-        params: dict[str, Any] = {
-            "aiGenerated": request.ai_generated,
-            "shareToLinknet": request.share_to_linknet,
-        }
-        if request.linknet_destination_id:
-            params["linknetDestinationId"] = request.linknet_destination_id
-        new = new_post(Kind.STORY, request, request.story_post_uuid, params)
+        new = new_post(request, request.story_post_uuid, StoryParams.of_request(request))
         return accepted_pb(await self._intake.story(new, request.photoapp_username))
 
     async def ScheduleReel(
         self, request: pb.ScheduleReelRequest, context: Context
     ) -> pb.ScheduleResponse:
-        params: dict[str, Any] = {
-            "caption": request.caption,
-            "shareToFeed": request.share_to_feed,
-            "aiGenerated": request.ai_generated,
-        }
-        if request.HasField("share_to_linknet"):
-            params["shareToLinknet"] = request.share_to_linknet
-        new = new_post(Kind.REEL, request, request.reel_post_uuid, params)
+        new = new_post(request, request.reel_post_uuid, ReelParams.of_request(request))
         return accepted_pb(await self._intake.reel(new, request.photoapp_username))
 
     async def ScheduleClipappPost(
         self, request: pb.ScheduleClipappPostRequest, context: Context
     ) -> pb.ScheduleResponse:
-        params: dict[str, Any] = {
-            "title": request.title,
-            "description": request.description,
-            "privacyLevel": request.privacy_level or CLIPAPP_DEFAULT_PRIVACY_LEVEL,
-            "disableDuet": request.disable_duet,
-            "disableComment": request.disable_comment,
-            "disableStitch": request.disable_stitch,
-            "brandOrganic": request.brand_organic,
-            "brandedContent": request.branded_content,
-            "aiGenerated": request.ai_generated,
-            "autoAudio": request.auto_audio,
-        }
-        if request.HasField("video_cover_timestamp_ms"):
-            params["videoCoverTimestampMs"] = request.video_cover_timestamp_ms
-        new = new_post(Kind.CLIPAPP, request, request.clipapp_post_uuid, params)
+        new = new_post(request, request.clipapp_post_uuid, ClipappParams.of_request(request))
         return accepted_pb(await self._intake.clipapp(new, request.clipapp_account_id))
 
     async def ScheduleSocialPost(
         self, request: pb.ScheduleSocialPostRequest, context: Context
     ) -> pb.ScheduleResponse:
-        try:
-            options = json.loads(request.options_json) if request.options_json else {}
-        except ValueError:
-            raise InvalidArgument("options must be a JSON object") from None
-        if not isinstance(options, dict):
-            raise InvalidArgument("options must be a JSON object")
-        params: dict[str, Any] = {"text": request.text, "options": options}
-        new = new_post(Kind.SOCIAL, request, request.social_post_uuid, params)
+        new = new_post(request, request.social_post_uuid, SocialParams.of_request(request))
         return accepted_pb(
             await self._intake.social(new, request.social_account_id, request.post_type)
         )
 
     async def GetStory(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(
-            await self._posts.get(Kind.STORY, request.organization_id, request.post_uuid)
-        )
+        return await self._get(Kind.STORY, request)
 
     async def GetReel(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(await self._posts.get(Kind.REEL, request.organization_id, request.post_uuid))
+        return await self._get(Kind.REEL, request)
 
     async def GetClipappPost(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(
-            await self._posts.get(Kind.CLIPAPP, request.organization_id, request.post_uuid)
-        )
+        return await self._get(Kind.CLIPAPP, request)
 
     async def GetSocialPost(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(
-            await self._posts.get(Kind.SOCIAL, request.organization_id, request.post_uuid)
-        )
+        return await self._get(Kind.SOCIAL, request)
 
     async def CancelStory(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(
-            await self._posts.cancel(Kind.STORY, request.organization_id, request.post_uuid)
-        )
+        return await self._cancel(Kind.STORY, request)
 
     async def CancelReel(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(
-            await self._posts.cancel(Kind.REEL, request.organization_id, request.post_uuid)
-        )
+        return await self._cancel(Kind.REEL, request)
 
     async def CancelClipappPost(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(
-            await self._posts.cancel(Kind.CLIPAPP, request.organization_id, request.post_uuid)
-        )
+        return await self._cancel(Kind.CLIPAPP, request)
 
     async def CancelSocialPost(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
-        return post_pb(
-            await self._posts.cancel(Kind.SOCIAL, request.organization_id, request.post_uuid)
-        )
+        return await self._cancel(Kind.SOCIAL, request)
 
     async def ListPosts(
         self, request: pb.ListPostsRequest, context: Context
@@ -142,3 +93,10 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
             next_page_token=page.next_token,
             previous_page_token=page.previous_token,
         )
+
+    # The Get* and Cancel* methods differ only in the kind.
+    async def _get(self, kind: Kind, request: pb.GetPostRequest) -> pb.Post:
+        return post_pb(await self._posts.get(kind, request.organization_id, request.post_uuid))
+
+    async def _cancel(self, kind: Kind, request: pb.GetPostRequest) -> pb.Post:
+        return post_pb(await self._posts.cancel(kind, request.organization_id, request.post_uuid))

@@ -20,8 +20,9 @@ from typing import Any
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
 from publish_svc.drivers.http import PlatformError, StepDriver, while_unsettled
-from publish_svc.model import Kind, Post
-from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL, CLIPAPP_PUBLIC
+from publish_svc.model import Post
+from publish_svc.post_params import ClipappParams, SocialParams, expect
+from storypost_runtime.vocabulary import CLIPAPP_PUBLIC
 
 POLL_START_SECONDS = 0.3
 POLL_MAX_SECONDS = 3.0
@@ -44,30 +45,28 @@ def unknown_outcome(reason: str) -> str:
     )
 
 
-def _settings(post: Post) -> dict[str, Any]:
+def _settings(post: Post) -> ClipappParams:
     """The clipapp fields of a clipapp post, or of a social post's options."""
-    if post.kind is Kind.CLIPAPP:
+    if isinstance(post.params, ClipappParams):
         return post.params
-    options = dict(post.params.get("options") or {})
-    options.setdefault("title", post.params.get("text") or "")
-    return options
+    return ClipappParams.of_social(expect(post.params, SocialParams))
 
 
-def _refusal(creator: dict[str, Any], wanted: dict[str, Any], media: Media) -> str | None:
-    level = wanted.get("privacyLevel") or CLIPAPP_DEFAULT_PRIVACY_LEVEL
+def _refusal(creator: dict[str, Any], wanted: ClipappParams, media: Media) -> str | None:
+    level = wanted.privacy_level
     allowed = creator.get("privacy_level_options") or []
     if level not in allowed:
         return (
             f"privacy level {level} is not allowed for this account (allowed: {', '.join(allowed)})"
         )
-    for toggle, field in (
-        ("disableComment", "comment_disabled"),
-        ("disableDuet", "duet_disabled"),
-        ("disableStitch", "stitch_disabled"),
+    for feature, asked, field in (
+        ("comment", wanted.disable_comment, "comment_disabled"),
+        ("duet", wanted.disable_duet, "duet_disabled"),
+        ("stitch", wanted.disable_stitch, "stitch_disabled"),
     ):
         # The account has the feature switched off for good: asking to enable it is refused.
-        if creator.get(field) and wanted.get(toggle) is False and toggle in wanted:
-            return f"{toggle[7:].lower()}s are disabled for this account"
+        if creator.get(field) and asked is False:
+            return f"{feature}s are disabled for this account"
     limit = creator.get("max_video_post_duration_sec")
     if media.kind == "video" and limit and media.duration_seconds > float(limit):
         return (
@@ -77,28 +76,28 @@ def _refusal(creator: dict[str, Any], wanted: dict[str, Any], media: Media) -> s
     return None
 
 
-def init_request(wanted: dict[str, Any], media: Media) -> dict[str, Any]:
+def init_request(wanted: ClipappParams, media: Media) -> dict[str, Any]:
     post_info: dict[str, Any] = {
-        "title": wanted.get("title") or "",
-        "description": wanted.get("description") or "",
-        "privacy_level": wanted.get("privacyLevel") or CLIPAPP_DEFAULT_PRIVACY_LEVEL,
-        "disable_comment": bool(wanted.get("disableComment")),
-        "disable_duet": bool(wanted.get("disableDuet")),
-        "disable_stitch": bool(wanted.get("disableStitch")),
-        "brand_organic_toggle": bool(wanted.get("brandOrganic")),
-        "brand_content_toggle": bool(wanted.get("brandedContent")),
-        "is_aigc": bool(wanted.get("aiGenerated")),
+        "title": wanted.title,
+        "description": wanted.description,
+        "privacy_level": wanted.privacy_level,
+        "disable_comment": bool(wanted.disable_comment),
+        "disable_duet": bool(wanted.disable_duet),
+        "disable_stitch": bool(wanted.disable_stitch),
+        "brand_organic_toggle": wanted.brand_organic,
+        "brand_content_toggle": wanted.branded_content,
+        "is_aigc": wanted.ai_generated,
     }
     if media.kind == "video":
-        cover = wanted.get("videoCoverTimestampMs")
+        cover = wanted.video_cover_timestamp_ms
         # Beyond the video (or absent) means the first frame, as the spec says.
-        if isinstance(cover, int) and 0 <= cover <= media.duration_seconds * 1000:
+        if cover is not None and 0 <= cover <= media.duration_seconds * 1000:
             post_info["video_cover_timestamp_ms"] = cover
         return {
             "post_info": post_info,
             "source_info": {"source": "PULL_FROM_URL", "video_url": media.url},
         }
-    post_info["auto_add_music"] = bool(wanted.get("autoAudio"))
+    post_info["auto_add_music"] = wanted.auto_audio
     return {
         "post_info": post_info,
         "source_info": {

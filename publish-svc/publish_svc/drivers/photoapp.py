@@ -16,7 +16,7 @@ from typing import Any
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
 from publish_svc.drivers.http import PlatformError, StepDriver, while_unsettled
 from publish_svc.model import Kind, Post
-from storypost_runtime.vocabulary import REEL_SHARE_TO_LINKNET_DEFAULT
+from publish_svc.post_params import Params, ReelParams, SocialParams, StoryParams, expect
 
 # "the media URL answered HTTP 503": our store, for a while; worth another attempt.
 SERVER_ERROR = re.compile(r"\bHTTP 5\d\d\b")
@@ -27,21 +27,22 @@ POLL_LIMIT_SECONDS = 120.0
 REEL_TYPES = {"REEL", "REELS"}
 
 
-def _media_type(post: Post) -> str:
-    if post.kind is Kind.REEL:
+def _media_type(params: Params) -> str:
+    if isinstance(params, ReelParams):
         return "REELS"
-    if post.kind is Kind.SOCIAL and str(post.params.get("postType", "")).upper() in REEL_TYPES:
+    if isinstance(params, SocialParams) and str(params.post_type).upper() in REEL_TYPES:
         return "REELS"
     return "STORIES"
 
 
 def container_request(post: Post, media: Media) -> dict[str, Any]:
+    params = post.params
     body: dict[str, Any] = {
-        "media_type": _media_type(post),
+        "media_type": _media_type(params),
         ("video_url" if media.kind == "video" else "image_url"): media.url,
-        "ai_generated": bool(post.params.get("aiGenerated")),
+        "ai_generated": isinstance(params, StoryParams | ReelParams) and params.ai_generated,
     }
-    if post.kind is Kind.STORY:
+    if isinstance(params, StoryParams):
         # Native stickers go with stories only (reels have them rendered into the video).
         body["stickers"] = [
             {
@@ -54,19 +55,18 @@ def container_request(post: Post, media: Media) -> dict[str, Any]:
             }
             for s in post.stickers
         ]
-        destination = post.params.get("linknetDestination")
-        if post.params.get("shareToLinknet") and destination:
+        destination = params.linknet_destination
+        if params.share_to_linknet and destination:
             body["share_to_linknet"] = True
-            body["linknet_destination_id"] = destination["id"]
-    elif post.kind is Kind.REEL:
-        body["caption"] = post.params.get("caption") or ""
-        body["share_to_feed"] = bool(post.params.get("shareToFeed"))
-        body["share_to_linknet"] = bool(
-            post.params.get("shareToLinknet", REEL_SHARE_TO_LINKNET_DEFAULT)
-        )
+            body["linknet_destination_id"] = destination.id
+    elif isinstance(params, ReelParams):
+        body["caption"] = params.caption
+        body["share_to_feed"] = params.share_to_feed
+        body["share_to_linknet"] = params.share_to_linknet
     else:
-        body["caption"] = post.params.get("text") or ""
-        body.update(post.params.get("options") or {})
+        social = expect(params, SocialParams)
+        body["caption"] = social.text
+        body.update(social.options)
     return body
 
 

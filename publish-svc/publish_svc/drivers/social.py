@@ -13,6 +13,7 @@ from typing import Any
 from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
 from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
 from publish_svc.model import Post
+from publish_svc.post_params import SocialParams, expect
 
 
 class SocialDriver:
@@ -22,12 +23,13 @@ class SocialDriver:
     async def publish(
         self, post: Post, media: Media, credentials: Credentials, progress: Progress
     ) -> Outcome:
+        params = expect(post.params, SocialParams)
         body = {
             "media_type": media.kind,
             "media_url": media.url,
-            "text": post.params.get("text") or "",
-            "post_type": post.params.get("postType"),
-            "options": post.params.get("options") or {},
+            "text": params.text,
+            "post_type": params.post_type,
+            "options": params.options,
         }
         token = credentials.access_token
         try:

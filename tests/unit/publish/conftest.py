@@ -24,6 +24,7 @@ from tests.unit.publish.fakes import (
     FakeRenderer,
     OneDriver,
     ScriptedDriver,
+    params,
     photoapp_account,
     social_account,
 )
@@ -77,9 +78,10 @@ class Core:
         return [event["data"] for event in doc.get("outbox", [])]
 
     def new(
-        self, kind: Kind, post_uuid: str, date: datetime | None = None, **params: Any
-    ) -> NewPost:
-        return NewPost(kind, "org", post_uuid, rpb.Design(html="<p>hi</p>"), date, dict(params))
+        self, kind: Kind, post_uuid: str, date: datetime | None = None, **fields: Any
+    ) -> NewPost[Any]:
+        """A schedule call's post; `fields` are its request's (as in `fakes.params`)."""
+        return NewPost("org", post_uuid, rpb.Design(html="<p>hi</p>"), date, params(kind, **fields))
 
 
 @pytest.fixture

@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from publish_svc.drivers.base import Credentials, Driver, Media, Outcome, Progress
-from publish_svc.model import Post
+from publish_svc.model import Kind, Post
+from publish_svc.post_params import ClipappParams, Params, ReelParams, SocialParams, StoryParams
 from storypost.account.v1 import account_pb2 as apb
+from storypost.publish.v1 import publish_pb2 as pb
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.errors import InvalidArgument
+
+
+def params(kind: Kind, **fields: Any) -> Params:
+    """A kind's params as the servicer makes them from a request with these fields (a social
+    post's `options` as a dict, and its `post_type` as the intake adds it)."""
+    if kind is Kind.STORY:
+        return StoryParams.of_request(pb.ScheduleStoryRequest(**fields))
+    if kind is Kind.REEL:
+        return ReelParams.of_request(pb.ScheduleReelRequest(**fields))
+    if kind is Kind.CLIPAPP:
+        return ClipappParams.of_request(pb.ScheduleClipappPostRequest(**fields))
+    post_type = fields.pop("post_type", None)
+    options = json.dumps(fields.pop("options", {}))
+    social = SocialParams.of_request(pb.ScheduleSocialPostRequest(options_json=options, **fields))
+    return replace(social, post_type=post_type)
 
 
 def photoapp_account(username: str = "alice", disconnected: bool = False) -> apb.ConnectedAccount:

@@ -21,6 +21,7 @@ from sandbox_net.app import Sandbox
 from sandbox_net.switches import Switch
 from sandbox_net.tokens import TokenClaims, TokenSigner
 from tests.support.accounts import in_process_sandbox, sandbox_transport
+from tests.unit.publish.fakes import params
 
 SECRET = "driver-tests-secret"
 BASE = "http://sandbox.test"
@@ -74,16 +75,16 @@ def credentials(sandbox: Sandbox, platform: str, username: str) -> Credentials:
     return Credentials(token, account["id"], username)
 
 
-def post(kind: Kind, platform: str = "PHOTOAPP", **params: Any) -> Post:
+def post(kind: Kind, platform: str = "PHOTOAPP", uuid: str = "u1", **fields: Any) -> Post:
     now = datetime(2026, 11, 23, tzinfo=UTC)
     return Post(
-        id=f"{kind.value}:org:{params.pop('uuid', 'u1')}",
+        id=f"{kind.value}:org:{uuid}",
         organization_id="org",
         kind=kind,
         post_uuid="u1",
         status=Status.SCHEDULED,
         account=AccountInfo("sa_1", platform, "1", "alice"),
-        params=params,
+        params=params(kind, **fields),
         date=None,
         due_at=now,
         future_date=False,
@@ -192,11 +193,11 @@ async def test_clipapp_refuses_what_the_creator_may_not_do_and_publishes_the_res
     creds = credentials(sandbox, "clipapp", "clipper")
     driver = ClipappDriver(PlatformClient(http, f"{BASE}/clipapp/v2", "clipapp"))
     refused = await driver.publish(
-        post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="NOT_A_LEVEL"), VIDEO, creds, MemoryProgress({})
+        post(Kind.CLIPAPP, "CLIPAPP", privacy_level="NOT_A_LEVEL"), VIDEO, creds, MemoryProgress({})
     )
     assert refused.kind is OutcomeKind.FAILED and "privacy level" in refused.message
     done = await driver.publish(
-        post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="SELF_ONLY", title="t", uuid="u2"),
+        post(Kind.CLIPAPP, "CLIPAPP", privacy_level="SELF_ONLY", title="t", uuid="u2"),
         IMAGE,
         creds,
         MemoryProgress({}),
@@ -209,7 +210,7 @@ async def test_social_publish_is_idempotent_by_key(world: Any) -> None:
     sandbox, http = world
     creds = credentials(sandbox, "pinboard", "brand")
     driver = SocialDriver(PlatformClient(http, f"{BASE}/pinboard/v1", "pinboard"))
-    pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={"boardId": "b1"})
+    pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={"boardId": "b1"})
     first = await driver.publish(pin, IMAGE, creds, MemoryProgress({}))
     second = await driver.publish(pin, IMAGE, creds, MemoryProgress({}))
     assert first.kind is OutcomeKind.EXECUTED and first.permalink

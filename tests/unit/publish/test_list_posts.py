@@ -12,12 +12,13 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from publish_svc.listing import NOT_A_PAGE, OTHER_QUERY
 from publish_svc.model import Kind, Status, post_id
+from publish_svc.post_params import params_doc
 from publish_svc.servicer import PublishServicer
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.mongo import Document
 from tests.unit.publish.conftest import START, Core
-from tests.unit.publish.fakes import photoapp_account
+from tests.unit.publish.fakes import params, photoapp_account
 
 DAY = timedelta(days=1)
 
@@ -36,7 +37,7 @@ def _doc(uuid: str, date: datetime | None, created: datetime = START) -> Documen
             "platformAccountId": photoapp_account("alice").platform_account_id,
             "username": "alice",
         },
-        "params": {},
+        "params": params_doc(params(kind)),
         "date": date,
         "dueAt": date or created,
         "createdAt": created,

@@ -91,7 +91,7 @@ async def test_clipapp_init_answer_lost_after_posting_is_found_never_posted_agai
     world: World,
 ) -> None:
     creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="PUBLIC_TO_EVERYONE", title="launch day")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="PUBLIC_TO_EVERYONE", title="launch day")
     progress = MemoryProgress({})
     world.transport.lose[CONTENT_INIT] = "after"
     first = await world.clipapp().publish(item, IMAGE, creds, progress)
@@ -110,7 +110,7 @@ async def test_clipapp_init_answer_lost_after_posting_is_found_never_posted_agai
 
 async def test_clipapp_private_post_with_a_lost_answer_fails_as_unknown(world: World) -> None:
     creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="SELF_ONLY", title="just me")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="SELF_ONLY", title="just me")
     progress = MemoryProgress({})
     world.transport.lose[CONTENT_INIT] = "after"
     await world.clipapp().publish(item, IMAGE, creds, progress)
@@ -127,11 +127,11 @@ async def test_clipapp_lost_request_is_looked_for_until_settled_then_unknown(
     world: World,
 ) -> None:
     creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="PUBLIC_TO_EVERYONE", title="gone")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="PUBLIC_TO_EVERYONE", title="gone")
     # Another public post of the account with another title is not taken for ours.
     other = MemoryProgress({})
     await world.clipapp().publish(
-        post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="PUBLIC_TO_EVERYONE", title="x", uuid="u9"),
+        post(Kind.CLIPAPP, "CLIPAPP", privacy_level="PUBLIC_TO_EVERYONE", title="x", uuid="u9"),
         IMAGE,
         creds,
         other,
@@ -149,7 +149,7 @@ async def test_clipapp_lost_request_is_looked_for_until_settled_then_unknown(
 
 async def test_clipapp_init_refused_by_the_platform_may_be_sent_again(world: World) -> None:
     creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacyLevel="SELF_ONLY", title="t")
+    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="SELF_ONLY", title="t")
     progress = MemoryProgress({})
     world.sandbox.store.set_switch(
         Switch("clipapp", None, "offline", endpoint="post/publish/content/init")
@@ -166,7 +166,7 @@ async def test_clipapp_init_refused_by_the_platform_may_be_sent_again(world: Wor
 async def test_social_post_found_by_its_key_past_the_deadline(world: World) -> None:
     creds = credentials(world.sandbox, "pinboard", "brand")
     driver = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
-    pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={})
+    pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     progress = MemoryProgress({})
     world.transport.lose["/pinboard/v1/posts"] = "after"
     lost = await driver.publish(pin, IMAGE, creds, progress)
@@ -182,7 +182,7 @@ async def test_social_post_found_by_its_key_past_the_deadline(world: World) -> N
 async def test_social_post_never_sent_is_not_sent_late(world: World) -> None:
     creds = credentials(world.sandbox, "pinboard", "brand")
     driver = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
-    pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={})
+    pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     progress = MemoryProgress({})
     world.transport.lose["/pinboard/v1/posts"] = "before"
     await driver.publish(pin, IMAGE, creds, progress)
@@ -222,9 +222,9 @@ async def test_a_refused_look_up_after_a_lost_answer_is_looked_at_again_never_fa
     photoapp = PhotoappDriver(PlatformClient(world.http, f"{BASE}/photoapp/v1", "photoapp"))
     pin_creds = credentials(world.sandbox, "pinboard", "brand")
     social = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
-    pin = post(Kind.SOCIAL, "PINBOARD", postType="PIN", text="hi", options={})
+    pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     clip_creds = credentials(world.sandbox, "clipapp", "cleo")
-    clip = post(Kind.CLIPAPP, "CLIPAPP", title="found", privacyLevel="PUBLIC_TO_EVERYONE")
+    clip = post(Kind.CLIPAPP, "CLIPAPP", title="found", privacy_level="PUBLIC_TO_EVERYONE")
     cases: list[tuple[Driver, Post, Credentials, str]] = [
         (
             photoapp,
@@ -257,7 +257,7 @@ async def test_a_refused_clipapp_status_after_init_is_looked_at_again_never_fail
     world: World,
 ) -> None:
     creds = credentials(world.sandbox, "clipapp", "cleo")
-    item = post(Kind.CLIPAPP, "CLIPAPP", title="status", privacyLevel="SELF_ONLY")
+    item = post(Kind.CLIPAPP, "CLIPAPP", title="status", privacy_level="SELF_ONLY")
     progress = MemoryProgress({})
     refuse_once(world, "clipapp", "post/publish/status/fetch")
     refused = await world.clipapp().publish(item, IMAGE, creds, progress)

@@ -8,6 +8,7 @@ import pytest
 
 from publish_svc.drivers.base import Outcome
 from publish_svc.model import Kind, Status
+from publish_svc.post_params import ClipappParams, ReelParams, SocialParams, expect
 from storypost.account.v1 import account_pb2 as apb
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
@@ -24,7 +25,8 @@ async def test_future_social_post_sends_no_event_when_its_date_arrives(core: Cor
         "IMAGE_POST",
     )
     assert accepted.post.status is Status.SCHEDULED
-    assert accepted.post.params["text"] == "hello worl"  # shortened to maxCaptionLength 10
+    # Shortened to maxCaptionLength 10.
+    assert expect(accepted.post.params, SocialParams).text == "hello worl"
     core.clock.advance(timedelta(hours=1))
     await core.run_due()
     post = await core.posts.get(Kind.SOCIAL, "org", UUID)
@@ -124,7 +126,7 @@ async def test_reel_needs_video_and_goes_in_progress_then_executed(core: Core) -
     core.renderer.media_kind = rpb.MEDIA_KIND_VIDEO
     accepted = await core.intake.reel(core.new(Kind.REEL, UUID, caption="hi"), "alice")
     assert any("not native" in w for w in accepted.warnings)
-    assert accepted.post.params["shareToLinknet"] is True
+    assert expect(accepted.post.params, ReelParams).share_to_linknet is True
     await core.run_due()
     post = await core.posts.get(Kind.REEL, "org", UUID)
     assert [e["status"] for e in await core.events(post)] == [
@@ -165,4 +167,4 @@ async def test_clipapp_photo_title_limit_and_status(core: Core) -> None:
     await core.run_due()
     post = await core.posts.get(Kind.CLIPAPP, "org", UUID)
     assert post.status is Status.EXECUTED and post.clipapp_status == "PUBLISH_COMPLETE"
-    assert post.params["privacyLevel"] == "SELF_ONLY"
+    assert expect(post.params, ClipappParams).privacy_level == "SELF_ONLY"

@@ -9,6 +9,7 @@ import pytest
 
 from publish_svc.drivers.base import Outcome
 from publish_svc.model import Kind, Status
+from publish_svc.post_params import ReelParams, expect
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from tests.unit.publish.conftest import START, Core
@@ -154,8 +155,8 @@ async def test_quota_and_bad_input(core: Core) -> None:
             core.new(
                 Kind.STORY,
                 "6f1c1f9e-4f0e-4c7a-9d6b-2f6f0a4b9c98",
-                shareToLinknet=True,
-                linknetDestinationId="9",
+                share_to_linknet=True,
+                linknet_destination_id="9",
             ),
             "alice",
         )
@@ -185,17 +186,17 @@ async def test_a_reel_is_shared_to_linknet_unless_told_or_unable(core: Core) -> 
     shared = await core.intake.reel(
         core.new(Kind.REEL, "00000000-0000-4000-8000-00000000000a"), "alice"
     )
-    assert shared.post.params["shareToLinknet"] is True
+    assert expect(shared.post.params, ReelParams).share_to_linknet is True
     assert not any("linknet" in warning for warning in shared.warnings)
     told = await core.intake.reel(
-        core.new(Kind.REEL, "00000000-0000-4000-8000-00000000000b", shareToLinknet=False), "alice"
+        core.new(Kind.REEL, "00000000-0000-4000-8000-00000000000b", share_to_linknet=False), "alice"
     )
-    assert told.post.params["shareToLinknet"] is False
+    assert expect(told.post.params, ReelParams).share_to_linknet is False
     # An account without a linknet destination posts the reel unshared, and says so.
     core.accounts.accounts["bob"] = photoapp_account("bob")
     del core.accounts.accounts["bob"].linknet_destinations[:]
     unable = await core.intake.reel(
         core.new(Kind.REEL, "00000000-0000-4000-8000-00000000000c"), "bob"
     )
-    assert unable.post.params["shareToLinknet"] is False
+    assert expect(unable.post.params, ReelParams).share_to_linknet is False
     assert any("not shared to linknet" in warning for warning in unable.warnings)
