@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from storypost_runtime.metrics import MetricsIn
+
 LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600)
 
 
@@ -18,18 +20,18 @@ class PublishMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> PublishMetrics:
+        declare = MetricsIn(registry)
         return cls(
-            lag=Histogram(
+            lag=declare.histogram(
                 "storypost_publish_lag_seconds",
                 "Seconds from a post's due time to its publication",
-                ["kind"],
+                "kind",
                 buckets=LAG_BUCKETS,
-                registry=registry,
             ),
-            outcomes=Counter(
+            outcomes=declare.counter(
                 "storypost_publish_attempts",
                 "Publish attempts by platform and outcome",
-                ["platform", "outcome"],
-                registry=registry,
+                "platform",
+                "outcome",
             ),
         )

@@ -3,7 +3,6 @@ target, served by the edge), expiry."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import hmac
@@ -23,9 +22,11 @@ from render_svc.records import RenderCollections
 from render_svc.sniff import HEAD_BYTES, mismatch, served_as
 from render_svc.storage import MediaStore
 from storypost_runtime.clock import Clock
+from storypost_runtime.documents import from_document
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
+from storypost_runtime.tasks import run_passes
 
 log = get_logger(__name__)
 
@@ -137,19 +138,13 @@ class TempBlob:
 
     @classmethod
     def from_doc(cls, doc: Document) -> TempBlob:
-        return cls(
-            doc["organizationId"],
-            doc["tempBlobUuid"],
-            doc["key"],
-            doc["contentType"],
-            int(doc["contentLength"]),
-            doc["objectKey"],
-            doc["createdAt"],
-            doc["expiresAt"],
-            bool(doc.get("uploaded")),
-            str(doc.get("uploadUrl") or ""),
-            doc.get("uploadUntil"),
-            str(doc.get("refused") or ""),
+        return from_document(
+            cls,
+            doc,
+            content_length=int(doc["contentLength"]),
+            uploaded=bool(doc.get("uploaded")),
+            upload_url=str(doc.get("uploadUrl") or ""),
+            refused=str(doc.get("refused") or ""),
         )
 
     def url(self, public_app_url: str) -> str:
@@ -437,12 +432,8 @@ class TempBlobs:
 
 async def sweep_forever(blobs: TempBlobs, interval_seconds: float) -> None:
     """The sweeper loop: deletes expired blobs every interval (errors are logged, retried)."""
-    while True:
-        try:
-            while await blobs.sweep():
-                pass
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            log.warning("temp blob sweep failed", error=str(error))
-        await asyncio.sleep(interval_seconds)
+    await run_passes(
+        blobs.sweep,
+        lambda error: log.warning("temp blob sweep failed", error=str(error)),
+        poll_seconds=interval_seconds,
+    )

@@ -7,6 +7,7 @@ from typing import Any
 from render_svc.blobs import TempBlob
 from render_svc.drafts import DraftView
 from render_svc.renderer import DesignInput
+from render_svc.renderings import MediaUrls, Rendering
 from storypost.render.v1 import render_pb2 as pb
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp
@@ -53,6 +54,38 @@ def blob_pb(blob: TempBlob, app_url: str, upload_url: str | None = None) -> pb.T
         content_type=blob.content_type,
         content_length_bytes=blob.content_length,
         expires_at=timestamp(blob.expires_at),
+    )
+
+
+def rendering_pb(rendering: Rendering, urls: MediaUrls | None) -> pb.Rendering:
+    """A rendering with its media URLs (None: no media yet)."""
+    return pb.Rendering(
+        organization_id=rendering.organization_id,
+        rendering_id=rendering.rendering_id,
+        state=STATES[rendering.state],
+        media_kind=KINDS[rendering.media_kind],
+        warnings=rendering.warnings,
+        stickers=[
+            pb.Sticker(
+                kind=s.kind,
+                attributes=s.attributes,
+                x=s.x,
+                y=s.y,
+                width=s.width,
+                height=s.height,
+                photoapp_user_id=s.photoapp_user_id,
+            )
+            for s in rendering.stickers
+        ],
+        duration_seconds=rendering.duration_seconds or 0.0,
+        media_url=urls.media_url if urls else "",
+        preview_url=urls.preview_url if urls else "",
+        error_message=rendering.error_message or "",
+        purpose=rendering.purpose,  # type: ignore[arg-type]
+        media_content_type=rendering.content_type,
+        urls_expire_at=timestamp(urls.expires_at) if urls else None,
+        created_at=timestamp(rendering.created_at),
+        finished_at=timestamp(rendering.finished_at),
     )
 
 

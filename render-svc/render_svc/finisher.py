@@ -44,9 +44,10 @@ from render_svc.video_rules import DurationBounds
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import DomainError, NotFound
 from storypost_runtime.logs import get_logger
+from storypost_runtime.metrics import MetricsIn
 from storypost_runtime.mongo import Document
 from storypost_runtime.outbox import Event, with_event
-from storypost_runtime.tasks import TaskSet
+from storypost_runtime.tasks import TaskSet, run_passes
 
 log = get_logger(__name__)
 
@@ -56,12 +57,12 @@ COMPOSITE_TIMEOUT_SECONDS = 1800.0
 
 
 def finish_durations(registry: CollectorRegistry | None) -> Histogram:
-    return Histogram(
+    return MetricsIn(registry).histogram(
         "storypost_render_finish_seconds",
         "Seconds a finish took (video composite, preview, upload), by media kind and outcome",
-        ["media", "outcome"],
+        "media",
+        "outcome",
         buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
-        registry=registry,
     )
 
 
@@ -133,14 +134,17 @@ class Finisher:
         return count
 
     async def resume_forever(self, interval_seconds: float) -> None:
-        while True:
-            try:
-                await self.resume_expired()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                log.warning("resuming renderings failed", error=str(error))
-            await asyncio.sleep(interval_seconds)
+        """Resumes expired renderings every interval (errors are logged, retried)."""
+
+        async def resume_then_wait() -> int:
+            await self.resume_expired()
+            return 0  # what it took over finishes under fresh leases: wait the interval
+
+        await run_passes(
+            resume_then_wait,
+            lambda error: log.warning("resuming renderings failed", error=str(error)),
+            poll_seconds=interval_seconds,
+        )
 
     async def wait_idle(self) -> None:
         """Waits for the running finishers (tests, shutdown)."""

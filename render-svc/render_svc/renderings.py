@@ -23,6 +23,7 @@ from render_svc.stickers import Sticker
 from render_svc.storage import MediaStore
 from render_svc.video_rules import bounds_for
 from storypost_runtime.clock import Clock
+from storypost_runtime.documents import from_document
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
@@ -69,33 +70,12 @@ class Rendering:
 
     @classmethod
     def from_doc(cls, doc: Document) -> Rendering:
-        return cls(
-            organization_id=doc["organizationId"],
-            rendering_id=doc["renderingId"],
+        return from_document(
+            cls,
+            doc,
             purpose=int(doc.get("purpose", 0)),
-            state=doc["state"],
-            media_kind=doc["mediaKind"],
             warnings=list(doc.get("warnings") or []),
-            stickers=[
-                Sticker(
-                    s["kind"],
-                    dict(s.get("attributes") or {}),
-                    float(s["x"]),
-                    float(s["y"]),
-                    float(s["width"]),
-                    float(s["height"]),
-                    s.get("photoappUserId") or "",
-                )
-                for s in doc.get("stickers") or []
-            ],
-            capture_key=doc["captureKey"],
-            created_at=doc["createdAt"],
-            duration_seconds=doc.get("durationSeconds"),
-            video_src=doc.get("videoSrc"),
-            media_key=doc.get("mediaKey"),
-            preview_key=doc.get("previewKey"),
-            error_message=doc.get("errorMessage"),
-            finished_at=doc.get("finishedAt"),
+            stickers=[_sticker_of(stored) for stored in doc.get("stickers") or []],
             bounds=dict(doc.get("bounds") or {}),
         )
 
@@ -109,6 +89,18 @@ class MediaUrls:
     media_url: str
     preview_url: str
     expires_at: datetime
+
+
+def _sticker_of(stored: Document) -> Sticker:
+    return Sticker(
+        stored["kind"],
+        dict(stored.get("attributes") or {}),
+        float(stored["x"]),
+        float(stored["y"]),
+        float(stored["width"]),
+        float(stored["height"]),
+        stored.get("photoappUserId") or "",
+    )
 
 
 def _sticker_doc(sticker: Sticker) -> Document:

@@ -7,13 +7,20 @@ from typing import Any
 import grpc
 
 from render_svc.blobs import TempBlobs
-from render_svc.convert import KINDS, STATES, app_url_of, blob_pb, design_of, draft_pb, org_of
+from render_svc.convert import (
+    app_url_of,
+    blob_pb,
+    design_of,
+    draft_pb,
+    org_of,
+    rendering_pb,
+)
 from render_svc.drafts import Drafts
 from render_svc.finisher import Finisher
 from render_svc.renderings import Rendering, Renderings
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
-from storypost_runtime.protobuf import timestamp, to_datetime
+from storypost_runtime.protobuf import to_datetime
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -28,35 +35,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
         self._drafts = drafts
 
     async def _rendering_pb(self, rendering: Rendering) -> pb.Rendering:
-        urls = await self._renderings.urls(rendering)
-        return pb.Rendering(
-            organization_id=rendering.organization_id,
-            rendering_id=rendering.rendering_id,
-            state=STATES[rendering.state],
-            media_kind=KINDS[rendering.media_kind],
-            warnings=rendering.warnings,
-            stickers=[
-                pb.Sticker(
-                    kind=s.kind,
-                    attributes=s.attributes,
-                    x=s.x,
-                    y=s.y,
-                    width=s.width,
-                    height=s.height,
-                    photoapp_user_id=s.photoapp_user_id,
-                )
-                for s in rendering.stickers
-            ],
-            duration_seconds=rendering.duration_seconds or 0.0,
-            media_url=urls.media_url if urls else "",
-            preview_url=urls.preview_url if urls else "",
-            error_message=rendering.error_message or "",
-            purpose=rendering.purpose,  # type: ignore[arg-type]
-            media_content_type=rendering.content_type,
-            urls_expire_at=timestamp(urls.expires_at) if urls else None,
-            created_at=timestamp(rendering.created_at),
-            finished_at=timestamp(rendering.finished_at),
-        )
+        return rendering_pb(rendering, await self._renderings.urls(rendering))
 
     async def Prepare(self, request: pb.PrepareRequest, context: Context) -> pb.PrepareResponse:
         rendering = await self._renderings.prepare(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -16,6 +16,13 @@ from pymongo.errors import ConnectionFailure, ExecutionTimeout, NetworkTimeout, 
 
 from storypost_runtime.context import request_id_from_metadata, request_scope
 from storypost_runtime.errors import DomainError
+from storypost_runtime.interceptors import (
+    Behaviour,
+    Continuation,
+    Handler,
+    invocation_metadata,
+    unary_handler,
+)
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import RpcMetrics
 from storypost_runtime.service_auth import CallerCheck, Restrictions, caller_verifier
@@ -64,74 +71,87 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self._metrics = metrics
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        method: str = handler_call_details.method
-        metadata = dict(handler_call_details.invocation_metadata or ())
+        # An aio server's methods are coroutines, though grpc types them in the sync form.
         inner: Any = handler.unary_unary
-        metrics = self._metrics
+        guarded = self._guarded(
+            handler_call_details.method, invocation_metadata(handler_call_details), inner
+        )
+        return unary_handler(guarded, like=handler)
 
-        async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    def _guarded(self, method: str, metadata: dict[str, Any], inner: Behaviour) -> Behaviour:
+        """`inner` inside the call's request id, counted, its failures answered by `_failure`."""
+
+        async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             started = time.perf_counter()
             code = grpc.StatusCode.OK
             with request_scope(request_id_from_metadata(metadata)):
                 try:
                     return await inner(request, context)
-                except DomainError as error:
-                    status = status_for(error)
-                    code = status.code
-                    await context.abort(status.code, status.details, status.trailing_metadata)
-                except grpc.aio.AioRpcError as error:
-                    # A call to another service failed: keep its status and details, except
-                    # that its deadline running out means that service is unavailable to us.
-                    code = error.code()
-                    trailers = _details_only(error.trailing_metadata())
-                    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                        code, trailers = grpc.StatusCode.UNAVAILABLE, ()
-                    log.warning("downstream call failed", method=method, code=code.name)
-                    await context.abort(code, error.details() or "", trailers)
-                except _DEPENDENCY_DOWN as error:
-                    code = grpc.StatusCode.UNAVAILABLE
-                    log.warning("dependency unavailable", method=method, error=str(error))
-                    await context.abort(code, STORE_DOWN_MESSAGE)
-                except PyMongoError:
-                    code = grpc.StatusCode.INTERNAL
-                    log.exception("database error", method=method)
-                    await context.abort(code, "internal error")
                 except (asyncio.CancelledError, grpc.aio.AbortError):
-                    aborted: Any = context.code()
-                    code = (
-                        aborted
-                        if isinstance(aborted, grpc.StatusCode)
-                        else grpc.StatusCode.CANCELLED
-                    )
+                    code = _aborted_code(context)
                     raise
                 except Exception as error:
-                    if _store_unavailable(error):
-                        code = grpc.StatusCode.UNAVAILABLE
-                        log.warning("media store unavailable", method=method, error=str(error))
-                        await context.abort(
-                            code, "a storage dependency is unavailable; retry later"
-                        )
-                    code = grpc.StatusCode.INTERNAL
-                    log.exception("unhandled error", method=method)
-                    await context.abort(code, "internal error")
+                    answer = _failure(method, error)
+                    code = answer.code
+                    await context.abort(answer.code, answer.details, answer.trailers)
                 finally:
-                    metrics.requests.labels(method, code.name).inc()
-                    metrics.latency.labels(method).observe(time.perf_counter() - started)
+                    self._count(method, code, started)
 
-        return grpc.unary_unary_rpc_method_handler(
-            wrapped,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return guarded
+
+    def _count(self, method: str, code: grpc.StatusCode, started: float) -> None:
+        self._metrics.requests.labels(method, code.name).inc()
+        self._metrics.latency.labels(method).observe(time.perf_counter() - started)
+
+
+class _Answer(NamedTuple):
+    """The status a failed call ends with."""
+
+    code: grpc.StatusCode
+    details: str
+    trailers: Any = ()
+
+
+def _aborted_code(context: grpc.aio.ServicerContext[Any, Any]) -> grpc.StatusCode:
+    """The code of a call the method aborted itself (CANCELLED when the client went away)."""
+    aborted: Any = context.code()
+    return aborted if isinstance(aborted, grpc.StatusCode) else grpc.StatusCode.CANCELLED
+
+
+def _failure(method: str, error: Exception) -> _Answer:
+    """What a method's exception answers, logged; called while the exception is handled."""
+    if isinstance(error, DomainError):
+        status = status_for(error)
+        return _Answer(status.code, status.details, status.trailing_metadata)
+    if isinstance(error, grpc.aio.AioRpcError):
+        return _downstream_failure(method, error)
+    if isinstance(error, _DEPENDENCY_DOWN):
+        log.warning("dependency unavailable", method=method, error=str(error))
+        return _Answer(grpc.StatusCode.UNAVAILABLE, STORE_DOWN_MESSAGE)
+    if isinstance(error, PyMongoError):
+        log.exception("database error", method=method)
+        return _Answer(grpc.StatusCode.INTERNAL, "internal error")
+    if _store_unavailable(error):
+        log.warning("media store unavailable", method=method, error=str(error))
+        return _Answer(grpc.StatusCode.UNAVAILABLE, STORE_DOWN_MESSAGE)
+    log.exception("unhandled error", method=method)
+    return _Answer(grpc.StatusCode.INTERNAL, "internal error")
+
+
+def _downstream_failure(method: str, error: grpc.aio.AioRpcError) -> _Answer:
+    """A call to another service failed: keep its status and details, except that its
+    deadline running out means that service is unavailable to us."""
+    code = error.code()
+    trailers = _details_only(error.trailing_metadata())
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        code, trailers = grpc.StatusCode.UNAVAILABLE, ()
+    log.warning("downstream call failed", method=method, code=code.name)
+    return _Answer(code, error.details() or "", trailers)
 
 
 def _server_options(settings: GrpcServerSettings) -> list[tuple[str, int]]:

@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class MetricsIn:
+    """Declares metrics in one registry (None: declared but registered nowhere); the labels
+    follow the name and its help text."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self._registry = registry
+
+    def counter(self, name: str, documentation: str, *labels: str) -> Counter:
+        return Counter(name, documentation, labels, registry=self._registry)
+
+    def gauge(self, name: str, documentation: str, *labels: str) -> Gauge:
+        return Gauge(name, documentation, labels, registry=self._registry)
+
+    def histogram(
+        self, name: str, documentation: str, *labels: str, buckets: Sequence[float]
+    ) -> Histogram:
+        return Histogram(name, documentation, labels, buckets=buckets, registry=self._registry)
 
 
 @dataclass(frozen=True)
@@ -18,19 +38,19 @@ class RpcMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> RpcMetrics:
+        declare = MetricsIn(registry)
         return cls(
-            requests=Counter(
+            requests=declare.counter(
                 "storypost_grpc_requests",
                 "gRPC requests handled, by method and status code",
-                ["method", "code"],
-                registry=registry,
+                "method",
+                "code",
             ),
-            latency=Histogram(
+            latency=declare.histogram(
                 "storypost_grpc_request_seconds",
                 "gRPC request latency, by method",
-                ["method"],
+                "method",
                 buckets=LATENCY_BUCKETS,
-                registry=registry,
             ),
         )
 

@@ -15,7 +15,6 @@ another task, joins the trace of the call that changed the record.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -29,7 +28,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from storypost_runtime.bus import event_subject
 from storypost_runtime.clock import iso_utc
 from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
+from storypost_runtime.documents import from_document
 from storypost_runtime.logs import get_logger
+from storypost_runtime.metrics import MetricsIn
+from storypost_runtime.tasks import run_passes
 from storypost_runtime.tracing import current_traceparent, in_stored_trace
 
 log = get_logger(__name__)
@@ -82,15 +84,7 @@ class Event:
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any]) -> Event:
-        return cls(
-            id=doc["id"],
-            type=doc["type"],
-            organization_id=doc["organizationId"],
-            occurred_at=doc["occurredAt"],
-            data=doc["data"],
-            request_id=doc.get("requestId"),
-            traceparent=doc.get("traceparent"),
-        )
+        return from_document(cls, doc)
 
     def to_message(self) -> bytes:
         """The JSON body on the bus; `data` carries `occurredAt` as an ISO string."""
@@ -141,29 +135,26 @@ class OutboxMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> OutboxMetrics:
+        declare = MetricsIn(registry)
         return cls(
-            published=Counter(
+            published=declare.counter(
                 "storypost_outbox_events_published",
                 "Events the outbox relay published to the bus",
-                ["collection"],
-                registry=registry,
+                "collection",
             ),
-            failures=Counter(
+            failures=declare.counter(
                 "storypost_outbox_relay_failures",
                 "Relay passes that failed (bus or database unavailable)",
-                registry=registry,
             ),
-            backlog=Gauge(
+            backlog=declare.gauge(
                 "storypost_outbox_backlog_records",
                 "Records with unsent events at the latest pass (at most the batch size)",
-                ["collection"],
-                registry=registry,
+                "collection",
             ),
-            oldest_age=Gauge(
+            oldest_age=declare.gauge(
                 "storypost_outbox_oldest_event_age_seconds",
                 "Age of the oldest unsent event at the latest pass (0 when none)",
-                ["collection"],
-                registry=registry,
+                "collection",
             ),
         )
 
@@ -252,18 +243,11 @@ class OutboxRelay:
 
     async def run(self) -> None:
         """Relays until cancelled; errors (bus or database down) are logged and retried."""
-        while True:
-            try:
-                published = await self.relay_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                log.warning("outbox relay pass failed", error=str(error))
-                if self._metrics is not None:
-                    self._metrics.failures.inc()
-                published = 0
-            if published:
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
-            self._wake.clear()
+        await run_passes(
+            self.relay_once, self._pass_failed, poll_seconds=self._poll, wake=self._wake
+        )
+
+    def _pass_failed(self, error: Exception) -> None:
+        log.warning("outbox relay pass failed", error=str(error))
+        if self._metrics is not None:
+            self._metrics.failures.inc()

@@ -21,7 +21,7 @@ import base64
 import binascii
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,12 @@ from cryptography.hazmat.primitives.serialization import (
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection
 
+from storypost_runtime.interceptors import (
+    Continuation,
+    Handler,
+    invocation_metadata,
+    unary_handler,
+)
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -300,18 +306,13 @@ class CallerCheck(grpc.aio.ServerInterceptor):
         self._restrictions = dict(restrictions)
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         method: str = handler_call_details.method
         service = service_of(method)
         if self._verifier is None or service in _OPEN_SERVICES:
             return await continuation(handler_call_details)
-        metadata = dict(handler_call_details.invocation_metadata or ())
-        authorization = metadata.get(AUTHORIZATION_METADATA_KEY)
+        authorization = invocation_metadata(handler_call_details).get(AUTHORIZATION_METADATA_KEY)
         try:
             caller = self._verifier.caller(
                 authorization if isinstance(authorization, str) else None, service
@@ -328,14 +329,8 @@ class CallerCheck(grpc.aio.ServerInterceptor):
         return await continuation(handler_call_details)
 
 
-def _refusal(
-    handler: grpc.RpcMethodHandler[Any, Any] | None, refused: CallerRefused
-) -> grpc.RpcMethodHandler[Any, Any]:
+def _refusal(handler: Handler | None, refused: CallerRefused) -> Handler:
     async def abort(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         await context.abort(refused.code, refused.message)
 
-    return grpc.unary_unary_rpc_method_handler(
-        abort,
-        request_deserializer=handler.request_deserializer if handler else None,
-        response_serializer=handler.response_serializer if handler else None,
-    )
+    return unary_handler(abort, like=handler)

@@ -1,10 +1,11 @@
-"""Background tasks that live as long as an AsyncExitStack: started on enter, cancelled on exit."""
+"""Background tasks: those that live as long as an AsyncExitStack (started on enter, cancelled on
+exit), a component's fire-and-forget set, and the loop of passes a background worker runs."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -49,3 +50,31 @@ class TaskSet:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def run_passes(
+    one_pass: Callable[[], Awaitable[int]],
+    failed: Callable[[Exception], None],
+    *,
+    poll_seconds: float,
+    wake: asyncio.Event | None = None,
+) -> None:
+    """Runs passes until cancelled: the next one at once after a pass that did something
+    (returned more than 0), else when `wake` is set or `poll_seconds` have passed. A pass
+    that raises is handed to `failed` (to log it) and counts as having done nothing."""
+    while True:
+        try:
+            done = await one_pass()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            failed(error)
+            done = 0
+        if done:
+            continue
+        if wake is None:
+            await asyncio.sleep(poll_seconds)
+            continue
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), timeout=poll_seconds)
+        wake.clear()

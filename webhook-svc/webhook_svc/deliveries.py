@@ -19,6 +19,7 @@ from pymongo import DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
+from storypost_runtime.documents import from_document
 from storypost_runtime.errors import FailedPrecondition, NotFound
 from storypost_runtime.mongo import Document
 from webhook_svc.schedule import RetrySchedule
@@ -56,7 +57,9 @@ class AttemptResult:
 
 
 @dataclass(frozen=True)
-class Delivery:
+class DeliveryFacts:
+    """What a delivery is made of: the event, where it goes and the body it carries."""
+
     delivery_id: str
     organization_id: str
     webhook_id: str
@@ -64,8 +67,17 @@ class Delivery:
     event: str
     url: str
     body: str
-    test: bool
     occurred_at: datetime
+    test: bool = False
+    # The trace of the event's consumption (W3C traceparent), when it was traced: retries
+    # join it. Absent from records stored before traces.
+    traceparent: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delivery(DeliveryFacts):
+    """A stored delivery: its facts and where its attempts stand."""
+
     created_at: datetime
     status: Status
     attempts: int
@@ -77,23 +89,14 @@ class Delivery:
     last_latency_ms: int
     last_error: str
     last_attempt_at: datetime | None
-    # The trace of the event's consumption (W3C traceparent), when it was traced: retries
-    # join it. Absent from records stored before traces.
-    traceparent: str | None = None
 
     @classmethod
     def from_doc(cls, doc: Document) -> Delivery:
-        return cls(
+        return from_document(
+            cls,
+            doc,
             delivery_id=doc["_id"],
-            organization_id=doc["organizationId"],
-            webhook_id=doc["webhookId"],
-            event_id=doc["eventId"],
-            event=doc["event"],
-            url=doc["url"],
-            body=doc["body"],
             test=bool(doc.get("test")),
-            occurred_at=doc["occurredAt"],
-            created_at=doc["createdAt"],
             status=Status(doc["status"]),
             attempts=int(doc.get("attempts", 0)),
             retry_step=int(doc.get("retryStep", 0)),
@@ -103,24 +106,12 @@ class Delivery:
             last_latency_ms=int(doc.get("lastLatencyMs", 0)),
             last_error=doc.get("lastError", ""),
             last_attempt_at=doc.get("lastAttemptAt"),
-            traceparent=doc.get("traceparent"),
         )
 
 
 @dataclass(frozen=True)
-class NewDelivery:
-    """What a delivery is made of before it is stored."""
-
-    delivery_id: str
-    organization_id: str
-    webhook_id: str
-    event_id: str
-    event: str
-    url: str
-    body: str
-    occurred_at: datetime
-    test: bool = False
-    traceparent: str | None = None
+class NewDelivery(DeliveryFacts):
+    """A delivery before it is stored."""
 
     def document(self, now: datetime, retention: timedelta) -> Document:
         """The pending record, due at once (callers add an attempt's outcome or a lease)."""

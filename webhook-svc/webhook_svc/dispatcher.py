@@ -15,7 +15,7 @@ from storypost_runtime.clock import Clock, iso_utc
 from storypost_runtime.errors import FailedPrecondition
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
-from storypost_runtime.tasks import TaskSet
+from storypost_runtime.tasks import TaskSet, run_passes
 from storypost_runtime.tracing import in_stored_trace
 from webhook_svc.deliveries import (
     AttemptResult,
@@ -108,19 +108,12 @@ class Dispatcher:
     async def run(self) -> None:
         """Claims due deliveries while there is room; sleeps until woken or the poll interval."""
         try:
-            while True:
-                try:
-                    claimed = await self._claim_round()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as error:
-                    log.warning("claiming due deliveries failed", error=str(error))
-                    claimed = 0
-                if claimed:
-                    continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self._poll)
-                self._wake.clear()
+            await run_passes(
+                self._claim_round,
+                lambda error: log.warning("claiming due deliveries failed", error=str(error)),
+                poll_seconds=self._poll,
+                wake=self._wake,
+            )
         finally:
             await self.close()
 

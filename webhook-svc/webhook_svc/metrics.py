@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from storypost_runtime.metrics import MetricsIn
+
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600)
 
 
@@ -20,24 +22,20 @@ class WebhookMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> WebhookMetrics:
+        declare = MetricsIn(registry)
         return cls(
-            attempts=Counter(
-                "storypost_webhook_attempts",
-                "webhook delivery attempts, by outcome",
-                ["outcome"],
-                registry=registry,
+            attempts=declare.counter(
+                "storypost_webhook_attempts", "webhook delivery attempts, by outcome", "outcome"
             ),
-            first_attempt_lag=Histogram(
+            first_attempt_lag=declare.histogram(
                 "storypost_webhook_first_attempt_lag_seconds",
                 "seconds from the status change to the end of a delivery's first attempt",
                 buckets=LAG_BUCKETS,
-                registry=registry,
             ),
-            events=Counter(
+            events=declare.counter(
                 "storypost_webhook_events",
                 "status events taken from the bus, by what came of them",
-                ["result"],
-                registry=registry,
+                "result",
             ),
         )
 

@@ -53,35 +53,42 @@ async def server() -> AsyncIterator[tuple[GrpcServer, str, CollectorRegistry]]:
     await srv.stop()
 
 
-async def test_domain_errors_carry_message_violations_reason_and_retry(server: Any) -> None:
+@pytest.fixture
+async def stub(server: Any) -> AsyncIterator[account_pb2_grpc.AccountServiceAsyncStub]:
+    """A client of the server, calls with a 5 s deadline."""
     _srv, address, _ = server
     async with aio_channel(address, 5.0) as channel:
-        stub = account_pb2_grpc.AccountServiceStub(channel)
-        with pytest.raises(grpc.aio.AioRpcError) as bad:
-            await stub.CreateOrganization(pb.CreateOrganizationRequest(name="x"))
-        details = details_from(bad.value)
-        assert details.code == grpc.StatusCode.INVALID_ARGUMENT
-        assert details.message == "bad name"
-        assert details.field_violations == {"name": ["too long"]}
-        assert details.reason == "NAME_TOO_LONG"
-        with pytest.raises(grpc.aio.AioRpcError) as busy:
-            await stub.ConsumeRateLimit(pb.ConsumeRateLimitRequest())
-        details = details_from(busy.value)
-        assert details.code == grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert details.retry_after_seconds == pytest.approx(2.5)
+        yield account_pb2_grpc.AccountServiceStub(channel)
 
 
-async def test_database_down_is_unavailable_and_crashes_hide_internals(server: Any) -> None:
-    _srv, address, registry = server
-    async with aio_channel(address, 5.0) as channel:
-        stub = account_pb2_grpc.AccountServiceStub(channel)
-        with pytest.raises(grpc.aio.AioRpcError) as down:
-            await stub.Authenticate(pb.AuthenticateRequest(token="t"))
-        assert down.value.code() == grpc.StatusCode.UNAVAILABLE
-        with pytest.raises(grpc.aio.AioRpcError) as crash:
-            await stub.CreateUser(pb.CreateUserRequest())
-        assert crash.value.code() == grpc.StatusCode.INTERNAL
-        assert crash.value.details() == "internal error"
+async def test_domain_errors_carry_message_violations_reason_and_retry(
+    stub: account_pb2_grpc.AccountServiceAsyncStub,
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as bad:
+        await stub.CreateOrganization(pb.CreateOrganizationRequest(name="x"))
+    details = details_from(bad.value)
+    assert details.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details.message == "bad name"
+    assert details.field_violations == {"name": ["too long"]}
+    assert details.reason == "NAME_TOO_LONG"
+    with pytest.raises(grpc.aio.AioRpcError) as busy:
+        await stub.ConsumeRateLimit(pb.ConsumeRateLimitRequest())
+    details = details_from(busy.value)
+    assert details.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert details.retry_after_seconds == pytest.approx(2.5)
+
+
+async def test_database_down_is_unavailable_and_crashes_hide_internals(
+    server: Any, stub: account_pb2_grpc.AccountServiceAsyncStub
+) -> None:
+    _srv, _address, registry = server
+    with pytest.raises(grpc.aio.AioRpcError) as down:
+        await stub.Authenticate(pb.AuthenticateRequest(token="t"))
+    assert down.value.code() == grpc.StatusCode.UNAVAILABLE
+    with pytest.raises(grpc.aio.AioRpcError) as crash:
+        await stub.CreateUser(pb.CreateUserRequest())
+    assert crash.value.code() == grpc.StatusCode.INTERNAL
+    assert crash.value.details() == "internal error"
     count = registry.get_sample_value(
         "storypost_grpc_requests_total",
         {"method": f"/{SERVICE}/CreateUser", "code": "INTERNAL"},
@@ -89,18 +96,15 @@ async def test_database_down_is_unavailable_and_crashes_hide_internals(server: A
     assert count == 1
 
 
-async def test_request_id_travels_in_metadata(server: Any) -> None:
-    _srv, address, _ = server
-    async with aio_channel(address, 5.0) as channel:
-        stub = account_pb2_grpc.AccountServiceStub(channel)
-        with request_scope("req-12345"):
-            reply = await stub.GetOrganization(pb.GetOrganizationRequest())
-        assert reply.organization_id == "req-12345"
-        # Without a bound id the server makes its own.
+async def test_request_id_travels_in_metadata(
+    stub: account_pb2_grpc.AccountServiceAsyncStub,
+) -> None:
+    with request_scope("req-12345"):
         reply = await stub.GetOrganization(pb.GetOrganizationRequest())
-        assert (
-            reply.organization_id not in ("none", "req-12345") and len(reply.organization_id) == 32
-        )
+    assert reply.organization_id == "req-12345"
+    # Without a bound id the server makes its own.
+    reply = await stub.GetOrganization(pb.GetOrganizationRequest())
+    assert reply.organization_id not in ("none", "req-12345") and len(reply.organization_id) == 32
 
 
 async def test_health_and_deadline(server: Any) -> None:
