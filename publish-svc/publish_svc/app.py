@@ -21,10 +21,10 @@ from publish_svc.metrics import PublishMetrics
 from publish_svc.posts import Posts
 from publish_svc.processing import PostProcessor
 from publish_svc.quota import StoryQuota
+from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
 from publish_svc.scheduler import DueScheduler
 from publish_svc.servicer import PublishServicer
-from publish_svc.store import PostStore
 from storypost.account.v1 import account_pb2_grpc
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc

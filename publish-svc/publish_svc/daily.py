@@ -15,7 +15,7 @@ from typing import Any
 
 from publish_svc.accounts_client import AccountsClient
 from publish_svc.model import Kind, Post
-from publish_svc.store import PostStore
+from publish_svc.records import PostStore
 from storypost_runtime.clock import Clock
 from storypost_runtime.logs import get_logger
 

@@ -29,9 +29,9 @@ from publish_svc.post_params import (
     params_doc,
 )
 from publish_svc.quota import StoryQuota
+from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
 from publish_svc.social_options import check_options, shorten_caption
-from publish_svc.store import PostStore
 from storypost.account.v1 import account_pb2 as apb
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import Clock

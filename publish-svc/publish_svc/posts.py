@@ -13,8 +13,8 @@ from publish_svc.events import status_event
 from publish_svc.listing import ListQuery, Position, decode, encode
 from publish_svc.model import Kind, Post, Status, post_id
 from publish_svc.processing import DriverLookup
+from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
-from publish_svc.store import PostStore
 from storypost_runtime.clock import Clock
 from storypost_runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
 

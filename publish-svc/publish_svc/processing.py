@@ -35,8 +35,8 @@ from publish_svc.events import status_event
 from publish_svc.metrics import PublishMetrics
 from publish_svc.model import OPEN, Kind, Post, Status
 from publish_svc.progress import ANSWER_GRACE, StoredProgress, TooLate, Unsettled
+from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
-from publish_svc.store import PostStore
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import Clock, iso_utc
 from storypost_runtime.logs import get_logger

@@ -8,7 +8,7 @@ from typing import Any
 
 from publish_svc.drivers.base import Canceled, LeaseLost
 from publish_svc.model import Status
-from publish_svc.store import PostStore
+from publish_svc.records import PostStore
 from storypost_runtime.clock import Clock
 
 # How long after an irreversible call was sent the platform may still perform it (a request

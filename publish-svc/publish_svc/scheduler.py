@@ -8,7 +8,7 @@ import contextlib
 from datetime import timedelta
 
 from publish_svc.processing import PostProcessor
-from publish_svc.store import PostStore
+from publish_svc.records import PostStore
 from storypost_runtime.clock import Clock
 from storypost_runtime.logs import get_logger
 

@@ -15,7 +15,7 @@ from publish_svc.model import Kind, Post
 from publish_svc.posts import Posts
 from publish_svc.processing import PostProcessor
 from publish_svc.quota import StoryQuota
-from publish_svc.store import PostStore
+from publish_svc.records import PostStore
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.mongo import Document
