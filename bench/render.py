@@ -56,10 +56,15 @@ from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from storypost.testing.stack import stack_channel
 from storypost_cli.sandbox import connect_account
-from storypost_cli.stack import EmbeddedStack, StackPorts, health
+from storypost_cli.stack import EmbeddedStack, StackPorts
 from storypost_cli.stack.process import ManagedProcess
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.service_auth import RENDER_SVC, caller_signer
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the tests' service starter lives in tests/
+
+from tests.support.grpc_service import start_serving  # noqa: E402
 
 ORG = "bench-org"
 # Idle seconds after each (ours, bare) pair in the paced prepare rounds.
@@ -203,16 +208,7 @@ async def start_service(stack: EmbeddedStack, work: Path) -> Service:
     process = ManagedProcess(
         "render-bench", [sys.executable, "-m", "render_svc"], env, work / "render.log"
     )
-    await process.start()
-    probe = health.grpc_serving(f"127.0.0.1:{port}")
-    for _ in range(600):
-        if not process.running:
-            raise SystemExit(f"render-svc exited:\n{process.log_tail(30)}")
-        try:
-            await probe()
-            break
-        except Exception:
-            await asyncio.sleep(0.2)
+    await start_serving(process, port, attempts=600)
     channel = aio_channel(
         f"127.0.0.1:{port}", 600, caller_signer(stack.env()["STORYPOST_SERVICE_KEY"])
     )
@@ -520,7 +516,7 @@ async def bench_memory(service: Service, html: str, renders: int) -> tuple[int, 
 
 def memory_limit() -> int:
     """render-svc's memory limit in bytes, as the Kubernetes base sets it."""
-    manifest = Path(__file__).resolve().parent.parent / "deploy/k8s/base/render-svc.yaml"
+    manifest = ROOT / "deploy/k8s/base/render-svc.yaml"
     for document in yaml.safe_load_all(manifest.read_text()):
         if document and document.get("kind") == "Deployment":
             container = document["spec"]["template"]["spec"]["containers"][0]

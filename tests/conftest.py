@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from storypost.testing.stack import StackHandle
-from tests.integration.render.support import PageServer, running_page_server
 from tests.support.api import Api, Org, stack_api
+from tests.support.pages import PageServer, running_page_server
 
 
 @pytest.fixture(scope="session")

@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from scripts.images import wheelhouse
 from tests.deploy.support import ROOT
-
-
-def load() -> ModuleType:
-    path = ROOT / "scripts" / "images" / "wheelhouse.py"
-    spec = importlib.util.spec_from_file_location("storypost_wheelhouse", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-wheelhouse = load()
 
 
 def test_extras_are_flattened_with_self_references() -> None:

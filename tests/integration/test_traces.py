@@ -186,18 +186,19 @@ async def test_one_trace_from_schedule_to_webhook_delivery(
         )
     assert answer.status_code == 200, answer.text
 
-    def scheduled_delivery() -> dict[str, Any] | None:
-        return next(
+    def delivery_of(status: str) -> Callable[[], dict[str, Any] | None]:
+        """The receiver's delivery of the story's `status` event, once it has arrived."""
+        return lambda: next(
             (
                 r
                 for r in received
                 if r["body"].get("storyPostUuid") == story_uuid
-                and r["body"].get("status") == "scheduled"
+                and r["body"].get("status") == status
             ),
             None,
         )
 
-    delivery = await _until(scheduled_delivery, 30.0)
+    delivery = await _until(delivery_of("scheduled"), 30.0)
     delivery_id = delivery["headers"]["X-Service-Delivery"]
 
     def edge_span() -> Span | None:
@@ -279,18 +280,7 @@ async def test_one_trace_from_schedule_to_webhook_delivery(
     # The scheduler publishes the story later, in the background: that attempt, its executed
     # event and the event's delivery still join the call's trace (the post keeps its
     # traceparent).
-    def executed_delivery() -> dict[str, Any] | None:
-        return next(
-            (
-                r
-                for r in received
-                if r["body"].get("storyPostUuid") == story_uuid
-                and r["body"].get("status") == "executed"
-            ),
-            None,
-        )
-
-    later_id = (await _until(executed_delivery, 30.0))["headers"]["X-Service-Delivery"]
+    later_id = (await _until(delivery_of("executed"), 30.0))["headers"]["X-Service-Delivery"]
 
     def later_spans() -> list[Span] | None:
         trace = spans.trace(root.trace_id)

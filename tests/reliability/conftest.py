@@ -21,7 +21,6 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost.testing.plugin import stack_as_asked
 from storypost.testing.stack import StackHandle
-from tests.integration.render.support import PageServer, running_page_server
 from tests.reliability.support import (
     FIGURES,
     LONG_SWITCH,
@@ -30,6 +29,7 @@ from tests.reliability.support import (
     make_receiver_certificates,
 )
 from tests.support.api import Api, Org, stack_api
+from tests.support.pages import PageServer, running_page_server
 
 LONG = "reliability_long"
 # A long test that also runs in every `make test`, in a shorter form (see `long_run`).

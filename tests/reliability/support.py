@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import os
-import subprocess
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from tests.integration.webhooks.receiver import Certificates, Receiver, make_certificates
 from tests.support.api import Api, Org
+from tests.support.polling import wait_until
+from tests.support.webhook_receiver import Certificates, Receiver, make_certificates
 
 # High enough that racing calls and the fuzzer never meet the bucket (the limit has its
 # own tests on the shared stack).
@@ -82,30 +79,6 @@ class LoopbackReceiver(Receiver):
         if target is None:
             return answer
         return web.Response(status=302, headers={"Location": target})
-
-
-def make_video(path: Path, *, seconds: float = 2.0, codec: str = "libx264") -> Path:
-    """A valid story video (1080x1920 h264) unless `codec` says otherwise."""
-    argv = ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",
-            f"testsrc2=s=1080x1920:r=30:d={seconds}", "-c:v", codec]  # fmt: skip
-    if codec == "libx264":
-        argv += ["-preset", "ultrafast", "-pix_fmt", "yuv420p"]
-    subprocess.run([*argv, str(path)], check=True, timeout=120)
-    return path
-
-
-async def wait_until[T](
-    check: Callable[[], Awaitable[T | None]], within: float, what: str, every: float = 0.5
-) -> T:
-    """Polls `check` until it returns something other than None."""
-    deadline = time.monotonic() + within
-    while True:
-        found = await check()
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within} s waiting for {what}")
-        await asyncio.sleep(every)
 
 
 async def wait_status(

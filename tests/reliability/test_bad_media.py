@@ -26,8 +26,9 @@ import pytest
 
 from render_svc.browser.memory import descendants, is_renderer, processes
 from storypost.testing.stack import StackHandle
-from tests.reliability.support import FIGURES, IMAGE_STORY, make_video, video_story
+from tests.reliability.support import FIGURES, IMAGE_STORY, video_story
 from tests.support.api import Api, Org, upload_blob
+from tests.support.videos import make_video
 
 pytestmark = pytest.mark.integration
 

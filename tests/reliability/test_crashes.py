@@ -31,14 +31,14 @@ from tests.reliability.support import (
     LoopbackReceiver,
     future,
     long_run,
-    make_video,
     stream_events,
     username,
     video_story,
-    wait_until,
 )
 from tests.support.accounts import connect_account, published
 from tests.support.api import Api, Org, upload_blob
+from tests.support.polling import wait_until
+from tests.support.videos import make_video
 from webhook_svc.deliveries import delivery_uuid
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability_long]

@@ -33,10 +33,10 @@ from tests.reliability.support import (
     long_run,
     stream_events,
     username,
-    wait_until,
 )
 from tests.support.accounts import connect_account, published
 from tests.support.api import Api, Org
+from tests.support.polling import wait_until
 from webhook_svc.deliveries import delivery_uuid
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability_long]

@@ -17,16 +17,10 @@ import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost.testing.stack import StackHandle
-from tests.reliability.support import (
-    FIGURES,
-    IMAGE_STORY,
-    future,
-    make_video,
-    username,
-    video_story,
-)
+from tests.reliability.support import FIGURES, IMAGE_STORY, future, username, video_story
 from tests.support.accounts import connect_account
 from tests.support.api import Api, Org, upload_blob
+from tests.support.videos import make_video
 
 pytestmark = pytest.mark.integration
 

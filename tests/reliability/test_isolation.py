@@ -10,27 +10,16 @@ from typing import Any
 
 import pytest
 
+from edge.catalog import build_catalog
 from storypost.testing.stack import StackHandle
-from tests.reliability.support import (
-    IMAGE_STORY,
-    future,
-    make_video,
-    username,
-    video_story,
-)
+from tests.reliability.support import IMAGE_STORY, future, username, video_story
 from tests.support.accounts import connect_account
 from tests.support.api import Api, Org, upload_blob
+from tests.support.videos import make_video
 
 pytestmark = pytest.mark.integration
 
-ALL_PROCEDURES = [
-    "cancel-photoapp-reel", "cancel-photoapp-story", "cancel-social-post", "cancel-clipapp-post",
-    "create-connect-link", "create-draft", "create-temp-blob-upload-url", "delete-draft",
-    "generate-uuid", "list-photoapp-users", "list-social-accounts", "list-clipapp-accounts",
-    "schedule-photoapp-reel", "schedule-photoapp-story", "schedule-social-post",
-    "schedule-clipapp-post", "status-draft", "status-photoapp-reel", "status-photoapp-story",
-    "status-social-post", "status-clipapp-post", "upload-temp-blob",
-]  # fmt: skip
+ALL_PROCEDURES = [procedure.name for procedure in build_catalog().procedures]
 
 
 @dataclass

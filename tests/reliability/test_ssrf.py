@@ -24,9 +24,9 @@ import pytest
 from storypost.testing.stack import StackHandle
 from storypost.webhook.v1 import webhook_pb2 as wpb
 from storypost.webhook.v1 import webhook_pb2_grpc
-from tests.integration.render.support import PageServer
 from tests.reliability.support import IMAGE_STORY, LoopbackReceiver, video_story
 from tests.support.api import Api, Org
+from tests.support.pages import PageServer
 
 pytestmark = pytest.mark.integration
 

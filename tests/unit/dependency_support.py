@@ -16,19 +16,10 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
+from scripts.images.wheelhouse import TARGET, flatten
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
-# The machines every install runs on: the venv (Debian, CPython 3.13, x86_64) and the images.
-TARGET: dict[str, str] = {
-    "python_version": "3.13",
-    "python_full_version": "3.13.0",
-    "implementation_name": "cpython",
-    "platform_python_implementation": "CPython",
-    "sys_platform": "linux",
-    "os_name": "posix",
-    "platform_system": "Linux",
-    "platform_machine": "x86_64",
-}
 
 
 @cache
@@ -46,23 +37,9 @@ def client_project() -> Mapping[str, Any]:
 
 
 def requirements(extras: Iterable[str]) -> list[Requirement]:
-    """storypost's own requirements plus those of `extras`, `storypost[...]` resolved."""
-    optional: Mapping[str, list[str]] = project()["optional-dependencies"]
-    found = [Requirement(r) for r in project()["dependencies"]]
-    seen: set[str] = set()
-    pending = list(extras)
-    while pending:
-        extra = pending.pop()
-        if extra in seen:
-            continue
-        seen.add(extra)
-        for text in optional[extra]:
-            requirement = Requirement(text)
-            if requirement.name == project()["name"]:
-                pending.extend(requirement.extras)
-            else:
-                found.append(requirement)
-    return found
+    """storypost's own requirements plus those of `extras`, `storypost[...]` resolved (as the
+    images' wheelhouse resolves them)."""
+    return [Requirement(r) for r in flatten(project(), extras)]
 
 
 def every_requirement() -> list[Requirement]:

@@ -13,8 +13,10 @@ import httpx
 
 from storypost.testing.stack import StackHandle
 from storypost_client import AsyncStorypostClient, PollPolicy
+from storypost_client.generated.types import ListSocialAccountsResponse, PostType, SocialAccount
 from tests.integration.client.conftest import Storypost, async_client, connect_sandbox_account
 from tests.support.api import Org
+from tests.support.videos import make_video
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -32,6 +34,18 @@ POLL = PollPolicy(initial_interval=0.5, multiplier=1.5, max_interval=3.0, timeou
 
 def client_of(org: Org) -> AsyncStorypostClient:
     return async_client(org, poll=POLL)
+
+
+def microblog_image_post(listed: ListSocialAccountsResponse) -> tuple[SocialAccount, PostType]:
+    """From `list-social-accounts`: the MICROBLOG account and its image post type for
+    `schedule-social-post`."""
+    account = next(a for a in listed["socialAccounts"] if a["platform"] == "MICROBLOG")
+    post_type = next(
+        t
+        for t in account.get("postTypes", [])
+        if t["media"] == "image" and t["procedure"] == "schedule-social-post"
+    )
+    return account, post_type
 
 
 async def fetch(url: str) -> httpx.Response:
@@ -148,7 +162,7 @@ async def test_reel_from_an_uploaded_video(
     storypost: Storypost, storypost_stack: StackHandle, fresh_org: Org, tmp_path: Path
 ) -> None:
     account = await connect_sandbox_account(storypost, storypost_stack, fresh_org, "photoapp")
-    video = await make_video(tmp_path / "clip.mp4")
+    video = await asyncio.to_thread(make_video, tmp_path / "clip.mp4", seconds=1)
     async with client_of(fresh_org) as client:
         blob = await client.upload_file(video)
         scheduled = await client.schedule_photoapp_reel(
@@ -184,13 +198,7 @@ async def test_social_post_is_executed_with_a_permalink(
 ) -> None:
     await connect_sandbox_account(storypost, storypost_stack, fresh_org, "microblog")
     async with client_of(fresh_org) as client:
-        listed = await client.list_social_accounts()
-        account = next(a for a in listed["socialAccounts"] if a["platform"] == "MICROBLOG")
-        post_type = next(
-            t
-            for t in account.get("postTypes", [])
-            if t["media"] == "image" and t["procedure"] == "schedule-social-post"
-        )
+        account, post_type = microblog_image_post(await client.list_social_accounts())
         scheduled = await client.schedule_social_post(
             html=IMAGE_PAGE,
             social_account_id=account["socialAccountId"],
@@ -210,14 +218,13 @@ async def test_later_reel_clipapp_and_social_posts_can_be_canceled(
     await connect_sandbox_account(storypost, storypost_stack, fresh_org, "clipapp")
     await connect_sandbox_account(storypost, storypost_stack, fresh_org, "microblog")
     later = datetime.now(UTC) + timedelta(hours=2)
-    video = await make_video(tmp_path / "clip.mp4")
+    video = await asyncio.to_thread(make_video, tmp_path / "clip.mp4", seconds=1)
     async with client_of(fresh_org) as client:
         blob = await client.upload_file(video)
         clipapps, listed = await asyncio.gather(
             client.list_clipapp_accounts(), client.list_social_accounts()
         )
-        microblog = next(a for a in listed["socialAccounts"] if a["platform"] == "MICROBLOG")
-        image_type = next(t for t in microblog.get("postTypes", []) if t["media"] == "image")
+        microblog, image_type = microblog_image_post(listed)
         reel = await client.schedule_photoapp_reel(
             html=f'<photoapp-story src="{blob["url"]}"></photoapp-story>',
             photoapp_username=photoapp["username"],
@@ -249,14 +256,3 @@ async def test_later_reel_clipapp_and_social_posts_can_be_canceled(
     assert social["status"] == "scheduled"
     assert [c["status"] for c in canceled] == ["canceled"] * 3
     assert [f["status"] for f in finals] == ["canceled"] * 3
-
-
-async def make_video(path: Path) -> Path:
-    """A 1 s h264 1080x1920 video, as the spec's video requirements ask."""
-    process = await asyncio.create_subprocess_exec(
-        "ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi",
-        "-i", "color=c=0x2266ff:s=1080x1920:d=1:r=30",
-        "-c:v", "libx264", "-pix_fmt", "yuv420p", "-b:v", "2M", str(path),
-    )  # fmt: skip
-    assert await process.wait() == 0
-    return path

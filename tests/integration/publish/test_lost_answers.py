@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from storypost.testing.stack import StackHandle
 from tests.integration.publish.conftest import IMAGE_STORY, events_of, platform_timeout, username
 from tests.support.accounts import connect_account, published, reset_switches, set_switch
 from tests.support.api import Api, Org
+from tests.support.polling import wait_until
 
 CLIPAPP_EVENT = "clipapp_post.status_changed"
 SOCIAL_EVENT = "social_post.status_changed"
@@ -39,18 +40,6 @@ async def database(storypost_stack: StackHandle) -> AsyncIterator[Any]:
     )
     yield client[storypost_stack.env.get("STORYPOST_MONGO_DATABASE", "storypost")]
     await client.close()
-
-
-async def until[T](
-    what: str, probe: Callable[[], Awaitable[T | None]], within: float = 60, every: float = 0.2
-) -> T:
-    deadline = time.monotonic() + within
-    while True:
-        found = await probe()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out after {within} s waiting for {what}"
-        await asyncio.sleep(every)
 
 
 async def call(api: Api, org: Org, procedure: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +63,7 @@ async def final_status(
         return result if result["status"] in ("executed", "failed") else None
 
     # Once a second: the organization's rate limit is 60 calls a minute.
-    return await until(f"{ref} to end", final, within, every=1.0)
+    return await wait_until(final, within, f"{ref} to end", every=1.0)
 
 
 async def schedule_clipapp(
@@ -165,16 +154,19 @@ async def test_kill_9_between_executed_and_the_credit_takes_it_once_after_restar
     )
     killed: list[str] = []
 
+    async def publishes() -> list[dict[str, Any]] | None:
+        return await published(storypost_stack, "pronet", name) or None
+
     async def executed() -> Document | None:
         doc: Document | None = await posts.find_one({"_id": record_id, "status": "executed"})
         return doc
 
     try:
         await call(api, fresh_org, "schedule-social-post", body)
-        await until("pronet to publish", lambda: published(storypost_stack, "pronet", name))
+        await wait_until(publishes, 60, "pronet to publish", every=0.2)
         killed.append("account")
         await storypost_stack.processes.kill("account")
-        await until("the executed transition", executed, within=30)
+        await wait_until(executed, 30, "the executed transition", every=0.2)
         killed.append("publish")
         await storypost_stack.processes.kill("publish")
     finally:
@@ -189,7 +181,7 @@ async def test_kill_9_between_executed_and_the_credit_takes_it_once_after_restar
         balance = await balances.find_one({"_id": org_id})
         return None if owed or balance is None or balance["balance"] == 5 else doc
 
-    await until("the credit to be taken", settled, within=60)
+    await wait_until(settled, 60, "the credit to be taken", every=0.2)
     await asyncio.sleep(12)  # one more settling round: nothing more is taken
     balance = await balances.find_one({"_id": org_id})
     assert balance is not None and balance["balance"] == 4

@@ -9,7 +9,6 @@ to a fake account-svc whose answers the tests choose by username.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
@@ -27,13 +26,14 @@ from storypost.account.v1 import account_pb2 as apb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc
 from storypost.testing.stack import StackHandle
-from storypost_cli.stack import health
 from storypost_cli.stack.process import ManagedProcess
 from storypost_runtime.errors import DomainError, FailedPrecondition, NotFound, ResourceExhausted
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.service_auth import caller_signer
 from storypost_runtime.status import status_for
-from tests.integration.render.support import PageServer, make_video, running_page_server
+from tests.support.grpc_service import start_serving
+from tests.support.pages import PageServer, running_page_server
+from tests.support.videos import make_video
 
 QUOTA = 3
 SETTLE_SECONDS = 4
@@ -125,19 +125,8 @@ async def render_instance(
     process = ManagedProcess(
         "render-tests", [sys.executable, "-m", "render_svc"], {**os.environ, **env}, log_path
     )
-    await process.start()
-    probe = health.grpc_serving(f"127.0.0.1:{port}")
     try:
-        for _ in range(450):
-            if not process.running:
-                raise RuntimeError(f"render-svc exited:\n{process.log_tail(30)}")
-            try:
-                await probe()
-                break
-            except Exception:
-                await asyncio.sleep(0.2)
-        else:
-            raise RuntimeError(f"render-svc did not start:\n{process.log_tail(30)}")
+        await start_serving(process, port, attempts=450)
         signer = caller_signer(env["STORYPOST_SERVICE_KEY"])
         channel = aio_channel(f"127.0.0.1:{port}", 60.0, signer)
         yield RenderInstance(

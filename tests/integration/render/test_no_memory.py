@@ -24,7 +24,7 @@ from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from tests.integration.render.conftest import RenderInstance
 from tests.integration.render.rendering import prepare
-from tests.integration.render.support import PageServer
+from tests.support.pages import PageServer
 
 pytestmark = pytest.mark.integration
 

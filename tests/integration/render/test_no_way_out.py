@@ -26,8 +26,8 @@ from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from tests.integration.render.conftest import RenderInstance
 from tests.integration.render.rendering import prepare, story_page
-from tests.integration.render.support import PageServer
 from tests.support.canary import WireCanary, wire_canary
+from tests.support.pages import PageServer
 
 pytestmark = pytest.mark.integration
 

@@ -43,13 +43,30 @@ def poll(color: str) -> str:
     )
 
 
+def question(text: str) -> Callable[[str], str]:
+    return lambda color: (
+        f'<photoapp-question question="{text}" color="{color}"></photoapp-question>'
+    )
+
+
+def countdown(title: str) -> Callable[[str], str]:
+    return lambda color: (
+        f'<photoapp-countdown title="{title}" end-time="{PAST}" color="{color}">'
+        "</photoapp-countdown>"
+    )
+
+
+def in_colours(sticker: Callable[[str], str], colors: tuple[str, ...]) -> str:
+    """The sticker once in each colour, in order."""
+    return "".join(sticker(c) for c in colors)
+
+
 def by_colour(
     kind: str, sticker: Callable[[str], str], background: str, *groups: tuple[str, ...]
 ) -> dict[str, tuple[str, str]]:
     """One page per group of colours, a sticker in each colour of the group (`kind-a-b-c`)."""
     return {
-        f"{kind}-{'-'.join(colors)}": ("".join(sticker(c) for c in colors), background)
-        for colors in groups
+        f"{kind}-{'-'.join(colors)}": (in_colours(sticker, colors), background) for colors in groups
     }
 
 
@@ -93,39 +110,25 @@ PAGES: dict[str, tuple[str, str]] = {
     ),
     **by_colour(
         "question",
-        lambda c: (
-            f'<photoapp-question question="Ask me anything about our summer drop" '
-            f'color="{c}"></photoapp-question>'
-        ),
+        question("Ask me anything about our summer drop"),
         "linear-gradient(#8e9eab,#eef2f3)",
         ("white", "black", "pink"),
         ("lavender", "purple", "orange"),
     ),
     "question-green-blue-slider": (
-        "".join(
-            f'<photoapp-question question="What should we bake next?" color="{c}">'
-            "</photoapp-question>"
-            for c in ("green", "blue")
-        )
+        in_colours(question("What should we bake next?"), ("green", "blue"))
         + '<photoapp-emoji-slider question="How excited are you?"></photoapp-emoji-slider>',
         "linear-gradient(#c9d6ff,#e2e2e2)",
     ),
     **by_colour(
         "countdown",
-        lambda c: (
-            f'<photoapp-countdown title="Summer sale ends" end-time="{PAST}" '
-            f'color="{c}"></photoapp-countdown>'
-        ),
+        countdown("Summer sale ends"),
         "linear-gradient(#e0c3fc,#8ec5fc)",
         ("black", "white", "purple"),
         ("red", "orange", "yellow"),
     ),
     "countdown-green-blue-sliders": (
-        "".join(
-            f'<photoapp-countdown title="Doors open" end-time="{PAST}" color="{c}">'
-            "</photoapp-countdown>"
-            for c in ("green", "blue")
-        )
+        in_colours(countdown("Doors open"), ("green", "blue"))
         + '<photoapp-emoji-slider question="Rate our new menu" emoji="🔥" color="#1E1B4B" '
         'text-color="#FDE68A"></photoapp-emoji-slider>',
         "linear-gradient(#fbc2eb,#a6c1ee)",

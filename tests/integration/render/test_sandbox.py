@@ -10,8 +10,8 @@ from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from tests.integration.render.conftest import SETTLE_SECONDS
 from tests.integration.render.rendering import prepare, story_page
-from tests.integration.render.support import PageServer
 from tests.support.api import Api, Org
+from tests.support.pages import PageServer
 
 pytestmark = pytest.mark.integration
 

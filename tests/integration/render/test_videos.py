@@ -15,7 +15,8 @@ from storypost.render.v1 import render_pb2_grpc
 from storypost.testing.stack import StackHandle
 from tests.integration.render.conftest import Videos
 from tests.integration.render.rendering import download, finished, prepare, story_page
-from tests.integration.render.support import PageServer, decode_rgb, mean_color, probe
+from tests.integration.render.support import decode_rgb, mean_color, probe
+from tests.support.pages import PageServer
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from storypost.testing.stack import stack_channel
 from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_cli.stack import EmbeddedStack, StackPorts
 from tests.integration.webhooks.harness import Harness
-from tests.integration.webhooks.receiver import Certificates, Receiver, make_certificates
+from tests.support.webhook_receiver import Certificates, Receiver, make_certificates
 
 # Waits 0.4, 0.8, 1.2 s (jitter 10 %): four attempts within about 3 s.
 RETRY_SCHEDULE = "0.4,0.8,1.2"

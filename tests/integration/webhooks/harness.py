@@ -11,8 +11,8 @@ from nats.js import JetStreamContext
 from storypost.webhook.v1 import webhook_pb2 as pb
 from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_runtime.outbox import Event
-from tests.integration.webhooks.receiver import Receiver
 from tests.support.events import publish
+from tests.support.webhook_receiver import Receiver
 
 
 class Harness:

@@ -13,7 +13,7 @@ import pytest
 from storypost.account.v1 import account_pb2, account_pb2_grpc
 from storypost.testing.stack import stack_channel
 from storypost_cli.stack import EmbeddedStack
-from tests.integration.webhooks.receiver import Receiver
+from tests.support.webhook_receiver import Receiver
 from webhook_svc.signing import verify
 
 pytestmark = pytest.mark.integration

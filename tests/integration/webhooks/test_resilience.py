@@ -13,8 +13,8 @@ from pymongo import AsyncMongoClient
 from storypost_cli.stack import EmbeddedStack
 from tests.integration.webhooks.conftest import ATTEMPT_TIMEOUT
 from tests.integration.webhooks.harness import Harness
-from tests.integration.webhooks.receiver import Answer
 from tests.support.events import story_event
+from tests.support.webhook_receiver import Answer
 
 pytestmark = pytest.mark.integration
 BURST = 500

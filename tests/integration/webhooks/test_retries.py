@@ -7,8 +7,8 @@ import pytest
 from storypost.webhook.v1 import webhook_pb2 as pb
 from tests.integration.webhooks.conftest import ATTEMPT_TIMEOUT
 from tests.integration.webhooks.harness import Harness, rpc_error
-from tests.integration.webhooks.receiver import Answer
 from tests.support.events import story_event
+from tests.support.webhook_receiver import Answer
 
 pytestmark = pytest.mark.integration
 

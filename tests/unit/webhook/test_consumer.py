@@ -16,8 +16,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from storypost_runtime.clock import SystemClock
 from storypost_runtime.mongo import Document
 from storypost_runtime.outbox import Event
-from tests.integration.webhooks.receiver import Answer, Receiver, make_certificates
 from tests.support.events import story_event
+from tests.support.webhook_receiver import Answer, Receiver, make_certificates
 from webhook_svc.consumer import EventConsumer
 from webhook_svc.deliveries import DeliveryStore, Status, delivery_uuid
 from webhook_svc.directory import WebhookDirectory

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from storypost_runtime.clock import SystemClock
-from tests.integration.webhooks.receiver import Answer, Certificates, Receiver, make_certificates
+from tests.support.webhook_receiver import Answer, Certificates, Receiver, make_certificates
 from webhook_svc.sender import Sender, http_client
 from webhook_svc.signing import verify
 from webhook_svc.targets import AddressPolicy
