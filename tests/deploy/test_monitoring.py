@@ -53,7 +53,8 @@ def documented_alerts() -> dict[str, str]:
 
 @cache
 def exported_series() -> frozenset[str]:
-    """Every series name the code registers (prometheus_client constructors' first argument)."""
+    """Every series name the code registers: the first argument of prometheus_client's
+    constructors and of `storypost_runtime.metrics.MetricsIn`'s `counter`/`gauge`/`histogram`."""
     names: set[str] = set()
     for source in SOURCES:
         for path in (ROOT / source).rglob("*.py"):
@@ -62,7 +63,8 @@ def exported_series() -> frozenset[str]:
             for node in ast.walk(ast.parse(path.read_text())):
                 if not (isinstance(node, ast.Call) and node.args):
                     continue
-                kind = getattr(node.func, "id", getattr(node.func, "attr", None))
+                called = getattr(node.func, "id", getattr(node.func, "attr", None))
+                kind = called.capitalize() if isinstance(called, str) else None
                 first = node.args[0]
                 if (
                     kind in SERIES
