@@ -10,6 +10,7 @@ import importlib.metadata
 import signal
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -643,13 +644,22 @@ def report_failure(done: Future[None]) -> None:
         print(f"embedded mongo: {error!r}", file=sys.stderr, flush=True)
 
 
+# How often, and how far apart, a probe index's builder tries to find the engine idle.
+BUILD_TRIES = 600
+BUILD_RETRY_SECONDS = 0.05
+
+
 class ProbeIndexes:
     """Builds the indexes that answer mongoeco's probes, once each, beside the engine.
 
     One thread, with a connection of its own per index: the engine's connection may be
     inside a transaction (a probe runs in mongoeco's read savepoint, or inside a write), and
-    a DDL statement failing there (the write lock taken) could roll it back. In WAL mode
-    the builder waits only for other writers; the probes scan until it is done.
+    a DDL statement failing there (the write lock taken) could roll it back. The builder
+    holds the engine's lock while it builds: in WAL mode a transaction that has read cannot
+    write once another connection has committed (SQLite answers "database is locked" at
+    once, whatever the busy timeout), so an index committed in the middle of an engine
+    operation failed that operation (seen as 500s of 50 racing identical schedule calls).
+    The probes scan until the index is there.
     """
 
     def __init__(self) -> None:
@@ -663,13 +673,23 @@ class ProbeIndexes:
             return
         asked.add(name)
         statement = _partial_index(name, db_name, coll_name, columns)
-        self._builder.submit(self._build, engine._path, statement).add_done_callback(report_failure)
+        self._builder.submit(self._build, engine, statement).add_done_callback(report_failure)
 
     @staticmethod
-    def _build(path: str, statement: str) -> None:
-        with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
-            conn.execute(statement)
-            conn.commit()
+    def _build(engine: Any, statement: str) -> None:
+        # Under the engine's lock and only while its connection holds no transaction (a
+        # session's transaction spans several operations): then no engine operation has read
+        # without having written yet.
+        for _ in range(BUILD_TRIES):
+            with engine._lock:
+                current = engine._connection
+                if current is None or not current.in_transaction:
+                    with contextlib.closing(sqlite3.connect(engine._path, timeout=30)) as conn:
+                        conn.execute(statement)
+                        conn.commit()
+                    return
+            time.sleep(BUILD_RETRY_SECONDS)
+        raise TimeoutError(f"the engine stayed inside a transaction; not built: {statement}")
 
 
 def _tagged_type_probe(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -19,6 +20,7 @@ from pymongo import ASCENDING, AsyncMongoClient, IndexModel
 from pymongo.errors import DuplicateKeyError
 
 from storypost_cli.embedded_mongo import (
+    ProbeIndexes,
     add_sqlite_indexes_for_mongo_indexes,
     answer_field_probes_from_indexes,
     coalesce_change_dispatch,
@@ -487,3 +489,48 @@ async def test_the_pollers_queries_read_only_the_rows_they_match_and_find_the_sa
             assert await answers(mongo["t"]["posts"]) == await answers(reference["t"]["posts"])
         finally:
             await reference.close()
+
+
+async def test_a_probe_index_is_committed_between_engine_operations_never_inside_one(
+    tmp_path: Path,
+) -> None:
+    """An engine operation that has read and then writes must not fail because a probe index
+    was committed in between (WAL: "database is locked" at once, whatever the timeout)."""
+    engine = SQLiteEngine(str(tmp_path / "db.sqlite"))
+    server = AsyncMongoEcoProxyServer(engine=engine, port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    try:
+        await mongo["t"]["posts"].insert_one({"_id": "p1", "n": 1})
+        # mongoeco's change delivery commits on a connection of its own, after the write
+        # (deferred by coalesce_change_dispatch when an earlier test installed it).
+        await asyncio.sleep(0.5)
+        name = index_name("ptest", "t", "posts", "$.n")
+        builder = ProbeIndexes()
+        with engine._lock:
+            conn = engine._require_connection()
+            conn.execute("BEGIN")
+            conn.execute("SELECT COUNT(*) FROM documents").fetchone()
+            builder.ensure(engine, "t", "posts", name, "json_extract(document, '$.n')")
+            await asyncio.sleep(0.5)
+            # The operation's write after its read: fails if the index was committed meanwhile.
+            conn.execute("UPDATE documents SET document = document WHERE storage_key IS NOT NULL")
+            conn.execute("COMMIT")
+
+        def built() -> bool:
+            with contextlib.closing(sqlite3.connect(tmp_path / "db.sqlite")) as check:
+                found = check.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
+                ).fetchone()
+            return found is not None
+
+        for _ in range(100):
+            if built():
+                break
+            await asyncio.sleep(0.05)
+        assert built()
+    finally:
+        await mongo.close()
+        await server.close()
