@@ -6,8 +6,10 @@ import asyncio
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any, cast
 
 import pytest
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_runtime.context import request_scope
@@ -139,3 +141,60 @@ async def test_run_loop_wakes_on_demand(db: AsyncDatabase[Document]) -> None:
         await asyncio.sleep(0.01)
     task.cancel()
     assert len(publisher.messages) == 1
+
+
+class CountedFinds:
+    """A collection whose `find` calls are counted (the relay's queries)."""
+
+    def __init__(self, collection: AsyncCollection[Document]) -> None:
+        self._collection = collection
+        self.finds = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+    def find(self, *args: Any, **kwargs: Any) -> Any:
+        self.finds += 1
+        return self._collection.find(*args, **kwargs)
+
+
+async def published_count(publisher: RecordingPublisher, count: int) -> None:
+    for _ in range(200):
+        if len(publisher.messages) >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{len(publisher.messages)} of {count} events published")
+
+
+async def test_the_relay_queries_again_at_once_only_when_events_may_be_left(
+    db: AsyncDatabase[Document],
+) -> None:
+    posts = CountedFinds(db["posts"])
+    publisher = RecordingPublisher()
+    relay = OutboxRelay(
+        [cast(AsyncCollection[Document], posts)],
+        publisher,
+        poll_interval_seconds=30,
+        batch_size=2,
+    )
+    task = asyncio.create_task(relay.run())
+    try:
+        await asyncio.sleep(0.05)
+        assert posts.finds == 1  # the first pass, at start
+        await db["posts"].insert_one({"_id": "a", **new_record_outbox(status_event("a", "x"))})
+        relay.wake()
+        await published_count(publisher, 1)
+        await asyncio.sleep(0.2)
+        # One query found the record and emptied it; none followed without a wake.
+        assert posts.finds == 2
+        # A full batch may have left more: the relay goes on without a wake.
+        await db["posts"].insert_many(
+            [{"_id": p, **new_record_outbox(status_event(p, "x"))} for p in ("b", "c", "d")]
+        )
+        relay.wake()
+        await published_count(publisher, 4)
+        await asyncio.sleep(0.2)
+        assert posts.finds == 4  # two records, then one (not full: no more queries)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
