@@ -850,6 +850,40 @@ def read_on_the_engine_connection() -> None:
     replace_once(SQLiteEngine, "_can_use_dedicated_reader", wrap)
 
 
+def finish_one_document_reads_under_the_lock() -> None:
+    """Ends a one-document read's SQLite statement before the engine's lock is let go.
+
+    mongoeco 4.11 opens a read of at most one document (`find_one`, `limit(1)`) on the
+    engine's connection under its lock, takes the first row, lets the lock go and closes
+    the cursor only in a later step. Until then the statement, unfinished when more rows
+    matched, holds a read snapshot on the engine's connection (outside any transaction, so
+    the probe-index builder's check cannot see it). If another connection commits meanwhile
+    (mongoeco's change delivery, after every write), the next write on the engine's
+    connection — from another request's thread, which took the lock in between — fails at
+    `BEGIN IMMEDIATE` with SQLITE_BUSY_SNAPSHOT ("database is locked", at once, whatever the
+    busy timeout): seen as 500s of 50 racing identical schedule calls. Here the first
+    document is taken and the read's cursors are closed while the lock is still held; the
+    reader gets that document, as it did.
+    """
+    from mongoeco.engines.sqlite import SQLiteEngine
+
+    def wrap(original: Any) -> Callable[[Any, Any], Any]:
+        def open_scan(self: Any, reader: Any) -> Any:
+            documents = original(self, reader)
+            if reader.owns_connection or reader.semantics.limit != 1:
+                return documents
+            first = next(documents, None)
+            for resource in reader._resources:
+                close = getattr(resource, "close", None)
+                if callable(close):
+                    close()
+            return iter(()) if first is None else iter((first,))
+
+        return open_scan
+
+    replace_once(SQLiteEngine, "_open_scan_documents_sync", wrap)
+
+
 async def serve(path: Path, host: str, port: int) -> None:
     """Serves until SIGTERM or SIGINT, then closes the listener and the SQLite engine."""
     # Imported here, after skip_slow_optional_imports() ran.
@@ -886,6 +920,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_sql_prefilter_for_compound_unique_indexes()
     coalesce_change_dispatch()
     read_on_the_engine_connection()
+    finish_one_document_reads_under_the_lock()
     match_scalars_without_array_branches()
     answer_field_probes_from_indexes()
     skip_decimal_scans_without_decimals(args.path)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from bson.decimal128 import Decimal128
+from mongoeco.engines._sqlite_reader import SQLiteScanReader
+from mongoeco.engines.semantic_core import compile_find_semantics
 from mongoeco.engines.sqlite import SQLiteEngine
 from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
 from pymongo import ASCENDING, AsyncMongoClient, IndexModel
@@ -24,6 +26,7 @@ from storypost_cli.embedded_mongo import (
     add_sqlite_indexes_for_mongo_indexes,
     answer_field_probes_from_indexes,
     coalesce_change_dispatch,
+    finish_one_document_reads_under_the_lock,
     index_ids_of_every_collection,
     index_name,
     match_scalars_without_array_branches,
@@ -531,6 +534,47 @@ async def test_a_probe_index_is_committed_between_engine_operations_never_inside
                 break
             await asyncio.sleep(0.05)
         assert built()
+    finally:
+        await mongo.close()
+        await server.close()
+
+
+async def test_a_one_document_read_holds_no_snapshot_once_the_engine_lock_is_let_go(
+    tmp_path: Path,
+) -> None:
+    """A write on the engine's connection after a `find_one` (whose reader closes later) must
+    not fail because another connection committed in between (WAL: SQLITE_BUSY_SNAPSHOT)."""
+    read_on_the_engine_connection()
+    finish_one_document_reads_under_the_lock()
+    path = tmp_path / "db.sqlite"
+    engine = SQLiteEngine(str(path))
+    server = AsyncMongoEcoProxyServer(engine=engine, port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    try:
+        await mongo["t"]["posts"].insert_many([{"_id": f"p{n}", "n": n} for n in range(5)])
+        with contextlib.closing(sqlite3.connect(path)) as other:
+            other.execute("CREATE TABLE elsewhere (x)")
+            other.commit()
+            # The read's first step, as mongoeco runs it: under the lock, then let go. A filter
+            # SQL answers only in part (checked again in Python) leaves its statement open.
+            one = compile_find_semantics({"$expr": {"$gte": ["$n", 0]}}, limit=1)
+            reader = SQLiteScanReader(engine, "t", "posts", one)
+            reader._open()
+            # A commit of another connection (mongoeco's change delivery, for one).
+            other.execute("INSERT INTO elsewhere VALUES (1)")
+            other.commit()
+        # Another operation's write on the engine's connection, before the reader closes.
+        with engine._lock:
+            conn = engine._require_connection()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        batch = reader.fetch(10, 1 << 20)
+        assert [d["_id"] for d in batch.documents] == ["p0"] and batch.exhausted
+        found = await mongo["t"]["posts"].find_one({"n": {"$mod": [3, 0]}, "_id": {"$ne": "p0"}})
+        assert found == {"_id": "p3", "n": 3}
     finally:
         await mongo.close()
         await server.close()
