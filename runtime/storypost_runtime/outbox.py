@@ -183,8 +183,6 @@ class OutboxRelay:
         self._metrics = metrics
         self._wake = asyncio.Event()
         self.published = 0
-        # Set by a pass that may have left pending events behind (see `_backlog_pass`).
-        self._more_pending = False
 
     def wake(self) -> None:
         """Called by a writer in this process after it stored events: relay without waiting."""
@@ -192,21 +190,27 @@ class OutboxRelay:
 
     async def relay_once(self) -> int:
         """One pass over every collection; returns how many events were published."""
+        count, _ = await self._pass()
+        return count
+
+    async def _pass(self) -> tuple[int, bool]:
+        """One pass: how many events were published, and whether it may have left pending
+        events behind (a full batch, or events added to a record while it was relayed)."""
         count = 0
-        self._more_pending = False
+        left_behind = False
         for collection in self._collections:
             cursor = collection.find({PENDING_FIELD: True}, {OUTBOX_FIELD: 1}).limit(self._batch)
             pending = await cursor.to_list(self._batch)
             self._observe(collection.name, pending)
-            if len(pending) >= self._batch:
-                self._more_pending = True
+            left_behind |= len(pending) >= self._batch
             for doc in pending:
-                sent = await self._relay_record(collection, doc)
+                sent, added_meanwhile = await self._relay_record(collection, doc)
+                left_behind |= added_meanwhile
                 count += sent
                 if self._metrics is not None:
                     self._metrics.published.labels(collection.name).inc(sent)
         self.published += count
-        return count
+        return count, left_behind
 
     def _observe(self, name: str, pending: list[Document]) -> None:
         """Backlog gauges, set before publishing so a bus outage shows as a growing age."""
@@ -222,7 +226,11 @@ class OutboxRelay:
         self._metrics.backlog.labels(name).set(len(pending))
         self._metrics.oldest_age.labels(name).set(max(ages, default=0.0))
 
-    async def _relay_record(self, collection: AsyncCollection[Document], doc: Document) -> int:
+    async def _relay_record(
+        self, collection: AsyncCollection[Document], doc: Document
+    ) -> tuple[int, bool]:
+        """Publishes a record's events and removes them; returns how many, and whether events
+        were added to the record meanwhile (they are still pending)."""
         events = list(doc.get(OUTBOX_FIELD) or [])
         for raw in events:
             event = Event.from_document(raw)
@@ -232,14 +240,13 @@ class OutboxRelay:
             {"_id": doc["_id"], OUTBOX_FIELD: events},
             {"$set": {OUTBOX_FIELD: []}, "$unset": {PENDING_FIELD: ""}},
         )
-        if cleared.matched_count == 0:
-            # Events were added meanwhile: they are still pending.
-            self._more_pending = True
+        added_meanwhile = cleared.matched_count == 0
+        if added_meanwhile:
             sent = [raw["id"] for raw in events]
             await collection.update_one(
                 {"_id": doc["_id"]}, {"$pull": {OUTBOX_FIELD: {"id": {"$in": sent}}}}
             )
-        return len(events)
+        return len(events), added_meanwhile
 
     async def _publish(self, event: Event) -> None:
         """Publishes in the stored trace's context, so the publish span joins that trace."""
@@ -260,8 +267,8 @@ class OutboxRelay:
         write's wake or the poll: a pass that found every pending record emptied them, so an
         immediate second query would find only what a writer, which wakes the relay, or
         another replica (the poll) added since. Under load this halves the relay's queries."""
-        await self.relay_once()
-        return int(self._more_pending)
+        _, left_behind = await self._pass()
+        return int(left_behind)
 
     def _pass_failed(self, error: Exception) -> None:
         log.warning("outbox relay pass failed", error=str(error))
