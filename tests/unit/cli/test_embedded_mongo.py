@@ -40,18 +40,29 @@ from tests.support.mongo import count_scans, memory_mongo_server
 
 
 @asynccontextmanager
-async def served(path: Path) -> AsyncIterator[AsyncMongoClient[dict[str, object]]]:
-    """A client of a mongoeco wire server on the SQLite file `path`, closed afterwards."""
-    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(path)), port=0)
+async def served_engine(
+    path: Path,
+) -> AsyncIterator[tuple[SQLiteEngine, AsyncMongoClient[dict[str, object]]]]:
+    """A mongoeco wire server's engine on the SQLite file `path` and a client of the server,
+    closed afterwards."""
+    engine = SQLiteEngine(str(path))
+    server = AsyncMongoEcoProxyServer(engine=engine, port=0)
     address = await server.start()
     mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
         f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
     )
     try:
-        yield mongo
+        yield engine, mongo
     finally:
         await mongo.close()
         await server.close()
+
+
+@asynccontextmanager
+async def served(path: Path) -> AsyncIterator[AsyncMongoClient[dict[str, object]]]:
+    """A client of a mongoeco wire server on the SQLite file `path`, closed afterwards."""
+    async with served_engine(path) as (_, mongo):
+        yield mongo
 
 
 @pytest.fixture
@@ -499,13 +510,7 @@ async def test_a_probe_index_is_committed_between_engine_operations_never_inside
 ) -> None:
     """An engine operation that has read and then writes must not fail because a probe index
     was committed in between (WAL: "database is locked" at once, whatever the timeout)."""
-    engine = SQLiteEngine(str(tmp_path / "db.sqlite"))
-    server = AsyncMongoEcoProxyServer(engine=engine, port=0)
-    address = await server.start()
-    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
-    )
-    try:
+    async with served_engine(tmp_path / "db.sqlite") as (engine, mongo):
         await mongo["t"]["posts"].insert_one({"_id": "p1", "n": 1})
         # mongoeco's change delivery commits on a connection of its own, after the write
         # (deferred by coalesce_change_dispatch when an earlier test installed it).
@@ -534,9 +539,6 @@ async def test_a_probe_index_is_committed_between_engine_operations_never_inside
                 break
             await asyncio.sleep(0.05)
         assert built()
-    finally:
-        await mongo.close()
-        await server.close()
 
 
 async def test_a_one_document_read_holds_no_snapshot_once_the_engine_lock_is_let_go(
@@ -547,13 +549,7 @@ async def test_a_one_document_read_holds_no_snapshot_once_the_engine_lock_is_let
     read_on_the_engine_connection()
     finish_one_document_reads_under_the_lock()
     path = tmp_path / "db.sqlite"
-    engine = SQLiteEngine(str(path))
-    server = AsyncMongoEcoProxyServer(engine=engine, port=0)
-    address = await server.start()
-    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
-    )
-    try:
+    async with served_engine(path) as (engine, mongo):
         await mongo["t"]["posts"].insert_many([{"_id": f"p{n}", "n": n} for n in range(5)])
         with contextlib.closing(sqlite3.connect(path)) as other:
             other.execute("CREATE TABLE elsewhere (x)")
@@ -575,6 +571,3 @@ async def test_a_one_document_read_holds_no_snapshot_once_the_engine_lock_is_let
         assert [d["_id"] for d in batch.documents] == ["p0"] and batch.exhausted
         found = await mongo["t"]["posts"].find_one({"n": {"$mod": [3, 0]}, "_id": {"$ne": "p0"}})
         assert found == {"_id": "p3", "n": 3}
-    finally:
-        await mongo.close()
-        await server.close()

@@ -21,6 +21,7 @@ from storypost_runtime.outbox import (
     new_record_outbox,
     with_event,
 )
+from tests.support.polling import wait_until
 
 WHEN = datetime(2026, 11, 23, 10, 0, 0, 123000, tzinfo=UTC)
 
@@ -159,11 +160,10 @@ class CountedFinds:
 
 
 async def published_count(publisher: RecordingPublisher, count: int) -> None:
-    for _ in range(200):
-        if len(publisher.messages) >= count:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{len(publisher.messages)} of {count} events published")
+    async def enough() -> bool | None:
+        return True if len(publisher.messages) >= count else None
+
+    await wait_until(enough, 2.0, f"{count} events published", every=0.01)
 
 
 async def test_the_relay_queries_again_at_once_only_when_events_may_be_left(
