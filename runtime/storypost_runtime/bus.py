@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import KW_ONLY
 
 import nats
 from nats.aio.client import Client as NatsClient
@@ -19,6 +20,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 from storypost_runtime.settings import NatsSettings
 from storypost_runtime.tracing import inject, tracer
@@ -107,6 +109,7 @@ def process_span_name(subject: str) -> str:
     return f"{subject} process"
 
 
+@component
 class JetStreamPublisher:
     """Publishes one message and waits for JetStream's acknowledgement.
 
@@ -115,15 +118,13 @@ class JetStreamPublisher:
     instrumentation of its own.
     """
 
-    def __init__(
-        self, js: JetStreamContext, timeout_seconds: float = 5.0, *, tracer: Tracer | None = None
-    ) -> None:
-        self._js = js
-        self._timeout = timeout_seconds
-        self._tracer = tracer
+    js: JetStreamContext
+    timeout_seconds: float = 5.0
+    _: KW_ONLY
+    tracer: Tracer | None = None
 
     async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None:
-        spans = self._tracer or tracer()
+        spans = self.tracer or tracer()
         with spans.start_as_current_span(
             publish_span_name(subject),
             kind=SpanKind.PRODUCER,
@@ -135,4 +136,4 @@ class JetStreamPublisher:
         ):
             sent = dict(headers)
             inject(sent)
-            await self._js.publish(subject, payload, timeout=self._timeout, headers=sent)
+            await self.js.publish(subject, payload, timeout=self.timeout_seconds, headers=sent)

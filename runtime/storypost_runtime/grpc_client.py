@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 from opentelemetry.trace import TracerProvider
 
+from storypost_runtime.component import component
 from storypost_runtime.context import REQUEST_ID_METADATA_KEY, current_request_id
 from storypost_runtime.service_auth import AUTHORIZATION_METADATA_KEY, TokenSigner
 from storypost_runtime.tracing import provider_for
@@ -62,33 +63,31 @@ def _with_defaults(details: Any, default_timeout: float, signer: TokenSigner | N
     return details._replace(metadata=metadata, timeout=timeout)
 
 
+@component
 class _AioDefaults(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(
-        self, default_timeout: float, signer: TokenSigner | None, wait_for_ready: bool
-    ) -> None:
-        self._timeout = default_timeout
-        self._signer = signer
-        self._wait = wait_for_ready
+    default_timeout: float
+    signer: TokenSigner | None
+    wait_for_ready: bool
 
     async def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
-        details = _with_defaults(client_call_details, self._timeout, self._signer)
-        if self._wait and details.wait_for_ready is None:
+        details = _with_defaults(client_call_details, self.default_timeout, self.signer)
+        if self.wait_for_ready and details.wait_for_ready is None:
             details = details._replace(wait_for_ready=True)
         return await continuation(details, request)
 
 
+@component
 class _SyncDefaults(grpc.UnaryUnaryClientInterceptor):
-    def __init__(self, default_timeout: float, signer: TokenSigner | None) -> None:
-        self._timeout = default_timeout
-        self._signer = signer
+    default_timeout: float
+    signer: TokenSigner | None
 
     def intercept_unary_unary(
         self, continuation: Callable[..., Any], client_call_details: Any, request: Any
     ) -> Any:
         return continuation(
-            _with_defaults(client_call_details, self._timeout, self._signer), request
+            _with_defaults(client_call_details, self.default_timeout, self.signer), request
         )
 
 

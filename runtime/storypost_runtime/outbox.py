@@ -18,7 +18,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 
 from storypost_runtime.bus import event_subject
 from storypost_runtime.clock import iso_utc
+from storypost_runtime.component import component
 from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
 from storypost_runtime.documents import from_document
 from storypost_runtime.logs import get_logger
@@ -164,25 +165,18 @@ def _age_seconds(occurred_at: datetime, now: datetime) -> float:
     return max(0.0, (now - stamp).total_seconds())
 
 
+@component
 class OutboxRelay:
     """Publishes pending events of the given collections; wakes at once when told, else polls."""
 
-    def __init__(
-        self,
-        collections: Sequence[AsyncCollection[Document]],
-        publisher: Publisher,
-        *,
-        poll_interval_seconds: float = 0.5,
-        batch_size: int = 100,
-        metrics: OutboxMetrics | None = None,
-    ) -> None:
-        self._collections = list(collections)
-        self._publisher = publisher
-        self._poll = poll_interval_seconds
-        self._batch = batch_size
-        self._metrics = metrics
-        self._wake = asyncio.Event()
-        self.published = 0
+    collections: Sequence[AsyncCollection[Document]]
+    publisher: Publisher
+    _: KW_ONLY
+    poll_interval_seconds: float = 0.5
+    batch_size: int = 100
+    metrics: OutboxMetrics | None = None
+    _wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    published: int = field(init=False, default=0)
 
     def wake(self) -> None:
         """Called by a writer in this process after it stored events: relay without waiting."""
@@ -198,23 +192,24 @@ class OutboxRelay:
         events behind (a full batch, or events added to a record while it was relayed)."""
         count = 0
         left_behind = False
-        for collection in self._collections:
-            cursor = collection.find({PENDING_FIELD: True}, {OUTBOX_FIELD: 1}).limit(self._batch)
-            pending = await cursor.to_list(self._batch)
+        batch = self.batch_size
+        for collection in self.collections:
+            cursor = collection.find({PENDING_FIELD: True}, {OUTBOX_FIELD: 1}).limit(batch)
+            pending = await cursor.to_list(batch)
             self._observe(collection.name, pending)
-            left_behind |= len(pending) >= self._batch
+            left_behind |= len(pending) >= batch
             for doc in pending:
                 sent, added_meanwhile = await self._relay_record(collection, doc)
                 left_behind |= added_meanwhile
                 count += sent
-                if self._metrics is not None:
-                    self._metrics.published.labels(collection.name).inc(sent)
+                if self.metrics is not None:
+                    self.metrics.published.labels(collection.name).inc(sent)
         self.published += count
         return count, left_behind
 
     def _observe(self, name: str, pending: list[Document]) -> None:
         """Backlog gauges, set before publishing so a bus outage shows as a growing age."""
-        if self._metrics is None:
+        if self.metrics is None:
             return
         now = datetime.now(UTC)
         ages = [
@@ -223,8 +218,8 @@ class OutboxRelay:
             for raw in doc.get(OUTBOX_FIELD) or []
             if isinstance(raw.get("occurredAt"), datetime)
         ]
-        self._metrics.backlog.labels(name).set(len(pending))
-        self._metrics.oldest_age.labels(name).set(max(ages, default=0.0))
+        self.metrics.backlog.labels(name).set(len(pending))
+        self.metrics.oldest_age.labels(name).set(max(ages, default=0.0))
 
     async def _relay_record(
         self, collection: AsyncCollection[Document], doc: Document
@@ -251,14 +246,17 @@ class OutboxRelay:
     async def _publish(self, event: Event) -> None:
         """Publishes in the stored trace's context, so the publish span joins that trace."""
         with in_stored_trace(event.traceparent):
-            await self._publisher.publish(
+            await self.publisher.publish(
                 event_subject(event.type), event.to_message(), event.headers()
             )
 
     async def run(self) -> None:
         """Relays until cancelled; errors (bus or database down) are logged and retried."""
         await run_passes(
-            self._backlog_pass, self._pass_failed, poll_seconds=self._poll, wake=self._wake
+            self._backlog_pass,
+            self._pass_failed,
+            poll_seconds=self.poll_interval_seconds,
+            wake=self._wake,
         )
 
     async def _backlog_pass(self) -> int:
@@ -272,5 +270,5 @@ class OutboxRelay:
 
     def _pass_failed(self, error: Exception) -> None:
         log.warning("outbox relay pass failed", error=str(error))
-        if self._metrics is not None:
-            self._metrics.failures.inc()
+        if self.metrics is not None:
+            self.metrics.failures.inc()

@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives.serialization import (
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection
 
+from storypost_runtime.component import component
 from storypost_runtime.interceptors import (
     Continuation,
     Handler,
@@ -165,46 +166,41 @@ def public_keys_setting(credentials: Mapping[str, ServiceCredential]) -> str:
     return ",".join(credential.public_entry() for credential in credentials.values())
 
 
+@component
 class TokenSigner:
     """Signs the tokens of one caller, one per audience, reused until a third of its life is left.
 
     Thread-safe: the edge's WSGI threads share one.
     """
 
-    def __init__(
-        self,
-        credential: ServiceCredential,
-        lifetime: float = TOKEN_SECONDS,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._credential = credential
-        self._lifetime = lifetime
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._tokens: dict[str, tuple[str, float]] = {}
+    credential: ServiceCredential
+    lifetime: float = TOKEN_SECONDS
+    clock: Callable[[], float] = time.time
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _tokens: dict[str, tuple[str, float]] = field(init=False, default_factory=dict)
 
     @property
     def caller(self) -> str:
-        return self._credential.name
+        return self.credential.name
 
     def token(self, audience: str) -> str:
-        now = self._clock()
+        now = self.clock()
         with self._lock:
             cached = self._tokens.get(audience)
-            if cached is not None and cached[1] - now > self._lifetime / 3:
+            if cached is not None and cached[1] - now > self.lifetime / 3:
                 return cached[0]
-            expires = now + self._lifetime
+            expires = now + self.lifetime
             claims = {
-                "iss": self._credential.name,
+                "iss": self.credential.name,
                 "aud": audience,
                 "iat": int(now),
                 "exp": int(expires),
             }
             signed = jwt.encode(
                 claims,
-                self._credential.key,
+                self.credential.key,
                 algorithm=_ALGORITHM,
-                headers={"kid": self._credential.name},
+                headers={"kid": self.credential.name},
             )
             self._tokens[audience] = (signed, expires)
             return signed
@@ -235,7 +231,7 @@ class CallerVerifier:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._keys = dict(public_keys)
-        self._clock = clock
+        self.clock = clock
 
     @property
     def callers(self) -> frozenset[str]:
@@ -256,7 +252,7 @@ class CallerVerifier:
             raise CallerRefused(grpc.StatusCode.UNAUTHENTICATED, "unknown caller")
         claims = self._claims(token, name, keys, service)
         # An expiry further away than a token may live is a token not signed by our signer.
-        if float(claims["exp"]) - self._clock() > TOKEN_SECONDS + _LEEWAY_SECONDS:
+        if float(claims["exp"]) - self.clock() > TOKEN_SECONDS + _LEEWAY_SECONDS:
             raise CallerRefused(grpc.StatusCode.UNAUTHENTICATED, "caller token lives too long")
         return name
 
