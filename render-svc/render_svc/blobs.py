@@ -9,7 +9,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from render_svc.records import RenderCollections
 from render_svc.sniff import HEAD_BYTES, mismatch, served_as
 from render_svc.storage import MediaStore
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.logs import get_logger
@@ -151,44 +152,40 @@ class TempBlob:
         return blob_url(public_app_url, self.temp_blob_uuid, self.key)
 
 
+@component
 class BlobCache:
     """Blobs are immutable: their bytes can be kept in memory (LRU, bounded in bytes)."""
 
-    def __init__(self, max_bytes: int) -> None:
-        self._max = max_bytes
-        self._items: LRUCache[str, tuple[str, bytes]] = LRUCache(
-            maxsize=max_bytes, getsizeof=lambda item: len(item[1])
-        )
+    max_bytes: int
+    _items: LRUCache[str, tuple[str, bytes]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._items = LRUCache(maxsize=self.max_bytes, getsizeof=lambda item: len(item[1]))
 
     def get(self, key: str) -> tuple[str, bytes] | None:
         return self._items.get(key)
 
     def put(self, key: str, content_type: str, body: bytes) -> None:
-        if len(body) > self._max // 4 or key in self._items:
+        if len(body) > self.max_bytes // 4 or key in self._items:
             return
         self._items[key] = (content_type, body)
 
 
+@component
 class TempBlobs:
-    def __init__(
-        self,
-        records: RenderCollections,
-        store: MediaStore,
-        clock: Clock,
-        settings: BlobSettings,
-        cache: BlobCache,
-    ) -> None:
-        self._records = records
-        self._store = store
-        self._clock = clock
-        self._s = settings
-        self._cache = cache
-        self._uploaded: LRUCache[str, TempBlob] = LRUCache(maxsize=RECORD_CACHE_SIZE)
+    records: RenderCollections
+    store: MediaStore
+    clock: Clock
+    settings: BlobSettings
+    cache: BlobCache
+    _uploaded: LRUCache[str, TempBlob] = field(
+        init=False, default_factory=lambda: LRUCache(maxsize=RECORD_CACHE_SIZE)
+    )
 
     def _new_doc(
         self, org: str, uuid: str, content_type: str, length: int, *, uploaded: bool
     ) -> Document:
-        now = self._clock.now()
+        now = self.clock.now()
         return {
             "_id": f"{org}:{uuid}",
             "organizationId": org,
@@ -200,12 +197,12 @@ class TempBlobs:
             # A fresh object name per attempt: a racing duplicate never overwrites the winner.
             "objectKey": f"{OBJECT_PREFIX}{org}/{uuid}/{secrets.token_hex(8)}",
             "createdAt": now,
-            "expiresAt": now + timedelta(seconds=self._s.ttl_seconds),
+            "expiresAt": now + timedelta(seconds=self.settings.ttl_seconds),
             "uploaded": uploaded,
         }
 
     async def _find(self, org: str, uuid: str) -> TempBlob | None:
-        doc = await self._records.temp_blobs.find_one({"organizationId": org, "tempBlobUuid": uuid})
+        doc = await self.records.temp_blobs.find_one({"organizationId": org, "tempBlobUuid": uuid})
         return TempBlob.from_doc(doc) if doc else None
 
     async def create_upload_url(
@@ -224,13 +221,13 @@ class TempBlobs:
         # Signed before the insert and stored with the record, so every repeat answers the
         # very same URL (it grants no more than the first answer did: a PUT of this type and
         # length to this one object until it expires).
-        url = await self._store.presign_put(
-            doc["objectKey"], content_type, length, self._s.upload_seconds
+        url = await self.store.presign_put(
+            doc["objectKey"], content_type, length, self.settings.upload_seconds
         )
         doc["uploadUrl"] = url
-        doc["uploadUntil"] = doc["createdAt"] + timedelta(seconds=self._s.upload_seconds)
+        doc["uploadUntil"] = doc["createdAt"] + timedelta(seconds=self.settings.upload_seconds)
         try:
-            await self._records.temp_blobs.insert_one(doc)
+            await self.records.temp_blobs.insert_one(doc)
         except DuplicateKeyError:
             found = await self._find(org, uuid)
             if found is None:
@@ -257,9 +254,9 @@ class TempBlobs:
         """The stored PUT URL of a blob still waiting for its bytes, else None."""
         if blob.uploaded or not blob.upload_url or blob.upload_until is None:
             return None
-        if blob.upload_until <= self._clock.now():
+        if blob.upload_until <= self.clock.now():
             return None
-        if await self._store.head(blob.object_key) is not None:
+        if await self.store.head(blob.object_key) is not None:
             return None
         return blob.upload_url
 
@@ -274,12 +271,12 @@ class TempBlobs:
         if existing is not None:
             return existing
         doc = self._new_doc(org, uuid, content_type, len(content), uploaded=True)
-        await self._store.put(doc["objectKey"], content, content_type)
+        await self.store.put(doc["objectKey"], content, content_type)
         try:
-            await self._records.temp_blobs.insert_one(doc)
+            await self.records.temp_blobs.insert_one(doc)
         except DuplicateKeyError:
             # A concurrent identical call won: keep its object, drop ours.
-            await self._store.delete(doc["objectKey"])
+            await self.store.delete(doc["objectKey"])
             found = await self._find(org, uuid)
             if found is None:
                 raise
@@ -303,23 +300,23 @@ class TempBlobs:
         """The blob when it has not expired and its bytes are there (checked against its
         declared type the first time); Refused when they were not that type."""
         org, uuid = blob.organization_id, blob.temp_blob_uuid
-        if blob.expires_at <= self._clock.now():
+        if blob.expires_at <= self.clock.now():
             return None
         if not blob.uploaded:
-            info = await self._store.head(blob.object_key)
+            info = await self.store.head(blob.object_key)
             if info is None:
                 return None
             # The presigned PUT happened: its bytes are checked against the declared type
             # once, and the verdict kept, so later reads skip both.
-            head = await self._store.get_head(blob.object_key, HEAD_BYTES)
+            head = await self.store.get_head(blob.object_key, HEAD_BYTES)
             refused = mismatch(blob.content_type, head) or ""
-            await self._records.temp_blobs.update_one(
+            await self.records.temp_blobs.update_one(
                 {"_id": f"{org}:{uuid}"}, {"$set": {"uploaded": True, "refused": refused}}
             )
             if refused:
                 log.info("temp blob refused", blob=f"{org}:{uuid}", reason=refused)
                 # Nothing of it is ever served: the bytes go, the record keeps the reason.
-                await self._store.delete(blob.object_key)
+                await self.store.delete(blob.object_key)
             blob = dataclasses.replace(blob, uploaded=True, refused=refused)
         self._remember(blob)
         if blob.refused:
@@ -335,7 +332,7 @@ class TempBlobs:
     async def sign_download(self, org: str, uuid: str, key: str) -> tuple[int, str]:
         """The expiry and signature of a short-lived download of the blob."""
         blob = await self._usable_or_refused(org, uuid.lower(), key)
-        expires_at = int(self._clock.now().timestamp()) + self._s.download_seconds
+        expires_at = int(self.clock.now().timestamp()) + self.settings.download_seconds
         return expires_at, download_signature(blob.key, org, blob.temp_blob_uuid, expires_at)
 
     async def read(
@@ -348,7 +345,7 @@ class TempBlobs:
         signed = await self._record(org, uuid)
         if (
             signed is None
-            or expires_at < self._clock.now().timestamp()
+            or expires_at < self.clock.now().timestamp()
             or not hmac.compare_digest(
                 download_signature(signed.key, org, uuid, expires_at).encode(), signature.encode()
             )
@@ -361,7 +358,7 @@ class TempBlobs:
         if offset < 0 or length < 0:
             raise InvalidArgument("offset and length must not be negative")
         length = min(length, READ_PART_BYTES, max(0, blob.content_length - offset))
-        data = await self._store.get_range(blob.object_key, offset, length) if length else b""
+        data = await self.store.get_range(blob.object_key, offset, length) if length else b""
         if offset == 0 and data:
             # Checked again on the bytes served: within its upload window a presigned blob's
             # object may have been PUT a second time.
@@ -390,12 +387,12 @@ class TempBlobs:
         blob = await self._usable(ref.organization_id, ref.temp_blob_uuid, ref.key)
         if blob is None:
             return None
-        cached = self._cache.get(blob.object_key)
+        cached = self.cache.get(blob.object_key)
         if cached is not None:
             return cached
         if blob.content_length > max_bytes:
             raise TooLarge(f"{blob.content_length} bytes is over the limit of {max_bytes}")
-        body = await self._store.get(blob.object_key)
+        body = await self.store.get(blob.object_key)
         if len(body) > max_bytes:
             raise TooLarge(f"{len(body)} bytes is over the limit of {max_bytes}")
         # Checked again on the bytes in hand: within its upload window a presigned blob's
@@ -403,7 +400,7 @@ class TempBlobs:
         wrong = mismatch(blob.content_type, body[:HEAD_BYTES])
         if wrong is not None:
             raise Refused(f"temp blob {blob.temp_blob_uuid} was refused: {wrong}")
-        self._cache.put(blob.object_key, blob.content_type, body)
+        self.cache.put(blob.object_key, blob.content_type, body)
         return blob.content_type, body
 
     async def download_to(self, ref: BlobRef, path: Path) -> bool:
@@ -412,19 +409,19 @@ class TempBlobs:
         blob = await self._usable(ref.organization_id, ref.temp_blob_uuid, ref.key)
         if blob is None:
             return False
-        await self._store.download(blob.object_key, path)
+        await self.store.download(blob.object_key, path)
         return True
 
     async def sweep(self, batch: int = 200) -> int:
         """Deletes expired blobs: objects first, then their records. Returns how many."""
-        now = self._clock.now()
-        docs = await self._records.temp_blobs.find(
+        now = self.clock.now()
+        docs = await self.records.temp_blobs.find(
             {"expiresAt": {"$lte": now}}, {"objectKey": 1}
         ).to_list(batch)
         if not docs:
             return 0
-        await self._store.delete(*(doc["objectKey"] for doc in docs))
-        result = await self._records.temp_blobs.delete_many(
+        await self.store.delete(*(doc["objectKey"] for doc in docs))
+        result = await self.records.temp_blobs.delete_many(
             {"_id": {"$in": [doc["_id"] for doc in docs]}, "expiresAt": {"$lte": now}}
         )
         return int(result.deleted_count)

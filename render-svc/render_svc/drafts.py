@@ -21,6 +21,7 @@ from render_svc.renderings import FAILED, FINISHED, Rendering, Renderings
 from render_svc.storage import MediaStore
 from storypost.render.v1 import render_pb2 as pb
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 
@@ -70,33 +71,25 @@ def _status(doc: Document, rendering: Rendering | None) -> str:
     return {FINISHED: "ready", FAILED: "failed"}.get(rendering.state, "rendering")
 
 
+@component
 class Drafts:
-    def __init__(
-        self,
-        records: RenderCollections,
-        renderings: Renderings,
-        finisher: Finisher,
-        store: MediaStore,
-        quota: DraftQuota,
-        clock: Clock,
-    ) -> None:
-        self._records = records
-        self._renderings = renderings
-        self._finisher = finisher
-        self._store = store
-        self._quota = quota
-        self._clock = clock
+    records: RenderCollections
+    renderings: Renderings
+    finisher: Finisher
+    store: MediaStore
+    quota: DraftQuota
+    clock: Clock
 
     async def _doc(self, org: str, uuid: str) -> Document | None:
-        return await self._records.drafts.find_one({"organizationId": org, "draftUuid": uuid})
+        return await self.records.drafts.find_one({"organizationId": org, "draftUuid": uuid})
 
     async def _view(self, doc: Document, rendering: Rendering | None = None) -> DraftView:
         if rendering is None:
-            rendering = await self._renderings.find(doc["organizationId"], doc["renderingId"])
+            rendering = await self.renderings.find(doc["organizationId"], doc["renderingId"])
         status = _status(doc, rendering)
         preview = None
         if status == "ready" and rendering is not None:
-            preview = await self._renderings.preview_url(rendering)
+            preview = await self.renderings.preview_url(rendering)
         return DraftView(
             organization_id=doc["organizationId"],
             draft_uuid=doc["draftUuid"],
@@ -133,12 +126,12 @@ class Drafts:
         existing = await self._doc(org, uuid)
         if existing is not None:
             return await self._view(existing)
-        slot = await self._quota.reserve(org, uuid)
+        slot = await self.quota.reserve(org, uuid)
         try:
             rendering_id = rendering_id_of(uuid, uuid)
-            rendering = await self._renderings.prepare(org, rendering_id, design, pb.PURPOSE_DRAFT)
+            rendering = await self.renderings.prepare(org, rendering_id, design, pb.PURPOSE_DRAFT)
             design_key = await self._save_design(org, uuid, design)
-            now = self._clock.now()
+            now = self.clock.now()
             doc: Document = {
                 "_id": f"{org}:{uuid}",
                 "organizationId": org,
@@ -156,33 +149,33 @@ class Drafts:
                 "deletedAt": None,
             }
             try:
-                await self._records.drafts.insert_one(doc)
+                await self.records.drafts.insert_one(doc)
             except DuplicateKeyError:
                 # The same create raced us and won: one draft, one slot.
-                await asyncio.shield(self._quota.release(slot))
+                await asyncio.shield(self.quota.release(slot))
                 return await self.get(org, uuid)
         except BaseException:
-            await asyncio.shield(self._quota.release(slot))
+            await asyncio.shield(self.quota.release(slot))
             raise
         await self._record_version(doc, rendering_id, design_key)
         if folder:
-            await self._records.draft_folders.update_one(
+            await self.records.draft_folders.update_one(
                 {"_id": f"{org}:{folder}"},
                 {"$setOnInsert": {"organizationId": org, "name": folder, "createdAt": now}},
                 upsert=True,
             )
-        await self._finisher.finish(org, rendering_id)
-        return await self._view(doc, await self._renderings.find(org, rendering_id) or rendering)
+        await self.finisher.finish(org, rendering_id)
+        return await self._view(doc, await self.renderings.find(org, rendering_id) or rendering)
 
     async def _save_design(self, org: str, uuid: str, design: DesignInput) -> str:
         key = f"drafts/{org}/{uuid}/{secrets.token_hex(8)}.json"
         body = json.dumps({"html": design.html} if design.html is not None else {"url": design.url})
-        await self._store.put(key, body.encode(), "application/json")
+        await self.store.put(key, body.encode(), "application/json")
         return key
 
     async def _record_version(self, doc: Document, rendering_id: str, design_key: str) -> None:
         with contextlib.suppress(DuplicateKeyError):
-            await self._records.draft_versions.insert_one(
+            await self.records.draft_versions.insert_one(
                 {
                     "organizationId": doc["organizationId"],
                     "draftUuid": doc["draftUuid"],
@@ -205,18 +198,18 @@ class Drafts:
             raise NotFound(f"draft {uuid} not found")
         if doc.get("deletedAt") is not None:
             raise FailedPrecondition("the draft is deleted")
-        known = await self._records.draft_versions.find_one(
+        known = await self.records.draft_versions.find_one(
             {"organizationId": org, "versionUuid": version_uuid}
         )
         if known is not None:
             return await self._view(doc)
         rendering_id = rendering_id_of(uuid, version_uuid)
-        await self._renderings.prepare(org, rendering_id, design, pb.PURPOSE_DRAFT)
+        await self.renderings.prepare(org, rendering_id, design, pb.PURPOSE_DRAFT)
         design_key = await self._save_design(org, uuid, design)
         for _ in range(5):
             version = int(doc["version"]) + 1
-            now = self._clock.now()
-            updated = await self._records.drafts.find_one_and_update(
+            now = self.clock.now()
+            updated = await self.records.drafts.find_one_and_update(
                 {"_id": doc["_id"], "version": doc["version"], "deletedAt": None},
                 {
                     "$set": {
@@ -231,7 +224,7 @@ class Drafts:
             )
             if updated is not None:
                 await self._record_version(updated, rendering_id, design_key)
-                await self._finisher.finish(org, rendering_id)
+                await self.finisher.finish(org, rendering_id)
                 return await self._view(updated)
             # Another save (or a delete) came first: read it again.
             doc = await self._doc(org, uuid) or doc
@@ -245,9 +238,9 @@ class Drafts:
         guard: Document = {"organizationId": org, "draftUuid": uuid, "deletedAt": None}
         if not by_user:
             guard["userPost"] = "none"
-        deleted = await self._records.drafts.find_one_and_update(
+        deleted = await self.records.drafts.find_one_and_update(
             guard,
-            {"$set": {"deletedAt": self._clock.now()}},
+            {"$set": {"deletedAt": self.clock.now()}},
             return_document=ReturnDocument.AFTER,
         )
         if deleted is not None:
@@ -263,7 +256,7 @@ class Drafts:
         uuid = normalize_uuid(uuid, "draftUuid")
         if user_post not in USER_POST_NAMES:
             raise InvalidArgument("user_post must be NONE, SCHEDULED or POSTED")
-        updated = await self._records.drafts.find_one_and_update(
+        updated = await self.records.drafts.find_one_and_update(
             {"organizationId": org, "draftUuid": uuid, "deletedAt": None},
             {"$set": {"userPost": USER_POST_NAMES[user_post]}},
             return_document=ReturnDocument.AFTER,
@@ -291,12 +284,12 @@ class Drafts:
         limit = limit or 50
         if not 1 <= limit <= 200:
             raise InvalidArgument("limit must be 1 to 200")
-        docs = await self._records.drafts.find(query).sort("createdAt", DESCENDING).to_list(limit)
-        renderings = await self._renderings.find_many(org, [d["renderingId"] for d in docs])
+        docs = await self.records.drafts.find(query).sort("createdAt", DESCENDING).to_list(limit)
+        renderings = await self.renderings.find_many(org, [d["renderingId"] for d in docs])
         return [await self._view(d, renderings.get(d["renderingId"])) for d in docs]
 
     async def folders(self, org: str) -> list[str]:
-        docs = await self._records.draft_folders.find({"organizationId": org}).to_list(10_000)
+        docs = await self.records.draft_folders.find({"organizationId": org}).to_list(10_000)
         return sorted(doc["name"] for doc in docs)
 
     async def design(self, org: str, uuid: str) -> DesignInput:
@@ -304,5 +297,5 @@ class Drafts:
         doc = await self._doc(org, uuid)
         if doc is None:
             raise NotFound(f"draft {uuid} not found")
-        stored = json.loads(await self._store.get(doc["designKey"]))
+        stored = json.loads(await self.store.get(doc["designKey"]))
         return DesignInput(html=stored.get("html"), url=stored.get("url"))

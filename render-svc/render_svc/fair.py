@@ -15,28 +15,29 @@ import asyncio
 from collections import Counter, OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import KW_ONLY, field
 
+from storypost_runtime.component import component
 from storypost_runtime.errors import ResourceExhausted
 
 
+@component
 class FairSlots:
-    def __init__(
-        self,
-        slots: int,
-        *,
-        queue_seconds: float,
-        queue_limit: int,
-        per_org_queue_limit: int,
-        busy: Callable[[], ResourceExhausted],
-    ) -> None:
-        self._free = slots
-        self._queue_seconds = queue_seconds
-        self._queue_limit = queue_limit
-        self._per_org_queue_limit = per_org_queue_limit
-        self._busy = busy
-        self._held: Counter[str] = Counter()
-        # Waiting calls per organization; the order of the keys is the round robin's.
-        self._queues: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+    slots: int
+    _: KW_ONLY
+    queue_seconds: float
+    queue_limit: int
+    per_org_queue_limit: int
+    busy: Callable[[], ResourceExhausted]
+    _free: int = field(init=False)
+    _held: Counter[str] = field(init=False, default_factory=Counter)
+    # Waiting calls per organization; the order of the keys is the round robin's.
+    _queues: OrderedDict[str, deque[asyncio.Future[None]]] = field(
+        init=False, default_factory=OrderedDict
+    )
+
+    def __post_init__(self) -> None:
+        self._free = self.slots
 
     @property
     def waiting(self) -> int:
@@ -59,14 +60,14 @@ class FairSlots:
             self._held[organization_id] += 1
             return
         queue = self._queues.get(organization_id)
-        if self.waiting >= self._queue_limit or (
-            queue is not None and len(queue) >= self._per_org_queue_limit
+        if self.waiting >= self.queue_limit or (
+            queue is not None and len(queue) >= self.per_org_queue_limit
         ):
-            raise self._busy()
+            raise self.busy()
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(organization_id, deque()).append(turn)
         try:
-            async with asyncio.timeout(self._queue_seconds):
+            async with asyncio.timeout(self.queue_seconds):
                 await turn
         except BaseException as error:
             if turn.done() and not turn.cancelled():
@@ -76,7 +77,7 @@ class FairSlots:
                 turn.cancel()
                 self._forget(organization_id, turn)
             if isinstance(error, TimeoutError):
-                raise self._busy() from None
+                raise self.busy() from None
             raise
 
     def release(self, organization_id: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from render_svc.sniff import NotAVideo, read_head, video_demuxer
 from render_svc.video_rules import VideoFacts
+from storypost_runtime.component import component
 
 PREVIEW_SIZE = "360:640"
 # Tenants' files may be playlists or lists naming other files and URLs (HLS, concat, …):
@@ -111,15 +112,15 @@ async def source_demuxer(path: Path) -> str:
         raise MediaToolError(str(error)) from None
 
 
+@component
 class MediaTools:
-    def __init__(self, settings: VideoSettings) -> None:
-        self._s = settings
+    settings: VideoSettings
 
     async def probe(self, path: Path, limit_seconds: float = 30.0) -> VideoFacts:
         demuxer = await source_demuxer(path)
         out = await _run(
             [
-                self._s.ffprobe,
+                self.settings.ffprobe,
                 "-v", "error",
                 "-print_format", "json",
                 "-show_format",
@@ -156,14 +157,14 @@ class MediaTools:
         else:
             graph += "[main]"
         argv = [
-            self._s.ffmpeg, "-nostdin", "-y", "-v", "error",
+            self.settings.ffmpeg, "-nostdin", "-y", "-v", "error",
             *pinned_input(source, demuxer),
             # Our own capture: a PNG, read as one.
             *pinned_input(overlay, "png_pipe"),
             "-filter_complex", graph,
             "-map", "[main]", "-map", "0:a?",
-            "-c:v", "libx264", "-preset", self._s.preset, "-crf", str(self._s.crf),
-            "-maxrate", self._s.max_bitrate, "-bufsize", self._s.max_bitrate,
+            "-c:v", "libx264", "-preset", self.settings.preset, "-crf", str(self.settings.crf),
+            "-maxrate", self.settings.max_bitrate, "-bufsize", self.settings.max_bitrate,
             "-profile:v", "high", "-pix_fmt", "yuv420p",
             "-c:a", "copy" if copy_audio else "aac",
             "-movflags", "+faststart",
@@ -176,7 +177,7 @@ class MediaTools:
     async def has_aac_audio(self, path: Path, demuxer: str) -> bool:
         out = await _run(
             [
-                self._s.ffprobe, "-v", "error", "-select_streams", "a:0",
+                self.settings.ffprobe, "-v", "error", "-select_streams", "a:0",
                 "-show_entries", "stream=codec_name", "-of", "csv=p=0",
                 *pinned_input(path, demuxer),
             ],

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, field
 from datetime import timedelta
 from typing import Any
 
@@ -42,6 +43,7 @@ from render_svc.renderings import (
 from render_svc.storage import MediaStore
 from render_svc.video_rules import DurationBounds
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import DomainError, NotFound
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import MetricsIn
@@ -66,40 +68,36 @@ def finish_durations(registry: CollectorRegistry | None) -> Histogram:
     )
 
 
+@component
 class Finisher:
-    def __init__(
-        self,
-        records: RenderCollections,
-        renderings: Renderings,
-        renderer: Renderer,
-        store: MediaStore,
-        tools: MediaTools,
-        clock: Clock,
-        *,
-        lease_seconds: float = 30.0,
-        composite_concurrency: int = 2,
-        wake_relay: Callable[[], None] = lambda: None,
-        durations: Histogram | None = None,
-    ) -> None:
-        self._records = records
-        self._renderings = renderings
-        self._renderer = renderer
-        self._store = store
-        self._tools = tools
-        self._clock = clock
-        self._lease = timedelta(seconds=lease_seconds)
-        self._composites = asyncio.Semaphore(composite_concurrency)
-        self._wake = wake_relay
-        self._tasks = TaskSet()
-        # Seconds each finish took (composite, preview, upload), by media kind and outcome.
-        self._durations = durations or finish_durations(None)
+    records: RenderCollections
+    renderings: Renderings
+    renderer: Renderer
+    store: MediaStore
+    tools: MediaTools
+    clock: Clock
+    _: KW_ONLY
+    lease_seconds: float = 30.0
+    composite_concurrency: int = 2
+    wake_relay: Callable[[], None] = lambda: None
+    durations: Histogram | None = None
+    _lease: timedelta = field(init=False)
+    _composites: asyncio.Semaphore = field(init=False)
+    _tasks: TaskSet = field(init=False, default_factory=TaskSet)
+    # Seconds each finish took (composite, preview, upload), by media kind and outcome.
+    _durations: Histogram = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._lease = timedelta(seconds=self.lease_seconds)
+        self._composites = asyncio.Semaphore(self.composite_concurrency)
+        self._durations = self.durations or finish_durations(None)
 
     async def finish(self, organization_id: str, rendering_id: str) -> Rendering:
         """Starts finishing in the background; returns the rendering as it stands."""
         check_rendering_id(rendering_id)
-        now = self._clock.now()
+        now = self.clock.now()
         token = secrets.token_hex(8)
-        taken = await self._records.renderings.find_one_and_update(
+        taken = await self.records.renderings.find_one_and_update(
             {
                 "organizationId": organization_id,
                 "renderingId": rendering_id,
@@ -113,7 +111,7 @@ class Finisher:
             return_document=ReturnDocument.AFTER,
         )
         if taken is None:
-            return await self._renderings.get(organization_id, rendering_id)
+            return await self.renderings.get(organization_id, rendering_id)
         self._start(taken, token)
         return Rendering.from_doc(taken)
 
@@ -122,9 +120,9 @@ class Finisher:
 
     async def resume_expired(self) -> int:
         """Takes over renderings whose finisher died (lease ran out). Returns how many."""
-        now = self._clock.now()
+        now = self.clock.now()
         count = 0
-        cursor = self._records.renderings.find(
+        cursor = self.records.renderings.find(
             {"state": FINISHING, "leaseUntil": {"$lte": now}},
             {"organizationId": 1, "renderingId": 1},
         ).limit(20)
@@ -175,9 +173,9 @@ class Finisher:
         while True:
             await asyncio.sleep(every)
             try:
-                result = await self._records.renderings.update_one(
+                result = await self.records.renderings.update_one(
                     {"_id": doc["_id"], "state": FINISHING, "leaseToken": token},
-                    {"$set": {"leaseUntil": self._clock.now() + self._lease}},
+                    {"$set": {"leaseUntil": self.clock.now() + self._lease}},
                 )
             except Exception as error:
                 log.warning("renewing a finishing lease failed", error=str(error))
@@ -206,15 +204,15 @@ class Finisher:
             return False
         finally:
             if rendering.media_kind == "video":
-                shutil.rmtree(self._renderings.work_dir(org, rid), ignore_errors=True)
+                shutil.rmtree(self.renderings.work_dir(org, rid), ignore_errors=True)
         await self._end(doc, token, FINISHED, {"mediaKey": media_key, "previewKey": preview_key})
         return True
 
     async def _give_up_lease(self, doc: Document, token: str) -> None:
         try:
-            await self._records.renderings.update_one(
+            await self.records.renderings.update_one(
                 {"_id": doc["_id"], "state": FINISHING, "leaseToken": token},
-                {"$set": {"leaseUntil": self._clock.now()}},
+                {"$set": {"leaseUntil": self.clock.now()}},
             )
         except Exception as error:
             log.warning("could not give up a finishing lease", error=str(error))
@@ -227,7 +225,7 @@ class Finisher:
         fields: dict[str, Any],
         error: str | None = None,
     ) -> None:
-        now = self._clock.now()
+        now = self.clock.now()
         data: dict[str, Any] = {
             "renderingId": doc["renderingId"],
             "state": state,
@@ -248,17 +246,17 @@ class Finisher:
         matched = 0
         async for attempt in _retrying():
             with attempt:
-                result = await self._records.renderings.update_one(
+                result = await self.records.renderings.update_one(
                     {"_id": doc["_id"], "state": FINISHING, "leaseToken": token}, update
                 )
                 matched = result.matched_count
         if matched == 0:
             log.warning("lost the finishing lease; another finisher owns it", rendering=doc["_id"])
-        self._wake()
+        self.wake_relay()
 
     async def _composite(self, rendering: Rendering) -> tuple[str, str]:
         org, rid = rendering.organization_id, rendering.rendering_id
-        root = self._renderings.work_dir(org, rid)
+        root = self.renderings.work_dir(org, rid)
         local = next((d for d in root.glob("*") if (d / OVERLAY_FILE).exists()), None)
         work = local or (root / secrets.token_hex(4))
         work.mkdir(parents=True, exist_ok=True)
@@ -267,24 +265,24 @@ class Finisher:
             # Prepared by another replica (or before a restart): fetch what it stored.
             async for attempt in _retrying():
                 with attempt:
-                    await self._store.download(rendering.capture_key, overlay)
+                    await self.store.download(rendering.capture_key, overlay)
         if not source.exists():
             if not rendering.video_src:
                 raise NotFound("the rendering has no video source")
             bounds = DurationBounds(**rendering.bounds)
-            await self._renderer.check_video(rendering.video_src, bounds, source)
+            await self.renderer.check_video(rendering.video_src, bounds, source)
         output, preview = work / "media.mp4", work / "preview.jpg"
         started = time.perf_counter()
         async with self._composites:
             waited = time.perf_counter()
-            await self._tools.composite(source, overlay, output, preview, COMPOSITE_TIMEOUT_SECONDS)
+            await self.tools.composite(source, overlay, output, preview, COMPOSITE_TIMEOUT_SECONDS)
         composited = time.perf_counter()
         media_key = rendering_key(org, rid, ".mp4")
         preview_key = rendering_key(org, rid, ".jpg")
         async for attempt in _retrying():
             with attempt:
-                await self._store.put_file(media_key, output, "video/mp4")
-                await self._store.put_file(preview_key, preview, "image/jpeg")
+                await self.store.put_file(media_key, output, "video/mp4")
+                await self.store.put_file(preview_key, preview, "image/jpeg")
         log.info(
             "video composited",
             rendering=f"{org}:{rid}",

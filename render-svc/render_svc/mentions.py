@@ -10,6 +10,7 @@ import grpc
 
 from render_svc.stickers import Plan
 from storypost.account.v1 import account_pb2 as pb
+from storypost_runtime.component import component
 from storypost_runtime.errors import ResourceExhausted, Unavailable
 from storypost_runtime.logs import get_logger
 from storypost_runtime.status import details_from
@@ -29,17 +30,17 @@ class MentionLookup(Protocol):
     async def resolve(self, organization_id: str, username: str) -> Resolved | str: ...
 
 
+@component
 class AccountsMentionClient:
     """ResolveMention of account-svc, its answers turned into our rules."""
 
-    def __init__(self, stub: object, timeout_seconds: float = 10.0) -> None:
-        self._stub = stub
-        self._timeout = timeout_seconds
+    stub: object
+    timeout_seconds: float = 10.0
 
     async def resolve(self, organization_id: str, username: str) -> Resolved | str:
         request = pb.ResolveMentionRequest(organization_id=organization_id, username=username)
         try:
-            reply = await self._stub.ResolveMention(request, timeout=self._timeout)  # type: ignore[attr-defined]
+            reply = await self.stub.ResolveMention(request, timeout=self.timeout_seconds)  # type: ignore[attr-defined]
         except grpc.RpcError as error:
             details = details_from(error)
             code = details.code

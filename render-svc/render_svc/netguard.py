@@ -12,7 +12,7 @@ import ipaddress
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -21,6 +21,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
 from storypost_runtime.addresses import IpAddress, OffLimits, off_limits
+from storypost_runtime.component import component
 
 MAX_REDIRECTS = 5
 # Hop-by-hop and encoding headers never pass between the page and the origin server.
@@ -118,18 +119,18 @@ class NetRules:
             raise Blocked(reason)
 
 
+@component
 class GuardedResolver(AbstractResolver):
     """Resolves like the default resolver, then refuses names with any non-public address."""
 
-    def __init__(self, rules: NetRules) -> None:
-        self._rules = rules
-        self._inner = DefaultResolver()
+    rules: NetRules
+    _inner: AbstractResolver = field(init=False, default_factory=DefaultResolver)
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         results = await self._inner.resolve(host, port, family)
-        if self._rules.is_exempt(host, port):
+        if self.rules.is_exempt(host, port):
             return results
         for result in results:
             reason = blocked_reason(ipaddress.ip_address(result["host"]))
@@ -167,18 +168,26 @@ def browser_headers(headers: Any) -> dict[str, str]:
     return kept
 
 
+@component
 class GuardedFetcher:
     """aiohttp under the sandbox rules: no cookies kept, redirects checked, sizes bounded."""
 
-    def __init__(self, rules: NetRules, *, connect_timeout: float = 10.0) -> None:
-        self.rules = rules
+    rules: NetRules
+    _: KW_ONLY
+    connect_timeout: float = 10.0
+    _session: aiohttp.ClientSession = field(init=False)
+
+    def __post_init__(self) -> None:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
-                resolver=GuardedResolver(rules), limit=64, ttl_dns_cache=None, use_dns_cache=False
+                resolver=GuardedResolver(self.rules),
+                limit=64,
+                ttl_dns_cache=None,
+                use_dns_cache=False,
             ),
             # One session serves every organization: it must never remember cookies.
             cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout),
             auto_decompress=True,
         )
 

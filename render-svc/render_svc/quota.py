@@ -18,6 +18,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import ResourceExhausted
 from storypost_runtime.mongo import Document
 
@@ -33,34 +34,32 @@ class Slot:
     draft_uuid: str
 
 
+@component
 class DraftQuota:
-    def __init__(
-        self, slots: AsyncCollection[Document], clock: Clock, limit: int, window: timedelta
-    ) -> None:
-        self._slots = slots
-        self._clock = clock
-        self._limit = limit
-        self._window = window
+    slots: AsyncCollection[Document]
+    clock: Clock
+    limit: int
+    window: timedelta
 
     async def reserve(self, organization_id: str, draft_uuid: str) -> Slot:
         """Takes a slot or raises RESOURCE_EXHAUSTED with the seconds until one frees up."""
-        now = self._clock.now()
+        now = self.clock.now()
         # Every failed insert means another slot now exists, so this ends within limit + 1.
-        for _ in range(self._limit + 2):
-            reused = await self._slots.find_one_and_update(
-                {"organizationId": organization_id, "takenAt": {"$lte": now - self._window}},
+        for _ in range(self.limit + 2):
+            reused = await self.slots.find_one_and_update(
+                {"organizationId": organization_id, "takenAt": {"$lte": now - self.window}},
                 {"$set": {"takenAt": now, "draftUuid": draft_uuid}},
                 sort=[("takenAt", ASCENDING)],
                 return_document=ReturnDocument.AFTER,
             )
             if reused is not None:
                 return Slot(reused["_id"], now, draft_uuid)
-            used = await self._slots.count_documents({"organizationId": organization_id})
-            if used >= self._limit:
+            used = await self.slots.count_documents({"organizationId": organization_id})
+            if used >= self.limit:
                 raise await self._exceeded(organization_id, now)
             slot_id = f"{organization_id}:{used}"
             try:
-                await self._slots.insert_one(
+                await self.slots.insert_one(
                     {
                         "_id": slot_id,
                         "organizationId": organization_id,
@@ -76,20 +75,20 @@ class DraftQuota:
 
     async def release(self, slot: Slot) -> None:
         """Gives a slot back (its create failed or lost a race); only if it is still ours."""
-        await self._slots.update_one(
+        await self.slots.update_one(
             {"_id": slot.slot_id, "takenAt": slot.taken_at, "draftUuid": slot.draft_uuid},
             {"$set": {"takenAt": RELEASED}},
         )
 
     async def _exceeded(self, organization_id: str, now: datetime) -> ResourceExhausted:
-        oldest = await self._slots.find_one(
+        oldest = await self.slots.find_one(
             {"organizationId": organization_id}, sort=[("takenAt", ASCENDING)]
         )
-        wait = (oldest["takenAt"] + self._window - now).total_seconds() if oldest else 60.0
+        wait = (oldest["takenAt"] + self.window - now).total_seconds() if oldest else 60.0
         wait = max(1.0, wait)
-        window_hours = self._window.total_seconds() / 3600
+        window_hours = self.window.total_seconds() / 3600
         return ResourceExhausted(
-            f"draft quota exceeded: at most {self._limit} drafts per organization in any "
+            f"draft quota exceeded: at most {self.limit} drafts per organization in any "
             f"rolling {window_hours:g} hours (deleted drafts count); the next draft can be "
             f"created in {int(wait)} s",
             retry_after_seconds=wait,

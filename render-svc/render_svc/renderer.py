@@ -16,6 +16,7 @@ from render_svc.stickers import PagePlan, Sticker, place_stickers, plan_page
 from render_svc.video_rules import DurationBounds, VideoFacts, check
 from storypost.render.v1 import render_pb2 as pb
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.logs import get_logger
 
@@ -72,28 +73,20 @@ class Capture:
     duration_seconds: float | None = None
 
 
+@component
 class Renderer:
-    def __init__(
-        self,
-        capture: PageCapture,
-        sources: VideoSources,
-        tools: MediaTools,
-        mentions: MentionLookup,
-        clock: Clock,
-        source_slots: FairSlots,
-    ) -> None:
-        self._capture = capture
-        self._source_slots = source_slots
-        self._sources = sources
-        self._tools = tools
-        self._mentions = mentions
-        self._clock = clock
+    capture: PageCapture
+    sources: VideoSources
+    tools: MediaTools
+    mentions: MentionLookup
+    clock: Clock
+    source_slots: FairSlots
 
     async def check_video(self, src: str, bounds: DurationBounds, path: Path) -> VideoFacts:
         """Fetches and probes a source; INVALID_ARGUMENT names every broken rule."""
-        await self._sources.fetch(src, path)
+        await self.sources.fetch(src, path)
         try:
-            facts = await self._tools.probe(path)
+            facts = await self.tools.probe(path)
         except MediaToolError as error:
             raise InvalidArgument(
                 f"the <photoapp-story> src is not a video that can be read ({error})"
@@ -104,9 +97,9 @@ class Renderer:
     async def render(
         self, organization_id: str, design: DesignInput, bounds: DurationBounds, work: Path
     ) -> Capture:
-        now_ms = int(self._clock.now().timestamp() * 1000)
+        now_ms = int(self.clock.now().timestamp() * 1000)
         marks = [("start", time.perf_counter())]
-        async with self._capture.open(organization_id) as page:
+        async with self.capture.open(organization_id) as page:
             marks.append(("lease", time.perf_counter()))
             plan = await self._load(page, design, marks)
             if bounds.video_required and not plan.video_src:
@@ -120,10 +113,10 @@ class Renderer:
         # A source slot (the organization's fair share) is held until then: it bounds the
         # sources on disk (deploy/: render-svc's /tmp is sized for as many as render slots).
         src = plan.video_src
-        async with self._source_slots.slot(organization_id):
+        async with self.source_slots.slot(organization_id):
             facts = await self.check_video(src, bounds, work / SOURCE_FILE)
             marks.append(("video", time.perf_counter()))
-            async with self._capture.open(organization_id) as page:
+            async with self.capture.open(organization_id) as page:
                 marks.append(("lease", time.perf_counter()))
                 again = await self._load(page, design, marks)
                 if again.video_src != src:
@@ -157,7 +150,7 @@ class Renderer:
         """Mentions resolved, stickers drawn and measured, the page captured (a transparent
         PNG over a video, else a JPEG)."""
         video = facts is not None
-        mention_warnings = await resolve_mentions(self._mentions, organization_id, plan.mentions)
+        mention_warnings = await resolve_mentions(self.mentions, organization_id, plan.mentions)
         marks.append(("mentions", time.perf_counter()))
         drawn = await page.draw(plan.stickers, video=video, now_ms=now_ms)
         marks.append(("draw", time.perf_counter()))

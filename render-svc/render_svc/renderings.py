@@ -8,7 +8,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from render_svc.stickers import Sticker
 from render_svc.storage import MediaStore
 from render_svc.video_rules import bounds_for
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.logs import get_logger
@@ -117,52 +118,49 @@ def _sticker_doc(sticker: Sticker) -> Document:
     return doc
 
 
+@component
 class Renderings:
-    def __init__(
-        self,
-        records: RenderCollections,
-        store: MediaStore,
-        renderer: Renderer,
-        clock: Clock,
-        work_root: Path,
-        *,
-        media_url_seconds: int = 3600,
-        kept_video_sources: int = 2,
-    ) -> None:
-        self._records = records
-        self._store = store
-        self._renderer = renderer
-        self._clock = clock
-        self._work_root = work_root
-        self._kept_sources = kept_video_sources
-        self._urls = SignedUrls(store, clock, media_url_seconds)
-        # Finished and failed renderings never change again (every update of a rendering
-        # requires it prepared or finishing, and none is deleted), so status polls of them
-        # skip the database. By "<org>:<rendering id>".
-        self._final: LRUCache[str, Rendering] = LRUCache(maxsize=FINAL_CACHE_SIZE)
-        # Prepares running in this replica, by "<org>:<rendering id>" (see prepare).
-        self._preparing: dict[str, asyncio.Task[Rendering]] = {}
+    records: RenderCollections
+    store: MediaStore
+    renderer: Renderer
+    clock: Clock
+    work_root: Path
+    _: KW_ONLY
+    media_url_seconds: int = 3600
+    kept_video_sources: int = 2
+    _urls: SignedUrls = field(init=False)
+    # Finished and failed renderings never change again (every update of a rendering
+    # requires it prepared or finishing, and none is deleted), so status polls of them
+    # skip the database. By "<org>:<rendering id>".
+    _final: LRUCache[str, Rendering] = field(
+        init=False, default_factory=lambda: LRUCache(maxsize=FINAL_CACHE_SIZE)
+    )
+    # Prepares running in this replica, by "<org>:<rendering id>" (see prepare).
+    _preparing: dict[str, asyncio.Task[Rendering]] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._urls = SignedUrls(self.store, self.clock, self.media_url_seconds)
 
     def keep_source(self, work: Path) -> bool:
         """Keeps a prepared rendering's video source for its composite, unless the kept ones
         would then number more than allowed: it is dropped and its composite fetches it
         again. Bounds the local disk whatever the number of renderings waiting to finish."""
-        kept = sum(1 for _ in self._work_root.glob(f"*/*/{SOURCE_FILE}"))
-        if kept <= self._kept_sources:
+        kept = sum(1 for _ in self.work_root.glob(f"*/*/{SOURCE_FILE}"))
+        if kept <= self.kept_video_sources:
             return True
         (work / SOURCE_FILE).unlink(missing_ok=True)
         return False
 
     def work_dir(self, organization_id: str, rendering_id: str) -> Path:
         """Local files of one rendering between Prepare and Finish (this replica only)."""
-        return self._work_root / f"{organization_id}__{rendering_id}"
+        return self.work_root / f"{organization_id}__{rendering_id}"
 
     async def find(self, organization_id: str, rendering_id: str) -> Rendering | None:
         name = f"{organization_id}:{rendering_id}"
         cached = self._final.get(name)
         if cached is not None:
             return cached
-        doc = await self._records.renderings.find_one(
+        doc = await self.records.renderings.find_one(
             {"organizationId": organization_id, "renderingId": rendering_id}
         )
         if not doc:
@@ -181,7 +179,7 @@ class Renderings:
     async def find_many(self, organization_id: str, ids: Sequence[str]) -> dict[str, Rendering]:
         if not ids:
             return {}
-        cursor = self._records.renderings.find(
+        cursor = self.records.renderings.find(
             {"organizationId": organization_id, "renderingId": {"$in": list(ids)}}
         )
         return {doc["renderingId"]: Rendering.from_doc(doc) async for doc in cursor}
@@ -240,7 +238,7 @@ class Renderings:
         work.mkdir(parents=True, exist_ok=True)
         keep_files = False
         try:
-            capture = await self._renderer.render(organization_id, design, bounds, work)
+            capture = await self.renderer.render(organization_id, design, bounds, work)
             rendered = time.perf_counter()
             stored = await self._store_capture(
                 organization_id, rendering_id, purpose, capture, asdict(bounds)
@@ -284,7 +282,7 @@ class Renderings:
             "warnings": capture.warnings,
             "stickers": [_sticker_doc(s) for s in capture.stickers],
             "captureKey": key,
-            "createdAt": self._clock.now(),
+            "createdAt": self.clock.now(),
             "bounds": bounds,
         }
         if video:
@@ -293,22 +291,22 @@ class Renderings:
         # The object and the record are written side by side (one round trip less on the
         # path of every Prepare); whichever fails undoes the other.
         put, insert = await asyncio.gather(
-            self._store.put(key, capture.image, "image/png" if video else "image/jpeg"),
-            self._records.renderings.insert_one(doc),
+            self.store.put(key, capture.image, "image/png" if video else "image/jpeg"),
+            self.records.renderings.insert_one(doc),
             return_exceptions=True,
         )
         if isinstance(insert, DuplicateKeyError):
             # An identical call raced us and won: its rendering is the rendering.
-            await self._store.delete(key)
+            await self.store.delete(key)
             found = await self.find(organization_id, rendering_id)
             if found is None:
                 raise insert
             return _Stored(found, created_by_us=False)
         if isinstance(insert, BaseException):
-            await self._store.delete(key)
+            await self.store.delete(key)
             raise insert
         if isinstance(put, BaseException):
-            await self._records.renderings.delete_one({"_id": doc["_id"], "captureKey": key})
+            await self.records.renderings.delete_one({"_id": doc["_id"], "captureKey": key})
             raise put
         return _Stored(Rendering.from_doc(doc), created_by_us=True)
 

@@ -20,25 +20,24 @@ from render_svc.finisher import Finisher
 from render_svc.renderings import Rendering, Renderings
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.protobuf import to_datetime
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
+@component
 class RenderServicer(render_pb2_grpc.RenderServiceServicer):
-    def __init__(
-        self, renderings: Renderings, finisher: Finisher, blobs: TempBlobs, drafts: Drafts
-    ) -> None:
-        self._renderings = renderings
-        self._finisher = finisher
-        self._blobs = blobs
-        self._drafts = drafts
+    renderings: Renderings
+    finisher: Finisher
+    blobs: TempBlobs
+    drafts: Drafts
 
     async def _rendering_pb(self, rendering: Rendering) -> pb.Rendering:
-        return rendering_pb(rendering, await self._renderings.urls(rendering))
+        return rendering_pb(rendering, await self.renderings.urls(rendering))
 
     async def Prepare(self, request: pb.PrepareRequest, context: Context) -> pb.PrepareResponse:
-        rendering = await self._renderings.prepare(
+        rendering = await self.renderings.prepare(
             org_of(request.organization_id),
             request.rendering_id,
             design_of(request),
@@ -49,22 +48,20 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
         return pb.PrepareResponse(rendering=await self._rendering_pb(rendering))
 
     async def Finish(self, request: pb.FinishRequest, context: Context) -> pb.Rendering:
-        rendering = await self._finisher.finish(
+        rendering = await self.finisher.finish(
             org_of(request.organization_id), request.rendering_id
         )
         return await self._rendering_pb(rendering)
 
     async def GetRendering(self, request: pb.GetRenderingRequest, context: Context) -> pb.Rendering:
-        rendering = await self._renderings.get(
-            org_of(request.organization_id), request.rendering_id
-        )
+        rendering = await self.renderings.get(org_of(request.organization_id), request.rendering_id)
         return await self._rendering_pb(rendering)
 
     async def CreateTempBlobUploadUrl(
         self, request: pb.CreateTempBlobUploadUrlRequest, context: Context
     ) -> pb.TempBlob:
         app_url = app_url_of(request.public_app_url)
-        blob, upload_url = await self._blobs.create_upload_url(
+        blob, upload_url = await self.blobs.create_upload_url(
             org_of(request.organization_id),
             request.temp_blob_uuid,
             request.content_type,
@@ -76,7 +73,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
         self, request: pb.UploadTempBlobRequest, context: Context
     ) -> pb.TempBlob:
         app_url = app_url_of(request.public_app_url)
-        blob = await self._blobs.upload_inline(
+        blob = await self.blobs.upload_inline(
             org_of(request.organization_id),
             request.temp_blob_uuid,
             request.content,
@@ -87,7 +84,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
     async def SignTempBlobDownload(
         self, request: pb.SignTempBlobDownloadRequest, context: Context
     ) -> pb.SignedTempBlobDownload:
-        expires_at, signature = await self._blobs.sign_download(
+        expires_at, signature = await self.blobs.sign_download(
             org_of(request.organization_id), request.temp_blob_uuid, request.key
         )
         return pb.SignedTempBlobDownload(expires_at=expires_at, signature=signature)
@@ -95,7 +92,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
     async def ReadTempBlob(
         self, request: pb.ReadTempBlobRequest, context: Context
     ) -> pb.TempBlobPart:
-        part = await self._blobs.read(
+        part = await self.blobs.read(
             org_of(request.organization_id),
             request.temp_blob_uuid,
             request.expires_at,
@@ -112,7 +109,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
 
     async def CreateDraft(self, request: pb.CreateDraftRequest, context: Context) -> pb.Draft:
         app_url = app_url_of(request.public_app_url)
-        view = await self._drafts.create(
+        view = await self.drafts.create(
             org_of(request.organization_id),
             request.draft_uuid,
             design_of(request),
@@ -122,11 +119,11 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
         return draft_pb(view, app_url)
 
     async def GetDraft(self, request: pb.GetDraftRequest, context: Context) -> pb.Draft:
-        view = await self._drafts.get(org_of(request.organization_id), request.draft_uuid)
+        view = await self.drafts.get(org_of(request.organization_id), request.draft_uuid)
         return draft_pb(view, app_url_of(request.public_app_url))
 
     async def DeleteDraft(self, request: pb.DeleteDraftRequest, context: Context) -> pb.Draft:
-        view = await self._drafts.delete(
+        view = await self.drafts.delete(
             org_of(request.organization_id), request.draft_uuid, by_user=request.by_user
         )
         return draft_pb(view, app_url_of(request.public_app_url))
@@ -134,7 +131,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
     async def SaveDraftVersion(
         self, request: pb.SaveDraftVersionRequest, context: Context
     ) -> pb.Draft:
-        view = await self._drafts.save_version(
+        view = await self.drafts.save_version(
             org_of(request.organization_id),
             request.draft_uuid,
             request.version_uuid,
@@ -145,7 +142,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
     async def SetDraftUserPost(
         self, request: pb.SetDraftUserPostRequest, context: Context
     ) -> pb.Draft:
-        view = await self._drafts.set_user_post(
+        view = await self.drafts.set_user_post(
             org_of(request.organization_id), request.draft_uuid, request.user_post
         )
         return draft_pb(view, app_url_of(request.public_app_url))
@@ -154,7 +151,7 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
         self, request: pb.ListDraftsRequest, context: Context
     ) -> pb.ListDraftsResponse:
         app_url = app_url_of(request.public_app_url)
-        views = await self._drafts.list_drafts(
+        views = await self.drafts.list_drafts(
             org_of(request.organization_id),
             request.folder_name,
             include_deleted=request.include_deleted,
@@ -168,9 +165,9 @@ class RenderServicer(render_pb2_grpc.RenderServiceServicer):
     async def ListDraftFolders(
         self, request: pb.ListDraftFoldersRequest, context: Context
     ) -> pb.ListDraftFoldersResponse:
-        names = await self._drafts.folders(org_of(request.organization_id))
+        names = await self.drafts.folders(org_of(request.organization_id))
         return pb.ListDraftFoldersResponse(folder_names=names)
 
     async def GetDraftDesign(self, request: pb.GetDraftRequest, context: Context) -> pb.Design:
-        design = await self._drafts.design(org_of(request.organization_id), request.draft_uuid)
+        design = await self.drafts.design(org_of(request.organization_id), request.draft_uuid)
         return design.to_proto()

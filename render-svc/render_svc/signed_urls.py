@@ -9,27 +9,33 @@ always gets at least that much, and the answer's expiry is the URL's own.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from cachetools import TTLCache
 
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 
 
 class Presigner(Protocol):
     async def presign_get(self, key: str, seconds: int) -> str: ...
 
 
+@component
 class SignedUrls:
-    def __init__(
-        self, store: Presigner, clock: Clock, seconds: int, *, maxsize: int = 20_000
-    ) -> None:
-        self._store = store
-        self._clock = clock
-        self._seconds = seconds
-        self._cache: TTLCache[str, tuple[str, datetime]] = TTLCache(
-            maxsize, ttl=seconds / 4, timer=lambda: clock.now().timestamp()
+    store: Presigner
+    clock: Clock
+    seconds: int
+    _: KW_ONLY
+    maxsize: int = 20_000
+    _cache: TTLCache[str, tuple[str, datetime]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        clock = self.clock
+        self._cache = TTLCache(
+            self.maxsize, ttl=self.seconds / 4, timer=lambda: clock.now().timestamp()
         )
 
     async def get(self, key: str) -> tuple[str, datetime]:
@@ -37,8 +43,8 @@ class SignedUrls:
         found = self._cache.get(key)
         if found is not None:
             return found
-        signed_at = self._clock.now()
-        url = await self._store.presign_get(key, self._seconds)
-        entry = (url, signed_at + timedelta(seconds=self._seconds))
+        signed_at = self.clock.now()
+        url = await self.store.presign_get(key, self.seconds)
+        entry = (url, signed_at + timedelta(seconds=self.seconds))
         self._cache[key] = entry
         return entry

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import KW_ONLY
 from pathlib import Path
 
 import aiohttp
@@ -11,28 +12,22 @@ from render_svc.blob_urls import BlobUrlMatcher
 from render_svc.blobs import Refused, TempBlobs
 from render_svc.netguard import Blocked, GuardedFetcher
 from render_svc.sniff import NotAVideo, read_head, video_demuxer
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 
 SRC = "the <photoapp-story> src"
 
 
+@component
 class VideoSources:
     """Our own temp blob URLs come from S3; any other URL through the guarded fetcher."""
 
-    def __init__(
-        self,
-        blobs: TempBlobs,
-        matcher: BlobUrlMatcher,
-        fetcher: GuardedFetcher,
-        *,
-        max_bytes: int,
-        timeout_seconds: float,
-    ) -> None:
-        self._blobs = blobs
-        self._matcher = matcher
-        self._fetcher = fetcher
-        self._max = max_bytes
-        self._timeout = timeout_seconds
+    blobs: TempBlobs
+    matcher: BlobUrlMatcher
+    fetcher: GuardedFetcher
+    _: KW_ONLY
+    max_bytes: int
+    timeout_seconds: float
 
     async def fetch(self, url: str, path: Path) -> str:
         """Writes the source to `path` and returns the one demuxer ffmpeg may read it with;
@@ -45,10 +40,10 @@ class VideoSources:
             raise InvalidArgument(f"{SRC} is not a video that can be read ({error})") from None
 
     async def _fetch(self, url: str, path: Path) -> None:
-        ref = self._matcher.match(url)
+        ref = self.matcher.match(url)
         if ref is not None:
             try:
-                found = await self._blobs.download_to(ref, path)
+                found = await self.blobs.download_to(ref, path)
             except Refused as error:
                 raise InvalidArgument(f"{SRC} cannot be used: {error}") from None
             if not found:
@@ -57,16 +52,16 @@ class VideoSources:
                 )
             return
         try:
-            async with self._fetcher.open("GET", url, seconds=self._timeout) as response:
+            async with self.fetcher.open("GET", url, seconds=self.timeout_seconds) as response:
                 if response.status >= 400:
                     raise InvalidArgument(f"{SRC} answered HTTP {response.status}")
                 size = 0
                 with path.open("wb") as out:
                     async for chunk in response.content.iter_chunked(1024 * 1024):
                         size += len(chunk)
-                        if size > self._max:
+                        if size > self.max_bytes:
                             raise InvalidArgument(
-                                f"{SRC} is larger than {self._max // (1024 * 1024)} MiB"
+                                f"{SRC} is larger than {self.max_bytes // (1024 * 1024)} MiB"
                             )
                         out.write(chunk)
         except Blocked as error:

@@ -8,6 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -25,23 +26,23 @@ class ObjectInfo:
     content_type: str
 
 
+@component
 class MediaStore:
     """One bucket; `client` is an aioboto3 S3 client kept open for the service's lifetime."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
-        self._s3 = client
-        self.bucket = bucket
+    client: Any
+    bucket: str
 
     async def ensure_bucket(self) -> None:
         """Creates the bucket unless it exists (any replica may race to create it)."""
         try:
-            await self._s3.head_bucket(Bucket=self.bucket)
+            await self.client.head_bucket(Bucket=self.bucket)
             return
         except ClientError as error:
             if _code(error) not in _MISSING | {"NoSuchBucket"}:
                 raise
         try:
-            await self._s3.create_bucket(Bucket=self.bucket)
+            await self.client.create_bucket(Bucket=self.bucket)
         except ClientError as error:
             if _code(error) not in {"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}:
                 raise
@@ -58,7 +59,7 @@ class MediaStore:
             "Expiration": {"Days": days},
         }
         try:
-            await self._s3.put_bucket_lifecycle_configuration(
+            await self.client.put_bucket_lifecycle_configuration(
                 Bucket=self.bucket, LifecycleConfiguration={"Rules": [rule]}
             )
         except ClientError as error:
@@ -67,15 +68,17 @@ class MediaStore:
         return True
 
     async def put(self, key: str, body: bytes, content_type: str) -> None:
-        await self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
+        await self.client.put_object(
+            Bucket=self.bucket, Key=key, Body=body, ContentType=content_type
+        )
 
     async def put_file(self, key: str, path: Path, content_type: str) -> None:
-        await self._s3.upload_file(
+        await self.client.upload_file(
             str(path), self.bucket, key, ExtraArgs={"ContentType": content_type}
         )
 
     async def get(self, key: str) -> bytes:
-        response = await self._s3.get_object(Bucket=self.bucket, Key=key)
+        response = await self.client.get_object(Bucket=self.bucket, Key=key)
         async with response["Body"] as stream:
             body: bytes = await stream.read()
         return body
@@ -86,7 +89,7 @@ class MediaStore:
 
     async def get_range(self, key: str, offset: int, length: int) -> bytes:
         """`length` bytes of an object from `offset` (fewer at its end); `length` >= 1."""
-        response = await self._s3.get_object(
+        response = await self.client.get_object(
             Bucket=self.bucket, Key=key, Range=f"bytes={offset}-{offset + length - 1}"
         )
         async with response["Body"] as stream:
@@ -94,12 +97,12 @@ class MediaStore:
         return body[:length]
 
     async def download(self, key: str, path: Path) -> None:
-        await self._s3.download_file(self.bucket, key, str(path))
+        await self.client.download_file(self.bucket, key, str(path))
 
     async def head(self, key: str) -> ObjectInfo | None:
         """Size and type of an object, or None when it does not exist."""
         try:
-            response = await self._s3.head_object(Bucket=self.bucket, Key=key)
+            response = await self.client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as error:
             if _code(error) in _MISSING:
                 return None
@@ -111,13 +114,13 @@ class MediaStore:
         for start in range(0, len(keys), 1000):
             batch = [{"Key": key} for key in keys[start : start + 1000]]
             if batch:
-                await self._s3.delete_objects(
+                await self.client.delete_objects(
                     Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True}
                 )
 
     async def presign_put(self, key: str, content_type: str, length: int, seconds: int) -> str:
         """A PUT URL whose SigV4 signature covers Content-Type and Content-Length."""
-        url: str = await self._s3.generate_presigned_url(
+        url: str = await self.client.generate_presigned_url(
             "put_object",
             Params={
                 "Bucket": self.bucket,
@@ -131,7 +134,7 @@ class MediaStore:
 
     async def presign_get(self, key: str, seconds: int) -> str:
         """A GET URL valid for `seconds`."""
-        url: str = await self._s3.generate_presigned_url(
+        url: str = await self.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=seconds
         )
         return url

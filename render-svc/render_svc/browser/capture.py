@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from playwright.async_api import Error as PlaywrightError
@@ -24,6 +24,7 @@ from render_svc.browser.network import (
 from render_svc.browser.pool import BrowserPool, Lease
 from render_svc.netguard import Blocked, GuardedFetcher
 from render_svc.stickers import Box, Plan, RawElement
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 
 MAX_PAGE_REDIRECTS = 5
@@ -50,27 +51,31 @@ class Drawn:
     failed: frozenset[int]
 
 
+@component
 class PageSession:
     """Steps of one render on its page; every step is bounded by the render's deadline."""
 
-    def __init__(self, lease: Lease, network: RenderSession, assets: Assets, settle: float):
-        self._lease = lease
-        self.network = network
-        self._assets = assets
-        self._settle = settle
-        self._key = lease.key
-        # Where the design is: the lease's render frame (an `html` design) or the page's
-        # own main frame (a `url` design, loaded at its address).
-        self._document: Any = lease.document
+    lease: Lease
+    network: RenderSession
+    assets: Assets
+    settle: float
+    _key: str = field(init=False)
+    # Where the design is: the lease's render frame (an `html` design) or the page's
+    # own main frame (a `url` design, loaded at its address).
+    _document: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._key = self.lease.key
+        self._document = self.lease.document
 
     @property
     def page(self) -> Any:
-        return self._lease.page
+        return self.lease.page
 
     @property
     def page_render(self) -> int:
         """This render's number on its page: 1 on a fresh page, more on a reused one."""
-        return self._lease.renders + 1
+        return self.lease.renders + 1
 
     async def _bounded[T](self, step: Any, what: str, *, loading: bool = False) -> T:
         """Runs a page step; a crash or running out of time become clear errors.
@@ -78,12 +83,12 @@ class PageSession:
         Loading steps share the settle deadline; each later step gets the settle time anew.
         `what` completes the message: "the page did not <what> within N s".
         """
-        crashed = asyncio.ensure_future(self._lease.crashed.wait())
+        crashed = asyncio.ensure_future(self.lease.crashed.wait())
         work = asyncio.ensure_future(step)
         try:
             done, _ = await asyncio.wait(
                 {work, crashed},
-                timeout=self.network.remaining() if loading else self._settle,
+                timeout=self.network.remaining() if loading else self.settle,
                 return_when=asyncio.FIRST_COMPLETED,
             )
         finally:
@@ -100,10 +105,10 @@ class PageSession:
         work.cancel()
         if crashed in done:
             raise InvalidArgument(
-                self._lease.stopped
+                self.lease.stopped
                 or "the page crashed the browser tab (it may use too much memory or CPU)"
             )
-        raise InvalidArgument(f"the page did not {what} within {self._settle:g} s")
+        raise InvalidArgument(f"the page did not {what} within {self.settle:g} s")
 
     async def load(self, html: str | None, url: str | None) -> None:
         network = self.network
@@ -121,7 +126,7 @@ class PageSession:
             loading = sorted(network.loading)
             example = f", e.g. {shown(loading[0])}" if loading else ""
             raise InvalidArgument(
-                f"the page did not settle within {self._settle:g} s: {len(loading)} "
+                f"the page did not settle within {self.settle:g} s: {len(loading)} "
                 f"request(s) still loading{example}"
             )
 
@@ -131,7 +136,7 @@ class PageSession:
             await self._bounded(load, "finish loading", loading=True)
         except PlaywrightTimeout:
             raise InvalidArgument(
-                f"the page did not finish loading within {self._settle:g} s"
+                f"the page did not finish loading within {self.settle:g} s"
             ) from None
 
     async def _load_html(self, html: str) -> None:
@@ -179,7 +184,7 @@ class PageSession:
         )
         if raw is None:
             await self._bounded(
-                self._document.evaluate(self._assets.page_script(self._key)), "settle"
+                self._document.evaluate(self.assets.page_script(self._key)), "settle"
             )
             raw = await self._bounded(
                 self._document.evaluate("(key) => window[key].collect()", self._key), "settle"
@@ -213,38 +218,30 @@ class PageSession:
         return data
 
 
+@component
 class PageCapture:
     """Opens a page session: a leased context with this render's network rules."""
 
-    def __init__(
-        self,
-        pool: BrowserPool,
-        fetcher: GuardedFetcher,
-        blobs: BlobUrlMatcher,
-        read_blob: BlobReader,
-        assets: Assets,
-        settings: CaptureSettings,
-    ) -> None:
-        self._pool = pool
-        self._fetcher = fetcher
-        self._blobs = blobs
-        self._read_blob = read_blob
-        self._assets = assets
-        self._settings = settings
+    pool: BrowserPool
+    fetcher: GuardedFetcher
+    blobs: BlobUrlMatcher
+    read_blob: BlobReader
+    assets: Assets
+    settings: CaptureSettings
 
     @asynccontextmanager
     async def open(self, organization_id: str) -> AsyncIterator[PageSession]:
-        async with self._pool.lease(organization_id) as lease:
+        async with self.pool.lease(organization_id) as lease:
             network = RenderSession(
-                fetcher=self._fetcher,
-                blobs=self._blobs,
-                read_blob=self._read_blob,
-                assets=self._assets,
-                limits=self._settings.limits,
-                deadline=time.monotonic() + self._settings.settle_seconds,
+                fetcher=self.fetcher,
+                blobs=self.blobs,
+                read_blob=self.read_blob,
+                assets=self.assets,
+                limits=self.settings.limits,
+                deadline=time.monotonic() + self.settings.settle_seconds,
             )
             lease.holder.session = network
             try:
-                yield PageSession(lease, network, self._assets, self._settings.settle_seconds)
+                yield PageSession(lease, network, self.assets, self.settings.settle_seconds)
             finally:
                 lease.holder.session = None

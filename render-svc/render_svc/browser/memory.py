@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -90,30 +91,29 @@ def is_renderer(pid: int, proc: Path = Path("/proc")) -> bool:
     return "--type=renderer" in arguments(pid, proc)
 
 
+@component
 class RendererMemoryGuard:
     """Kills renderer processes (descendants of `root`) whose resident size passes the limit."""
 
-    def __init__(
-        self,
-        limit_bytes: int,
-        *,
-        interval_seconds: float = 0.25,
-        root: int | None = None,
-        proc: Path = Path("/proc"),
-    ) -> None:
-        self._limit = limit_bytes
-        self._interval = interval_seconds
-        self._root = root if root is not None else os.getpid()
-        self._proc = proc
-        self.killed = 0
+    limit_bytes: int
+    _: KW_ONLY
+    interval_seconds: float = 0.25
+    root: int | None = None
+    proc: Path = Path("/proc")
+    # `root`, or this process when none is given.
+    _root: int = field(init=False)
+    killed: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self._root = self.root if self.root is not None else os.getpid()
 
     def check(self) -> list[int]:
         """One look: kills every renderer over the limit; returns their pids."""
-        table = processes(self._proc)
+        table = processes(self.proc)
         over = [
             pid
             for pid in descendants(self._root, table)
-            if table[pid].rss_bytes > self._limit and is_renderer(pid, self._proc)
+            if table[pid].rss_bytes > self.limit_bytes and is_renderer(pid, self.proc)
         ]
         for pid in over:
             try:
@@ -125,14 +125,14 @@ class RendererMemoryGuard:
                 "renderer over its memory limit killed; its render fails",
                 pid=pid,
                 rss_mib=table[pid].rss_bytes >> 20,
-                limit_mib=self._limit >> 20,
+                limit_mib=self.limit_bytes >> 20,
             )
         return over
 
     async def run(self) -> None:
-        if not self._proc.is_dir():
+        if not self.proc.is_dir():
             log.warning("no /proc here: renderer memory is bounded by V8's heap limit only")
             return
         while True:
             await asyncio.to_thread(self.check)
-            await asyncio.sleep(self._interval)
+            await asyncio.sleep(self.interval_seconds)

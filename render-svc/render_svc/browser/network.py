@@ -23,6 +23,7 @@ from playwright.async_api import Request, Route, WebSocketRoute
 from render_svc.assets import Assets
 from render_svc.blob_urls import BlobRef, BlobUrlMatcher
 from render_svc.netguard import Blocked, GuardedFetcher, TooLarge, browser_headers, read_body
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -86,16 +87,16 @@ class RenderSession:
         return max(0.1, self.deadline - time.monotonic())
 
 
+@component
 class SessionHolder:
     """Routes are set on a context before it is handed out; the session arrives at checkout."""
 
-    def __init__(self, assets: Assets) -> None:
-        self.session: RenderSession | None = None
-        self._assets = assets
-        self._routed: weakref.WeakSet[Request] = weakref.WeakSet()
-        # A document or worker came from an address (http, https): something of an origin
-        # that can keep storage ran in this context, so the pool does not reuse its page.
-        self.opened_origin = False
+    assets: Assets
+    session: RenderSession | None = field(init=False, default=None)
+    _routed: weakref.WeakSet[Request] = field(init=False, default_factory=weakref.WeakSet)
+    # A document or worker came from an address (http, https): something of an origin
+    # that can keep storage ran in this context, so the pool does not reuse its page.
+    opened_origin: bool = field(init=False, default=False)
 
     def note_document(self, url: str) -> None:
         """A frame or worker of this context loaded `url` (see `opened_origin`)."""
@@ -119,7 +120,7 @@ class SessionHolder:
         session = self.session
         if session is None:
             # A spare page before its render: only our own files (fonts) are served.
-            asset = self._assets.lookup(route.request.url)
+            asset = self.assets.lookup(route.request.url)
             with contextlib.suppress(PlaywrightError):
                 if asset is None:
                     await route.abort("blockedbyclient")

@@ -43,6 +43,7 @@ from render_svc.browser.frames import fresh_frame
 from render_svc.browser.network import SessionHolder
 from render_svc.browser.priority import at_lower_priority, lower_sessions
 from render_svc.fair import FairSlots
+from storypost_runtime.component import component
 from storypost_runtime.errors import ResourceExhausted, Unavailable
 from storypost_runtime.logs import get_logger
 from storypost_runtime.tasks import TaskSet
@@ -221,13 +222,25 @@ class PoolStats:
     contexts: int  # open contexts: renders, spares and spares being prepared
 
 
+@component
 class BrowserPool:
-    def __init__(self, settings: PoolSettings, assets: Assets) -> None:
-        self._s = settings
-        self._assets = assets
-        self._playwright: Playwright | None = None
+    settings: PoolSettings
+    assets: Assets
+    _playwright: Playwright | None = field(init=False, default=None)
+    _slots: list[_Slot] = field(init=False)
+    # Render slots, shared fairly between organizations (render_svc/fair.py).
+    _free: FairSlots = field(init=False)
+    _tasks: TaskSet = field(init=False, default_factory=TaskSet)
+    # The jailed browser's wrapper script, alone in a private directory of its own.
+    _executable: Path | None = field(init=False, default=None)
+    launches: int = field(init=False, default=0)
+    reused: int = field(init=False, default=0)
+    # Wiped pages kept ready per browser: as many as can render on it at once.
+    _kept: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        settings = self.settings
         self._slots = [_Slot(n) for n in range(settings.browsers)]
-        # Render slots, shared fairly between organizations (render_svc/fair.py).
         self._free = FairSlots(
             settings.concurrency,
             queue_seconds=settings.queue_seconds,
@@ -235,12 +248,6 @@ class BrowserPool:
             per_org_queue_limit=settings.per_org_queue_limit,
             busy=_all_slots_busy,
         )
-        self._tasks = TaskSet()
-        # The jailed browser's wrapper script, alone in a private directory of its own.
-        self._executable: Path | None = None
-        self.launches = 0
-        self.reused = 0
-        # Wiped pages kept ready per browser: as many as can render on it at once.
         self._kept = max(settings.spare_pages, -(-settings.concurrency // settings.browsers))
 
     def stats(self) -> PoolStats:
@@ -255,12 +262,12 @@ class BrowserPool:
         )
 
     def _args(self) -> list[str]:
-        return [*BASE_ARGS, f"--js-flags=--max-old-space-size={self._s.js_heap_mib}"]
+        return [*BASE_ARGS, f"--js-flags=--max-old-space-size={self.settings.js_heap_mib}"]
 
     async def start(self) -> None:
         await probe_jail()
-        self._executable = jail.wrapper(self._s.chromium_path, jail.private_directory())
-        async with at_lower_priority(self._s.browser_nice):
+        self._executable = jail.wrapper(self.settings.chromium_path, jail.private_directory())
+        async with at_lower_priority(self.settings.browser_nice):
             self._playwright = await async_playwright().start()
         for slot in self._slots:
             await self._ensure_browser(slot)
@@ -301,7 +308,7 @@ class BrowserPool:
         browser.on("disconnected", lambda _b: self._on_disconnect(slot, browser))
         # The browser runs in a session of its own: its scheduling group gets the lower
         # priority too (browser/priority.py).
-        lowered = await asyncio.to_thread(lower_sessions, self._s.browser_nice)
+        lowered = await asyncio.to_thread(lower_sessions, self.settings.browser_nice)
         self.launches += 1
         log.info(
             "browser launched",
@@ -383,11 +390,11 @@ class BrowserPool:
             timezone_id="UTC",
             color_scheme="light",
         )
-        holder = SessionHolder(self._assets)
+        holder = SessionHolder(self.assets)
         key = "__storypost_" + secrets.token_hex(8)
         try:
-            if self._s.page_script is not None:
-                await context.add_init_script(self._s.page_script(key))
+            if self.settings.page_script is not None:
+                await context.add_init_script(self.settings.page_script(key))
             await context.route("**/*", holder.on_route)
             await context.route_web_socket("**/*", holder.on_websocket)
             context.on("requestfailed", holder.on_request_failed)
@@ -406,11 +413,11 @@ class BrowserPool:
 
     async def _warm(self, lease: Lease) -> bool:
         """Warms a spare; False (and the context closed) when the page would not warm up."""
-        if self._s.warm_up is None:
+        if self.settings.warm_up is None:
             return True
         try:
-            async with asyncio.timeout(self._s.warm_up_seconds):
-                await self._s.warm_up(lease.document, lease.key)
+            async with asyncio.timeout(self.settings.warm_up_seconds):
+                await self.settings.warm_up(lease.document, lease.key)
                 lease.document = await fresh_frame(lease.page, lease.document)
             warm = not lease.crashed.is_set()
         except (PlaywrightError, TimeoutError) as error:
@@ -490,7 +497,7 @@ class BrowserPool:
         waiter: asyncio.Future[Lease] = asyncio.get_running_loop().create_future()
         slot.waiters.append(waiter)
         try:
-            async with asyncio.timeout(self._s.warm_up_seconds):
+            async with asyncio.timeout(self.settings.warm_up_seconds):
                 await asyncio.wait([waiter])
         except TimeoutError:
             pass
@@ -544,7 +551,7 @@ class BrowserPool:
                 self._schedule_refill(slot)
                 return
         slot.renders += 1
-        if slot.renders >= self._s.max_renders and not slot.replacing:
+        if slot.renders >= self.settings.max_renders and not slot.replacing:
             slot.replacing = True
             self._spawn(self._replace_browser(slot))
         self._schedule_refill(slot)
@@ -556,7 +563,7 @@ class BrowserPool:
         context's cookies (set by responses), the window and its history. `counted`: this
         page is already among the slot's pages being wiped."""
         return (
-            lease.renders < self._s.page_max_renders
+            lease.renders < self.settings.page_max_renders
             and len(slot.spares) + slot.wiping - counted < self._kept
             and not lease.holder.opened_origin
             and not lease.crashed.is_set()
@@ -587,7 +594,7 @@ class BrowserPool:
         return self._reusable(slot, lease, counted=True)
 
     def _schedule_refill(self, slot: _Slot) -> None:
-        if slot.refilling or len(slot.spares) >= self._s.spare_pages:
+        if slot.refilling or len(slot.spares) >= self.settings.spare_pages:
             return
         self._spawn(self._refill(slot))
 
@@ -596,7 +603,7 @@ class BrowserPool:
             return
         slot.refilling = True
         try:
-            while len(slot.spares) < self._s.spare_pages:
+            while len(slot.spares) < self.settings.spare_pages:
                 browser = await self._ensure_browser(slot)
                 lease = await self._new_lease(browser)
                 # A render already waiting for this spare takes it as it is.

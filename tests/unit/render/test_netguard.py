@@ -10,6 +10,7 @@ from aiohttp.abc import ResolveResult
 
 from render_svc.blob_urls import BlobRef, BlobUrlMatcher, blob_url, new_key
 from render_svc.netguard import Blocked, GuardedResolver, NetRules, blocked_reason
+from storypost_runtime.component import component
 
 
 @pytest.mark.parametrize(
@@ -65,9 +66,9 @@ def test_public_urls_and_exempt_hosts_pass() -> None:
         rules.check_url("http://127.0.0.1:8124/page")
 
 
+@component
 class FakeResolver:
-    def __init__(self, addresses: list[str]) -> None:
-        self.addresses = addresses
+    addresses: list[str]
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET

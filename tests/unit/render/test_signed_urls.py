@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import field
 from datetime import UTC, datetime, timedelta
 
 from render_svc.signed_urls import SignedUrls
 from storypost_runtime.clock import FrozenClock
+from storypost_runtime.component import component
 
 
+@component
 class CountingPresigner:
-    def __init__(self, clock: FrozenClock) -> None:
-        self.clock = clock
-        self.calls: list[tuple[str, int]] = []
+    clock: FrozenClock
+    calls: list[tuple[str, int]] = field(init=False, default_factory=list)
 
     async def presign_get(self, key: str, seconds: int) -> str:
         self.calls.append((key, seconds))
