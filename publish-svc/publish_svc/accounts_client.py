@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import field
 from datetime import datetime, timedelta
 
 import grpc
@@ -10,6 +11,7 @@ from publish_svc.model import AccountInfo
 from storypost.account.v1 import account_pb2 as apb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import PHOTOAPP
@@ -40,20 +42,22 @@ def account_info(account: apb.ConnectedAccount) -> AccountInfo:
     )
 
 
+@component
 class AccountsClient:
-    def __init__(self, stub: account_pb2_grpc.AccountServiceAsyncStub, clock: Clock) -> None:
-        self._stub = stub
-        self._clock = clock
-        # Access tokens in memory only (never logged), until a minute before they expire, so
-        # a burst of posts to one account asks account-svc once.
-        self._tokens: dict[tuple[str, str], tuple[apb.AccessToken, datetime]] = {}
+    stub: account_pb2_grpc.AccountServiceAsyncStub
+    clock: Clock
+    # Access tokens in memory only (never logged), until a minute before they expire, so
+    # a burst of posts to one account asks account-svc once.
+    _tokens: dict[tuple[str, str], tuple[apb.AccessToken, datetime]] = field(
+        init=False, default_factory=dict
+    )
 
     async def connected(
         self, organization_id: str, ref: apb.AccountRef, what: str
     ) -> apb.ConnectedAccount:
         """The connected, usable account, or InvalidArgument naming it (the caller's mistake)."""
         try:
-            account = await self._stub.GetConnectedAccount(
+            account = await self.stub.GetConnectedAccount(
                 apb.GetConnectedAccountRequest(organization_id=organization_id, account=ref)
             )
         except grpc.aio.AioRpcError as error:
@@ -72,9 +76,9 @@ class AccountsClient:
     ) -> apb.AccessToken:
         key = (organization_id, social_account_id)
         cached = self._tokens.get(key)
-        if cached and not force_refresh and cached[1] > self._clock.now():
+        if cached and not force_refresh and cached[1] > self.clock.now():
             return cached[0]
-        token: apb.AccessToken = await self._stub.GetAccessToken(
+        token: apb.AccessToken = await self.stub.GetAccessToken(
             apb.GetAccessTokenRequest(
                 organization_id=organization_id,
                 account=social_ref(social_account_id),
@@ -90,7 +94,7 @@ class AccountsClient:
         self, organization_id: str, social_account_id: str, reason: str
     ) -> None:
         self._tokens.pop((organization_id, social_account_id), None)
-        await self._stub.MarkAccountDisconnected(
+        await self.stub.MarkAccountDisconnected(
             apb.MarkAccountDisconnectedRequest(
                 organization_id=organization_id,
                 account=social_ref(social_account_id),
@@ -101,7 +105,7 @@ class AccountsClient:
     async def reserve_daily(
         self, organization_id: str, social_account_id: str, key: str, day: datetime
     ) -> apb.DailyPostReservation:
-        reply: apb.DailyPostReservation = await self._stub.ReserveDailyPost(
+        reply: apb.DailyPostReservation = await self.stub.ReserveDailyPost(
             apb.DailyPostRequest(
                 organization_id=organization_id,
                 account=social_ref(social_account_id),
@@ -114,7 +118,7 @@ class AccountsClient:
     async def release_daily(
         self, organization_id: str, social_account_id: str, key: str, day: datetime
     ) -> None:
-        await self._stub.ReleaseDailyPost(
+        await self.stub.ReleaseDailyPost(
             apb.DailyPostRequest(
                 organization_id=organization_id,
                 account=social_ref(social_account_id),
@@ -124,11 +128,11 @@ class AccountsClient:
         )
 
     async def credits(self, organization_id: str) -> int:
-        reply = await self._stub.GetCredits(apb.GetCreditsRequest(organization_id=organization_id))
+        reply = await self.stub.GetCredits(apb.GetCreditsRequest(organization_id=organization_id))
         return int(reply.balance)
 
     async def consume_credit(self, organization_id: str, key: str) -> bool:
-        reply = await self._stub.ConsumeCredit(
+        reply = await self.stub.ConsumeCredit(
             apb.ConsumeCreditRequest(organization_id=organization_id, post_uuid=key)
         )
         return bool(reply.consumed)

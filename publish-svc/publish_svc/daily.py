@@ -17,6 +17,7 @@ from publish_svc.accounts_client import AccountsClient
 from publish_svc.model import Kind, Post
 from publish_svc.records import PostStore
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -32,11 +33,11 @@ def owes_release(post: Post) -> bool:
     return post.kind is Kind.SOCIAL and not post.progress.get("irreversible")
 
 
+@component
 class DailyReleases:
-    def __init__(self, store: PostStore, accounts: AccountsClient, clock: Clock) -> None:
-        self._store = store
-        self._accounts = accounts
-        self._clock = clock
+    store: PostStore
+    accounts: AccountsClient
+    clock: Clock
 
     def owed_fields(self, post: Post, now: datetime) -> dict[str, Any]:
         """What the ending transition writes: the debt, when the post owes one."""
@@ -45,7 +46,7 @@ class DailyReleases:
     async def give_back(self, post: Post) -> bool:
         """Releases the post's reservation and clears the debt; on failure the debt stays."""
         try:
-            await self._accounts.release_daily(
+            await self.accounts.release_daily(
                 post.organization_id,
                 post.account.social_account_id,
                 post.id,
@@ -53,16 +54,16 @@ class DailyReleases:
             )
         except Exception as error:  # account-svc away: the debt is on the record
             log.warning("daily reservation not given back yet", post=post.id, error=str(error))
-            await self._store.set_due(post.id, DUE_FIELD, self._clock.now() + RETRY)
+            await self.store.set_due(post.id, DUE_FIELD, self.clock.now() + RETRY)
             return False
-        await self._store.clear_due(post.id, DUE_FIELD, "dailyReleasedAt", self._clock.now())
+        await self.store.clear_due(post.id, DUE_FIELD, "dailyReleasedAt", self.clock.now())
         return True
 
     async def settle(self) -> int:
         """Gives back reservations still owed (a crash or an outage after the transition)."""
         given = 0
-        for record_id in await self._store.due(DUE_FIELD, self._clock.now(), BATCH):
-            post = await self._store.get_by_id(record_id)
+        for record_id in await self.store.due(DUE_FIELD, self.clock.now(), BATCH):
+            post = await self.store.get_by_id(record_id)
             if post is not None and await self.give_back(post):
                 given += 1
         return given

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,6 +35,7 @@ from publish_svc.social_options import check_options, shorten_caption
 from storypost.account.v1 import account_pb2 as apb
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
@@ -90,25 +91,16 @@ def _stickers(rendering: rpb.Rendering) -> list[dict[str, Any]]:
     ]
 
 
+@component
 class PostIntake:
-    def __init__(
-        self,
-        store: PostStore,
-        quota: StoryQuota,
-        accounts: AccountsClient,
-        renderer: RenderClient,
-        clock: Clock,
-        window: timedelta,
-        wake_scheduler: Callable[[], None],
-    ) -> None:
-        self._store = store
-        self._quota = quota
-        self._accounts = accounts
-        self._renderer = renderer
-        self._clock = clock
-        self._window = window
-        self._wake_scheduler = wake_scheduler
-        self._finishing: set[asyncio.Task[None]] = set()
+    store: PostStore
+    quota: StoryQuota
+    accounts: AccountsClient
+    renderer: RenderClient
+    clock: Clock
+    window: timedelta
+    wake_scheduler: Callable[[], None]
+    _finishing: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     # -- per kind ---------------------------------------------------------------------------
 
@@ -150,17 +142,17 @@ class PostIntake:
             return await self._accept(new, account, params)
         except BaseException:
             # The slot goes back unless a twin call stored the post meanwhile.
-            if await self._store.get_by_id(record_id) is None:
-                await self._quota.release(quota_key, record_id)
+            if await self.store.get_by_id(record_id) is None:
+                await self.quota.release(quota_key, record_id)
             raise
 
     async def _reserve_story(self, quota_key: str, record_id: str, username: str) -> None:
-        now = self._clock.now()
-        decision = await self._quota.reserve(quota_key, record_id, now)
+        now = self.clock.now()
+        decision = await self.quota.reserve(quota_key, record_id, now)
         if not decision.allowed:
             retry = (decision.retry_at - now).total_seconds() if decision.retry_at else 60.0
             raise ResourceExhausted(
-                f"story quota reached: at most {self._quota.per_day} story posts per account "
+                f"story quota reached: at most {self.quota.per_day} story posts per account "
                 f"in any 24 hours for '{username}'",
                 retry_after_seconds=max(1.0, retry),
                 reason="QUOTA_EXCEEDED",
@@ -192,7 +184,7 @@ class PostIntake:
     async def _new_social(
         self, new: NewPost[SocialParams], social_account_id: str, post_type: str
     ) -> Accepted:
-        account = await self._accounts.connected(
+        account = await self.accounts.connected(
             new.organization_id,
             social_ref(social_account_id),
             f"social account '{social_account_id}'",
@@ -220,7 +212,7 @@ class PostIntake:
     # -- shared steps -----------------------------------------------------------------------
 
     async def _existing(self, new: NewPost[Params]) -> Accepted | None:
-        post = await self._store.get(new.kind, new.organization_id, new.post_uuid)
+        post = await self.store.get(new.kind, new.organization_id, new.post_uuid)
         return Accepted(post, post.warnings) if post else None
 
     async def _photoapp_account(
@@ -234,13 +226,13 @@ class PostIntake:
         self, new: NewPost[Params], ref: apb.AccountRef, label: str
     ) -> apb.ConnectedAccount:
         """The account the post goes to, once its date (if any) is known to be usable."""
-        if new.date is not None and new.date < self._clock.now() - self._window:
-            minutes = int(self._window.total_seconds() // 60)
+        if new.date is not None and new.date < self.clock.now() - self.window:
+            minutes = int(self.window.total_seconds() // 60)
             raise InvalidArgument(
                 f"date is more than {minutes} minutes in the past: the post could never be "
                 "published in time"
             )
-        return await self._accounts.connected(new.organization_id, ref, label)
+        return await self.accounts.connected(new.organization_id, ref, label)
 
     async def _accept(
         self,
@@ -252,7 +244,7 @@ class PostIntake:
         notes: Sequence[str] = (),
     ) -> Accepted:
         record_id = post_id(new.kind, new.organization_id, new.post_uuid)
-        rendering = await self._renderer.prepare(
+        rendering = await self.renderer.prepare(
             new.organization_id,
             record_id,
             new.design,
@@ -274,7 +266,7 @@ class PostIntake:
         notes: Sequence[str],
     ) -> Document:
         """The post's record as first stored."""
-        now = self._clock.now()
+        now = self.clock.now()
         future = new.date is not None and new.date > now
         status = Status.IN_PROGRESS if new.kind is Kind.SOCIAL and not future else Status.SCHEDULED
         doc: Document = {
@@ -309,11 +301,11 @@ class PostIntake:
         """Stores the record with its first status event; rendering finishes meanwhile."""
         now = doc["createdAt"]
         draft = Post.from_doc({**doc, "leaseUntil": now})
-        post, created = await self._store.insert(doc, status_event(draft, draft.status, now))
+        post, created = await self.store.insert(doc, status_event(draft, draft.status, now))
         if created:
             self._start_finish(post)
             if not draft.future_date:
-                self._wake_scheduler()
+                self.wake_scheduler()
         return Accepted(post, post.warnings)
 
     def _start_finish(self, post: Post) -> None:
@@ -321,7 +313,7 @@ class PostIntake:
 
         async def finish() -> None:
             try:
-                await self._renderer.finish(post.organization_id, post.id)
+                await self.renderer.finish(post.organization_id, post.id)
             except grpc.aio.AioRpcError as error:
                 log.warning("finish not started", post=post.id, code=error.code().name)
 

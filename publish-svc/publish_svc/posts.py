@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import grpc
 
@@ -16,6 +16,7 @@ from publish_svc.processing import DriverLookup
 from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
 
 RETRY_CANCEL_SECONDS = 60.0
@@ -34,24 +35,20 @@ CANCELABLE = {
 }
 
 
+@component
 class Posts:
-    def __init__(
-        self,
-        store: PostStore,
-        accounts: AccountsClient,
-        renderer: RenderClient,
-        drivers: DriverLookup,
-        clock: Clock,
-    ) -> None:
-        self._store = store
-        self._accounts = accounts
-        self._releases = DailyReleases(store, accounts, clock)
-        self._renderer = renderer
-        self._drivers = drivers
-        self._clock = clock
+    store: PostStore
+    accounts: AccountsClient
+    renderer: RenderClient
+    drivers: DriverLookup
+    clock: Clock
+    _releases: DailyReleases = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._releases = DailyReleases(self.store, self.accounts, self.clock)
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
-        post = await self._store.get(kind, organization_id, post_uuid)
+        post = await self.store.get(kind, organization_id, post_uuid)
         if post is None:
             raise NotFound(f"{NOUN[kind]} {post_uuid} not found")
         if kind is Kind.STORY:
@@ -65,7 +62,7 @@ class Posts:
         instead of storing it.
         """
         try:
-            rendering = await self._renderer.get(post.organization_id, post.id)
+            rendering = await self.renderer.get(post.organization_id, post.id)
         except grpc.aio.AioRpcError:
             return post
         if not rendering.preview_url:
@@ -92,8 +89,8 @@ class Posts:
                 retry_after_seconds=RETRY_CANCEL_SECONDS,
                 reason="PLATFORM_UNREACHABLE",
             )
-        now = self._clock.now()
-        canceled = await self._store.transition(
+        now = self.clock.now()
+        canceled = await self.store.transition(
             record_id,
             CANCELABLE[kind],
             Status.CANCELED,
@@ -134,19 +131,19 @@ class Posts:
 
     async def _platform_reachable(self, post: Post) -> bool:
         try:
-            token = await self._accounts.access_token(
+            token = await self.accounts.access_token(
                 post.organization_id, post.account.social_account_id
             )
         except grpc.aio.AioRpcError as error:
             # A disconnected account cannot publish anyway: canceling is safe.
             return error.code() != grpc.StatusCode.UNAVAILABLE
         credentials = Credentials(token.access_token, token.platform_account_id, token.username)
-        return await self._drivers.get(post.account.platform).reachable(credentials)
+        return await self.drivers.get(post.account.platform).reachable(credentials)
 
     async def list(self, query: ListQuery, page_token: str, limit: int) -> Page:
         """A page of the listing: from `page_token` (the newest page when empty)."""
         position = decode(query, page_token) if page_token else None
-        posts, more = await self._store.list(query, position, limit)
+        posts, more = await self.store.list(query, position, limit)
         if not posts:
             return Page(posts, "", "")
         older = Position(posts[-1].listed_at, posts[-1].id, newer=False)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import KW_ONLY, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -39,6 +40,7 @@ from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import Clock, iso_utc
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 from storypost_runtime.tracing import context_of_traceparent, tracer
 
@@ -78,42 +80,35 @@ def unknown_message(post: Post, window: timedelta, last_error: str | None = None
     return f"{message}; last error: {last_error}" if last_error else message
 
 
+@component
 class PostProcessor:
-    def __init__(
-        self,
-        store: PostStore,
-        accounts: AccountsClient,
-        renderer: RenderClient,
-        drivers: DriverLookup,
-        clock: Clock,
-        *,
-        owner: str,
-        window: timedelta,
-        lease: timedelta,
-        hold_recheck: timedelta,
-        metrics: PublishMetrics | None = None,
-        answer_grace: timedelta = ANSWER_GRACE,
-        spans: Tracer | None = None,
-    ) -> None:
-        self._store = store
-        self._accounts = accounts
-        self._renderer = renderer
-        self._drivers = drivers
-        self._clock = clock
-        self._owner = owner
-        self._window = window
-        self._lease = lease
-        self._hold = hold_recheck
-        self._metrics = metrics or PublishMetrics.create(None)
-        self._answer_grace = answer_grace
-        self._releases = DailyReleases(store, accounts, clock)
-        self._spans = spans or tracer()
+    store: PostStore
+    accounts: AccountsClient
+    renderer: RenderClient
+    drivers: DriverLookup
+    clock: Clock
+    _: KW_ONLY
+    owner: str
+    window: timedelta
+    lease: timedelta
+    hold_recheck: timedelta
+    metrics: PublishMetrics | None = None
+    answer_grace: timedelta = ANSWER_GRACE
+    spans: Tracer | None = None
+    _metrics: PublishMetrics = field(init=False)
+    _releases: DailyReleases = field(init=False)
+    _spans: Tracer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._metrics = self.metrics or PublishMetrics.create(None)
+        self._releases = DailyReleases(self.store, self.accounts, self.clock)
+        self._spans = self.spans or tracer()
 
     def deadline(self, post: Post) -> datetime:
-        return post.deadline_base + self._window
+        return post.deadline_base + self.window
 
     def driver_for(self, post: Post) -> Driver:
-        return self._drivers.get(post.account.platform)
+        return self.drivers.get(post.account.platform)
 
     async def process(self, post: Post) -> None:
         """Runs one attempt in the trace of the call that scheduled the post, when it stored
@@ -139,7 +134,7 @@ class PostProcessor:
         except (LeaseLost, Canceled):
             log.info("attempt stopped", post=post.id)
         except TooLate:
-            await self._fail(post, late_message(post, self._window, post.progress.get("lastError")))
+            await self._fail(post, late_message(post, self.window, post.progress.get("lastError")))
         except Unsettled:
             # Past the deadline, an earlier call may still be performed: ask again later.
             await self._retry(
@@ -156,17 +151,17 @@ class PostProcessor:
             await self._retry(post, Outcome.retry("internal error"))
 
     async def _attempt(self, post: Post) -> None:
-        now = self._clock.now()
+        now = self.clock.now()
         # After an irreversible call whose outcome is unknown, attempts go on past the deadline
         # only to ask the platform what became of it (never to send anything new), for at
         # most one more window.
         limit = self.deadline(post) + (
-            self._window if post.progress.get("irreversible") else timedelta(0)
+            self.window if post.progress.get("irreversible") else timedelta(0)
         )
         if now > limit:
             last = post.progress.get("lastError")
             sent = post.progress.get("irreversible")
-            message = (unknown_message if sent else late_message)(post, self._window, last)
+            message = (unknown_message if sent else late_message)(post, self.window, last)
             await self._fail(post, message)
             return
         media = await self._rendered_media(post)
@@ -190,7 +185,7 @@ class PostProcessor:
             outcome, sent_again = await self._publish(post, media, credentials)
             sent = sent or sent_again
             if outcome.kind is OutcomeKind.UNAUTHORIZED:
-                await self._accounts.mark_disconnected(
+                await self.accounts.mark_disconnected(
                     post.organization_id, post.account.social_account_id, outcome.message
                 )
                 await self._fail_disconnected(post, outcome.message, sent=sent)
@@ -198,16 +193,14 @@ class PostProcessor:
         await self._conclude(post, outcome, sent=sent)
 
     async def _rendered_media(self, post: Post) -> Media | None:
-        rendering = await self._renderer.get(post.organization_id, post.id)
+        rendering = await self.renderer.get(post.organization_id, post.id)
         if rendering.state == rpb.RENDERING_STATE_FAILED:
             await self._fail(post, f"rendering failed: {rendering.error_message}")
             return None
         if rendering.state != rpb.RENDERING_STATE_FINISHED:
             if rendering.state == rpb.RENDERING_STATE_PREPARED:
-                await self._renderer.finish(post.organization_id, post.id)
-            await self._store.release(
-                post.id, self._owner, due_at=self._clock.now() + RENDER_RECHECK
-            )
+                await self.renderer.finish(post.organization_id, post.id)
+            await self.store.release(post.id, self.owner, due_at=self.clock.now() + RENDER_RECHECK)
             return None
         return Media(
             kind="video" if rendering.media_kind == rpb.MEDIA_KIND_VIDEO else "image",
@@ -221,24 +214,24 @@ class PostProcessor:
         # A post already sent is concluded whatever the balance (its credit may be the one
         # that made it zero): only a post that has not gone out waits.
         sent = bool(post.progress.get("irreversible"))
-        if not sent and await self._accounts.credits(post.organization_id) <= 0:
+        if not sent and await self.accounts.credits(post.organization_id) <= 0:
             if post.status is Status.SCHEDULED:
                 # The date came: in progress from now on, without an event (spec).
-                await self._store.transition(
+                await self.store.transition(
                     post.id,
                     [Status.SCHEDULED],
                     Status.IN_PROGRESS,
-                    now=self._clock.now(),
-                    owner=self._owner,
+                    now=self.clock.now(),
+                    owner=self.owner,
                 )
-            await self._store.release(
+            await self.store.release(
                 post.id,
-                self._owner,
-                due_at=self._clock.now() + self._hold,
+                self.owner,
+                due_at=self.clock.now() + self.hold_recheck,
                 set_fields={"progress.waitingForCredits": True},
             )
             return False
-        reservation = await self._accounts.reserve_daily(
+        reservation = await self.accounts.reserve_daily(
             post.organization_id,
             post.account.social_account_id,
             post.id,
@@ -258,11 +251,11 @@ class PostProcessor:
     async def _mark_in_progress(self, post: Post) -> Post | None:
         if post.kind is Kind.STORY or post.status is Status.IN_PROGRESS:
             return post
-        now = self._clock.now()
+        now = self.clock.now()
         # Reels and clipapp posts announce in-progress; a social post whose date came does not.
         event = None if post.kind is Kind.SOCIAL else status_event(post, Status.IN_PROGRESS, now)
-        moved = await self._store.transition(
-            post.id, [Status.SCHEDULED], Status.IN_PROGRESS, now=now, event=event, owner=self._owner
+        moved = await self.store.transition(
+            post.id, [Status.SCHEDULED], Status.IN_PROGRESS, now=now, event=event, owner=self.owner
         )
         if moved is None:
             log.info("post changed before publishing", post=post.id)
@@ -272,7 +265,7 @@ class PostProcessor:
         self, post: Post, *, force_refresh: bool = False, sent: bool = False
     ) -> Credentials | None:
         try:
-            token = await self._accounts.access_token(
+            token = await self.accounts.access_token(
                 post.organization_id, post.account.social_account_id, force_refresh=force_refresh
             )
         except grpc.aio.AioRpcError as error:
@@ -306,13 +299,13 @@ class PostProcessor:
         """The driver's outcome, and whether an irreversible call was sent (this attempt or
         an earlier one): the post as claimed does not know what this attempt marked."""
         progress = StoredProgress(
-            self._store,
+            self.store,
             post.id,
-            self._owner,
+            self.owner,
             post.progress,
-            self._clock,
+            self.clock,
             self.deadline(post),
-            self._answer_grace,
+            self.answer_grace,
         )
         async with self._renewing_lease(post):
             outcome = await self.driver_for(post).publish(post, media, credentials, progress)
@@ -322,9 +315,9 @@ class PostProcessor:
     async def _renewing_lease(self, post: Post) -> AsyncIterator[None]:
         async def renew() -> None:
             while True:
-                await asyncio.sleep(self._lease.total_seconds() / 3)
-                until = self._clock.now() + self._lease
-                if not await self._store.renew_lease(post.id, self._owner, until):
+                await asyncio.sleep(self.lease.total_seconds() / 3)
+                until = self.clock.now() + self.lease
+                if not await self.store.renew_lease(post.id, self.owner, until):
                     return
 
         task = asyncio.create_task(renew())
@@ -339,7 +332,7 @@ class PostProcessor:
         self._metrics.outcomes.labels(post.account.platform, outcome.kind.value).inc()
         raw: dict[str, Any] = {"clipappStatus": outcome.raw_status} if outcome.raw_status else {}
         if outcome.kind is OutcomeKind.EXECUTED:
-            now = self._clock.now()
+            now = self.clock.now()
             # The credit it owes, in the same write as the status (paid just below).
             debt = {"creditDueAt": now + CREDIT_RETRY} if post.kind is Kind.SOCIAL else {}
             done = await self._end(
@@ -370,24 +363,24 @@ class PostProcessor:
         """Takes the post's credit (idempotent in account-svc) and clears the debt; on any
         failure the debt stays for `settle_credits`."""
         try:
-            consumed = await self._accounts.consume_credit(organization_id, record_id)
+            consumed = await self.accounts.consume_credit(organization_id, record_id)
         except Exception as error:  # account-svc away: the debt is on the record
             log.warning("credit not taken yet", post=record_id, error=str(error))
             consumed = False
-        now = self._clock.now()
+        now = self.clock.now()
         if consumed:
-            await self._store.clear_due(record_id, "creditDueAt", "creditTakenAt", now)
+            await self.store.clear_due(record_id, "creditDueAt", "creditTakenAt", now)
         else:
             # Not reachable, or no credit left (taken when the balance is positive again).
-            await self._store.set_due(record_id, "creditDueAt", now + CREDIT_RETRY)
+            await self.store.set_due(record_id, "creditDueAt", now + CREDIT_RETRY)
         return consumed
 
     async def settle_credits(self) -> int:
         """Pays credits of published posts still owed (a crash or an outage between the
         transition and ConsumeCredit); every replica may run it, a repeat takes nothing."""
         paid = 0
-        for record_id, organization_id in await self._store.credits_due(
-            self._clock.now(), CREDIT_BATCH
+        for record_id, organization_id in await self.store.credits_due(
+            self.clock.now(), CREDIT_BATCH
         ):
             if await self._pay_credit(record_id, organization_id):
                 paid += 1
@@ -401,19 +394,19 @@ class PostProcessor:
         """Plans the next attempt; a post never sent fails instead when that attempt would
         come past the deadline. `sent`: this attempt sent an irreversible call (the post as
         claimed does not show it): it may have been published, so it is looked up later."""
-        now = self._clock.now()
+        now = self.clock.now()
         delay = min(MAX_BACKOFF, timedelta(seconds=2 ** min(post.attempts, 10)))
         delay = delay * (0.5 + random.random())  # noqa: S311 - jitter, not security
         if outcome.retry_after_seconds:
             delay = max(delay, timedelta(seconds=outcome.retry_after_seconds))
         if now + delay > self.deadline(post) and not (sent or post.progress.get("irreversible")):
-            await self._fail(post, late_message(post, self._window, outcome.message))
+            await self._fail(post, late_message(post, self.window, outcome.message))
             return
         fields: dict[str, Any] = {"progress.lastError": outcome.message}
         if outcome.raw_status:
             fields["clipappStatus"] = outcome.raw_status
-        await self._store.release(
-            post.id, self._owner, due_at=now + delay, set_fields=fields, inc_attempts=True
+        await self.store.release(
+            post.id, self.owner, due_at=now + delay, set_fields=fields, inc_attempts=True
         )
         log.info("retry later", post=post.id, error=outcome.message, delay_s=delay.total_seconds())
 
@@ -425,7 +418,7 @@ class PostProcessor:
         extra: Mapping[str, Any] | None = None,
         release_daily: bool = True,
     ) -> None:
-        now = self._clock.now()
+        now = self.clock.now()
         # The daily reservation it owes back, in the same write as the status (given back just
         # below, or by settle_owed after a crash).
         owed = self._releases.owed_fields(post, now) if release_daily else {}
@@ -452,12 +445,12 @@ class PostProcessor:
     ) -> Post | None:
         """Moves the post this replica holds to a final status: the status, its event (with
         `details`) and `set_fields` in one write; None when it moved meanwhile."""
-        return await self._store.transition(
+        return await self.store.transition(
             post.id,
             OPEN_STATUSES,
             status,
             now=now,
-            owner=self._owner,
+            owner=self.owner,
             event=status_event(post, status, now, **details),
             set_fields=set_fields,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,6 +11,7 @@ from publish_svc.drivers.base import Canceled, LeaseLost
 from publish_svc.model import Status
 from publish_svc.records import PostStore
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 
 # How long after an irreversible call was sent the platform may still perform it (a request
 # held in its queues, a slow answer): until then a look-up that finds nothing proves nothing.
@@ -26,28 +28,22 @@ class Unsettled(Exception):
     new may be sent, but the earlier call's outcome is not known yet. Look again later."""
 
 
+@component
 class StoredProgress:
-    def __init__(
-        self,
-        store: PostStore,
-        record_id: str,
-        owner: str,
-        recorded: Mapping[str, Any],
-        clock: Clock,
-        deadline: datetime,
-        answer_grace: timedelta = ANSWER_GRACE,
-    ) -> None:
-        self._store = store
-        self._id = record_id
-        self._owner = owner
-        self._recorded = dict(recorded)
-        self._clock = clock
-        self._deadline = deadline
-        self._grace = answer_grace
+    store: PostStore
+    record_id: str
+    owner: str
+    # What the attempt recorded so far: a copy of the stored progress that record() and
+    # irreversible() keep up to date.
+    recorded: Mapping[str, Any]
+    clock: Clock
+    deadline: datetime
+    answer_grace: timedelta = ANSWER_GRACE
+    _recorded: dict[str, Any] = field(init=False)
 
-    @property
-    def recorded(self) -> Mapping[str, Any]:
-        return self._recorded
+    def __post_init__(self) -> None:
+        self._recorded = dict(self.recorded)
+        self.recorded = self._recorded
 
     @property
     def sent_at(self) -> datetime | None:
@@ -58,30 +54,32 @@ class StoredProgress:
 
     def unsettled(self) -> bool:
         sent = self.sent_at
-        return sent is not None and self._clock.now() < sent + self._grace
+        return sent is not None and self.clock.now() < sent + self.answer_grace
 
     async def record(self, **fields: Any) -> None:
-        stored = await self._store.update_fields(
-            self._id, {f"progress.{key}": value for key, value in fields.items()}, owner=self._owner
+        stored = await self.store.update_fields(
+            self.record_id,
+            {f"progress.{key}": value for key, value in fields.items()},
+            owner=self.owner,
         )
         if not stored:
-            raise LeaseLost(self._id)
+            raise LeaseLost(self.record_id)
         self._recorded.update(fields)
 
     async def irreversible(self, **fields: Any) -> None:
         # Past the deadline nothing new is sent; a driver resuming an earlier attempt asks the
         # platform what became of it first. When that found nothing, the earlier call may
         # still be on its way: fail only once it can no longer be performed.
-        now = self._clock.now()
-        if now > self._deadline:
+        now = self.clock.now()
+        if now > self.deadline:
             if self._recorded.get("irreversible") and self.unsettled():
-                raise Unsettled(self._id)
-            raise TooLate(self._id)
+                raise Unsettled(self.record_id)
+            raise TooLate(self.record_id)
         fields = {**fields, SENT_AT: now}
-        current = await self._store.mark_irreversible(self._id, self._owner, fields)
+        current = await self.store.mark_irreversible(self.record_id, self.owner, fields)
         if current is None:
             self._recorded.update(fields, irreversible=True)
             return
         if current.status is Status.CANCELED:
-            raise Canceled(self._id)
-        raise LeaseLost(self._id)
+            raise Canceled(self.record_id)
+        raise LeaseLost(self.record_id)

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
+from storypost_runtime.component import component
 from storypost_runtime.mongo import Document
 
 WINDOW = timedelta(hours=24)
@@ -26,21 +27,17 @@ class QuotaDecision:
     retry_at: datetime | None = None
 
 
+@component
 class StoryQuota:
-    def __init__(self, slots: AsyncCollection[Document], per_day: int) -> None:
-        self._slots = slots
-        self._per_day = per_day
-
-    @property
-    def per_day(self) -> int:
-        return self._per_day
+    slots: AsyncCollection[Document]
+    per_day: int
 
     async def reserve(self, key: str, post: str, now: datetime) -> QuotaDecision:
-        if await self._slots.count_documents({"_id": key, "slots.post": post}, limit=1):
+        if await self.slots.count_documents({"_id": key, "slots.post": post}, limit=1):
             return QuotaDecision(True)
-        last = self._per_day - 1
+        last = self.per_day - 1
         try:
-            await self._slots.update_one(
+            await self.slots.update_one(
                 {
                     "_id": key,
                     # A twin call for the same post must not take a second slot.
@@ -55,14 +52,14 @@ class StoryQuota:
                         "slots": {
                             "$each": [{"t": now, "post": post}],
                             "$sort": {"t": 1},
-                            "$slice": -self._per_day,
+                            "$slice": -self.per_day,
                         }
                     }
                 },
                 upsert=True,
             )
         except DuplicateKeyError:
-            doc = await self._slots.find_one({"_id": key})
+            doc = await self.slots.find_one({"_id": key})
             if doc and any(slot["post"] == post for slot in doc.get("slots", [])):
                 return QuotaDecision(True)
             oldest: datetime = doc["slots"][0]["t"] if doc and doc.get("slots") else now
@@ -70,4 +67,4 @@ class StoryQuota:
         return QuotaDecision(True)
 
     async def release(self, key: str, post: str) -> None:
-        await self._slots.update_one({"_id": key}, {"$pull": {"slots": {"post": post}}})
+        await self.slots.update_one({"_id": key}, {"$pull": {"slots": {"post": post}}})

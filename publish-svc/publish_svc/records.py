@@ -12,6 +12,7 @@ from pymongo.errors import DuplicateKeyError
 
 from publish_svc.listing import LISTED_FIELD, ListQuery, Position
 from publish_svc.model import OPEN, Kind, Post, Status, listed_at, post_id
+from storypost_runtime.component import component
 from storypost_runtime.mongo import Document, drop_indexes, ensure_indexes
 from storypost_runtime.outbox import Event, new_record_outbox, with_event
 
@@ -25,14 +26,14 @@ MIGRATIONS = "migrations"
 LISTED_MIGRATION = "posts.listedAt"
 
 
+@component
 class PostStore:
-    def __init__(self, posts: AsyncCollection[Document], wake_relay: Callable[[], None]) -> None:
-        self._posts = posts
-        self._wake_relay = wake_relay
+    posts: AsyncCollection[Document]
+    wake_relay: Callable[[], None]
 
     async def ensure_indexes(self) -> None:
         await ensure_indexes(
-            self._posts,
+            self.posts,
             [
                 # The scheduler's claim: open posts whose due time came and whose lease ended.
                 IndexModel([("status", ASCENDING), ("dueAt", ASCENDING)], name="status_due"),
@@ -52,25 +53,25 @@ class PostStore:
                 IndexModel([("dailyReleaseDueAt", ASCENDING)], sparse=True, name="release_due"),
             ],
         )
-        await drop_indexes(self._posts, RETIRED_INDEXES)
+        await drop_indexes(self.posts, RETIRED_INDEXES)
         await self.backfill_listed_at()
 
     async def backfill_listed_at(self, batch: int = 500) -> int:
         """Gives records stored before `listedAt` existed theirs; how many it updated. Once a
         pass finds none left it is marked done in the `migrations` collection, so later starts
         do not scan the posts (no index serves `$exists: false`)."""
-        migrations = self._posts.database[MIGRATIONS]
+        migrations = self.posts.database[MIGRATIONS]
         if await migrations.find_one({"_id": LISTED_MIGRATION}) is not None:
             return 0
         updated = 0
         while True:
-            cursor = self._posts.find(
+            cursor = self.posts.find(
                 {LISTED_FIELD: {"$exists": False}}, {"date": 1, "createdAt": 1}
             ).limit(batch)
             docs = [doc async for doc in cursor]
             for doc in docs:
                 at = listed_at(doc.get("date"), doc["createdAt"])
-                await self._posts.update_one({"_id": doc["_id"]}, {"$set": {LISTED_FIELD: at}})
+                await self.posts.update_one({"_id": doc["_id"]}, {"$set": {LISTED_FIELD: at}})
             updated += len(docs)
             if len(docs) < batch:
                 break
@@ -82,11 +83,11 @@ class PostStore:
         return updated
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post | None:
-        doc = await self._posts.find_one({"_id": post_id(kind, organization_id, post_uuid)})
+        doc = await self.posts.find_one({"_id": post_id(kind, organization_id, post_uuid)})
         return Post.from_doc(doc) if doc else None
 
     async def get_by_id(self, record_id: str) -> Post | None:
-        doc = await self._posts.find_one({"_id": record_id})
+        doc = await self.posts.find_one({"_id": record_id})
         return Post.from_doc(doc) if doc else None
 
     async def insert(self, doc: Document, *events: Event) -> tuple[Post, bool]:
@@ -99,12 +100,12 @@ class PostStore:
             **new_record_outbox(*events),
         }
         try:
-            await self._posts.insert_one(full)
+            await self.posts.insert_one(full)
         except DuplicateKeyError:
-            existing = await self._posts.find_one({"_id": doc["_id"]})
+            existing = await self.posts.find_one({"_id": doc["_id"]})
             assert existing is not None
             return Post.from_doc(existing), False
-        self._wake_relay()
+        self.wake_relay()
         return Post.from_doc(full), True
 
     async def transition(
@@ -135,13 +136,13 @@ class PostStore:
         update: Document = {"$set": fields}
         if event is not None:
             update = with_event(update, event)
-        doc = await self._posts.find_one_and_update(
+        doc = await self.posts.find_one_and_update(
             query, update, return_document=ReturnDocument.AFTER
         )
         if doc is None:
             return None
         if event is not None:
-            self._wake_relay()
+            self.wake_relay()
         return Post.from_doc(doc)
 
     async def update_fields(
@@ -150,13 +151,13 @@ class PostStore:
         query: Document = {"_id": record_id}
         if owner is not None:
             query["leaseOwner"] = owner
-        result = await self._posts.update_one(query, {"$set": dict(fields)})
+        result = await self.posts.update_one(query, {"$set": dict(fields)})
         return result.matched_count == 1
 
     async def due_ids(self, now: datetime, limit: int) -> list[str]:
         """Ids of the most overdue open posts whose lease ended (candidates, not yet ours)."""
         cursor = (
-            self._posts.find(
+            self.posts.find(
                 {
                     "status": {"$in": list(OPEN)},
                     "dueAt": {"$lte": now},
@@ -174,7 +175,7 @@ class PostStore:
     ) -> Post | None:
         """Atomically leases one due post, so no two replicas take one post; None when another
         replica was first (or it changed meanwhile)."""
-        doc = await self._posts.find_one_and_update(
+        doc = await self.posts.find_one_and_update(
             {
                 "_id": record_id,
                 "status": {"$in": list(OPEN)},
@@ -196,7 +197,7 @@ class PostStore:
 
     async def next_due_at(self, now: datetime) -> datetime | None:
         """The next due time in the future (posts leased by others come back by polling)."""
-        doc = await self._posts.find_one(
+        doc = await self.posts.find_one(
             {"status": {"$in": list(OPEN)}, "dueAt": {"$gt": now}},
             {"dueAt": 1},
             sort=[("dueAt", ASCENDING)],
@@ -223,7 +224,7 @@ class PostStore:
         update: Document = {"$set": {"dueAt": due_at, "leaseUntil": NEVER, **(set_fields or {})}}
         if inc_attempts:
             update["$inc"] = {"attempts": 1}
-        result = await self._posts.update_one({"_id": record_id, "leaseOwner": owner}, update)
+        result = await self.posts.update_one({"_id": record_id, "leaseOwner": owner}, update)
         return result.matched_count == 1
 
     async def mark_irreversible(
@@ -232,18 +233,18 @@ class PostStore:
         """Sets the phase (and progress fields) if the post is still open and ours; else
         returns it as it is."""
         fields = {f"progress.{key}": value for key, value in progress.items()}
-        doc = await self._posts.find_one_and_update(
+        doc = await self.posts.find_one_and_update(
             {"_id": record_id, "leaseOwner": owner, "status": {"$in": list(OPEN)}},
             {"$set": {PHASE_FIELD: "publishing", "progress.irreversible": True, **fields}},
             return_document=ReturnDocument.AFTER,
         )
         if doc is not None:
             return None
-        current = await self._posts.find_one({"_id": record_id}, {"outbox": 0})
+        current = await self.posts.find_one({"_id": record_id}, {"outbox": 0})
         return Post.from_doc(current) if current else None
 
     async def renew_lease(self, record_id: str, owner: str, lease_until: datetime) -> bool:
-        result = await self._posts.update_one(
+        result = await self.posts.update_one(
             {"_id": record_id, "leaseOwner": owner}, {"$set": {"leaseUntil": lease_until}}
         )
         return result.matched_count == 1
@@ -251,7 +252,7 @@ class PostStore:
     async def credits_due(self, now: datetime, limit: int) -> list[tuple[str, str]]:
         """(record id, organization id) of posts whose credit is owed and due to be taken."""
         cursor = (
-            self._posts.find({"creditDueAt": {"$lte": now}}, {"_id": 1, "organizationId": 1})
+            self.posts.find({"creditDueAt": {"$lte": now}}, {"_id": 1, "organizationId": 1})
             .sort("creditDueAt", ASCENDING)
             .limit(limit)
         )
@@ -260,17 +261,17 @@ class PostStore:
     async def due(self, field: str, now: datetime, limit: int) -> list[str]:
         """Record ids whose owed action (`field` holds when it is due) is due now."""
         cursor = (
-            self._posts.find({field: {"$lte": now}}, {"_id": 1}).sort(field, ASCENDING).limit(limit)
+            self.posts.find({field: {"$lte": now}}, {"_id": 1}).sort(field, ASCENDING).limit(limit)
         )
         return [doc["_id"] async for doc in cursor]
 
     async def set_due(self, record_id: str, field: str, when: datetime) -> None:
-        await self._posts.update_one(
+        await self.posts.update_one(
             {"_id": record_id, field: {"$exists": True}}, {"$set": {field: when}}
         )
 
     async def clear_due(self, record_id: str, field: str, done_field: str, now: datetime) -> None:
-        await self._posts.update_one(
+        await self.posts.update_one(
             {"_id": record_id, field: {"$exists": True}},
             {"$unset": {field: ""}, "$set": {done_field: now}},
         )
@@ -301,7 +302,7 @@ class PostStore:
                 {LISTED_FIELD: position.listed_at, "_id": {beyond: position.record_id}},
             ]
         cursor = (
-            self._posts.find(find, {"outbox": 0})
+            self.posts.find(find, {"outbox": 0})
             .sort([(LISTED_FIELD, order), ("_id", order)])
             .limit(limit + 1)
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from publish_svc.model import Kind
 from storypost.render.v1 import render_pb2 as rpb
 from storypost.render.v1 import render_pb2_grpc
+from storypost_runtime.component import component
 
 PURPOSE = {
     Kind.STORY: rpb.PURPOSE_STORY,
@@ -17,9 +18,9 @@ PURPOSE = {
 PREPARE_DEADLINE_SECONDS = 100.0
 
 
+@component
 class RenderClient:
-    def __init__(self, stub: render_pb2_grpc.RenderServiceAsyncStub) -> None:
-        self._stub = stub
+    stub: render_pb2_grpc.RenderServiceAsyncStub
 
     async def prepare(
         self,
@@ -31,7 +32,7 @@ class RenderClient:
         min_duration_seconds: float = 0.0,
         max_duration_seconds: float = 0.0,
     ) -> rpb.Rendering:
-        reply = await self._stub.Prepare(
+        reply = await self.stub.Prepare(
             rpb.PrepareRequest(
                 organization_id=organization_id,
                 rendering_id=rendering_id,
@@ -46,13 +47,13 @@ class RenderClient:
         return rendering
 
     async def finish(self, organization_id: str, rendering_id: str) -> rpb.Rendering:
-        rendering: rpb.Rendering = await self._stub.Finish(
+        rendering: rpb.Rendering = await self.stub.Finish(
             rpb.FinishRequest(organization_id=organization_id, rendering_id=rendering_id)
         )
         return rendering
 
     async def get(self, organization_id: str, rendering_id: str) -> rpb.Rendering:
-        rendering: rpb.Rendering = await self._stub.GetRendering(
+        rendering: rpb.Rendering = await self.stub.GetRendering(
             rpb.GetRenderingRequest(organization_id=organization_id, rendering_id=rendering_id)
         )
         return rendering

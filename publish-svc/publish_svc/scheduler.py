@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import KW_ONLY, field
 from datetime import timedelta
 
 from publish_svc.processing import PostProcessor
 from publish_svc.records import PostStore
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -20,6 +22,7 @@ CONTENDED_PAUSE_SECONDS = 0.05
 SETTLE_EVERY = timedelta(seconds=10)
 
 
+@component
 class DueScheduler:
     """Any number of replicas may run one: the atomic claim gives each post to one of them.
 
@@ -27,29 +30,18 @@ class DueScheduler:
     its id (a cheap guarded update), so a burst of due posts costs one search per batch.
     """
 
-    def __init__(
-        self,
-        store: PostStore,
-        processor: PostProcessor,
-        clock: Clock,
-        *,
-        owner: str,
-        workers: int,
-        lease: timedelta,
-        max_idle: timedelta,
-        settle_every: timedelta = SETTLE_EVERY,
-    ) -> None:
-        self._store = store
-        self._processor = processor
-        self._clock = clock
-        self._owner = owner
-        self._workers = workers
-        self._lease = lease
-        self._max_idle = max_idle
-        self._settle_every = settle_every
-        self._wake = asyncio.Event()
-        self._slot_freed = asyncio.Event()
-        self._running: set[asyncio.Task[None]] = set()
+    store: PostStore
+    processor: PostProcessor
+    clock: Clock
+    _: KW_ONLY
+    owner: str
+    workers: int
+    lease: timedelta
+    max_idle: timedelta
+    settle_every: timedelta = SETTLE_EVERY
+    _wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _slot_freed: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _running: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     def wake(self) -> None:
         """A post became due now (scheduled without a date): look at once."""
@@ -59,7 +51,7 @@ class DueScheduler:
         settler = asyncio.create_task(self._settle_loop(), name="credit settler")
         try:
             while True:
-                free = self._workers - len(self._running)
+                free = self.workers - len(self._running)
                 if free <= 0:
                     self._slot_freed.clear()
                     await self._slot_freed.wait()
@@ -68,7 +60,7 @@ class DueScheduler:
                     found, claimed = await self._claim_batch(free)
                 except Exception as error:
                     log.warning("claim failed", error=str(error))
-                    await self._sleep(self._max_idle.total_seconds())
+                    await self._sleep(self.max_idle.total_seconds())
                     continue
                 if claimed:
                     continue
@@ -86,24 +78,24 @@ class DueScheduler:
         """Owed credits, at start (a crashed replica's) and then every `settle_every`."""
         while True:
             try:
-                settled = await self._processor.settle_owed()
+                settled = await self.processor.settle_owed()
                 if settled:
                     log.info("owed credits and reservations settled", count=settled)
             except Exception as error:
                 log.warning("settling credits failed", error=str(error))
-            await asyncio.sleep(self._settle_every.total_seconds())
+            await asyncio.sleep(self.settle_every.total_seconds())
 
     async def _claim_batch(self, free: int) -> tuple[int, int]:
         """(candidates found, posts claimed and started)."""
-        now = self._clock.now()
-        ids = await self._store.due_ids(now, free)
+        now = self.clock.now()
+        ids = await self.store.due_ids(now, free)
         claimed = 0
         for record_id in ids:
-            post = await self._store.claim(record_id, self._owner, now, now + self._lease)
+            post = await self.store.claim(record_id, self.owner, now, now + self.lease)
             if post is None:
                 continue
             claimed += 1
-            task = asyncio.create_task(self._processor.process(post), name=f"publish {post.id}")
+            task = asyncio.create_task(self.processor.process(post), name=f"publish {post.id}")
             self._running.add(task)
             task.add_done_callback(self._done)
         return len(ids), claimed
@@ -113,10 +105,10 @@ class DueScheduler:
         self._slot_freed.set()
 
     async def _idle_seconds(self) -> float:
-        now = self._clock.now()
-        limit = self._max_idle.total_seconds()
+        now = self.clock.now()
+        limit = self.max_idle.total_seconds()
         try:
-            next_due = await self._store.next_due_at(now)
+            next_due = await self.store.next_due_at(now)
         except Exception:
             return limit
         if next_due is None:

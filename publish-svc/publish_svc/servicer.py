@@ -14,40 +14,41 @@ from publish_svc.post_params import ClipappParams, ReelParams, SocialParams, Sto
 from publish_svc.posts import Posts
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
+@component
 class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
-    def __init__(self, intake: PostIntake, posts: Posts) -> None:
-        self._intake = intake
-        self._posts = posts
+    intake: PostIntake
+    posts: Posts
 
     async def ScheduleStory(
         self, request: pb.ScheduleStoryRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.story_post_uuid, StoryParams.of_request(request))
-        return accepted_pb(await self._intake.story(new, request.photoapp_username))
+        return accepted_pb(await self.intake.story(new, request.photoapp_username))
 
     async def ScheduleReel(
         self, request: pb.ScheduleReelRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.reel_post_uuid, ReelParams.of_request(request))
-        return accepted_pb(await self._intake.reel(new, request.photoapp_username))
+        return accepted_pb(await self.intake.reel(new, request.photoapp_username))
 
     async def ScheduleClipappPost(
         self, request: pb.ScheduleClipappPostRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.clipapp_post_uuid, ClipappParams.of_request(request))
-        return accepted_pb(await self._intake.clipapp(new, request.clipapp_account_id))
+        return accepted_pb(await self.intake.clipapp(new, request.clipapp_account_id))
 
     async def ScheduleSocialPost(
         self, request: pb.ScheduleSocialPostRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.social_post_uuid, SocialParams.of_request(request))
         return accepted_pb(
-            await self._intake.social(new, request.social_account_id, request.post_type)
+            await self.intake.social(new, request.social_account_id, request.post_type)
         )
 
     async def GetStory(self, request: pb.GetPostRequest, context: Context) -> pb.Post:
@@ -87,7 +88,7 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
             moment_of(request, "date_from"),
             moment_of(request, "date_to"),
         )
-        page = await self._posts.list(query, request.page_token, limit)
+        page = await self.posts.list(query, request.page_token, limit)
         return pb.ListPostsResponse(
             posts=[post_pb(p) for p in page.posts],
             next_page_token=page.next_token,
@@ -96,7 +97,7 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
 
     # The Get* and Cancel* methods differ only in the kind.
     async def _get(self, kind: Kind, request: pb.GetPostRequest) -> pb.Post:
-        return post_pb(await self._posts.get(kind, request.organization_id, request.post_uuid))
+        return post_pb(await self.posts.get(kind, request.organization_id, request.post_uuid))
 
     async def _cancel(self, kind: Kind, request: pb.GetPostRequest) -> pb.Post:
-        return post_pb(await self._posts.cancel(kind, request.organization_id, request.post_uuid))
+        return post_pb(await self.posts.cancel(kind, request.organization_id, request.post_uuid))

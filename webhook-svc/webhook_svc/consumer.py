@@ -15,13 +15,14 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from opentelemetry.trace import SpanKind, Tracer
 
 from storypost_runtime.bus import process_span_name
+from storypost_runtime.component import component
 from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
@@ -97,49 +98,43 @@ class BusEvent:
         return event
 
 
+@component
 class EventConsumer:
     """Pulls batches, plans deliveries, attempts the new ones, stores them, acknowledges."""
 
-    def __init__(
-        self,
-        subscription: Fetcher,
-        webhooks: WebhookDirectory,
-        store: DeliveryStore,
-        dispatcher: Dispatcher,
-        writer: RecordWriter,
-        metrics: WebhookMetrics,
-        *,
-        batch: int,
-        max_inflight: int,
-        ack_wait_seconds: float,
-        spans: Tracer | None = None,
-    ) -> None:
-        self._subscription = subscription
-        self._spans = spans or tracer()
-        self._webhooks = webhooks
-        self._deliveries = store
-        self._dispatcher = dispatcher
-        self._writer = writer
-        self._metrics = metrics
-        self._batch = batch
-        self._max_inflight = max_inflight
-        self._keepalive = ack_wait_seconds / 3
-        self._inflight = 0
-        self._room = asyncio.Event()
-        self._tasks = TaskSet()
+    subscription: Fetcher
+    webhooks: WebhookDirectory
+    store: DeliveryStore
+    dispatcher: Dispatcher
+    writer: RecordWriter
+    metrics: WebhookMetrics
+    _: KW_ONLY
+    batch: int
+    max_inflight: int
+    ack_wait_seconds: float
+    spans: Tracer | None = None
+    _spans: Tracer = field(init=False)
+    _keepalive: float = field(init=False)
+    _inflight: int = field(init=False, default=0)
+    _room: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _tasks: TaskSet = field(init=False, default_factory=TaskSet)
+
+    def __post_init__(self) -> None:
+        self._spans = self.spans or tracer()
+        self._keepalive = self.ack_wait_seconds / 3
 
     async def run(self) -> None:
         backoff = 0.2
         try:
             while True:
-                free = self._max_inflight - self._inflight
+                free = self.max_inflight - self._inflight
                 if free <= 0:
                     self._room.clear()
                     await self._room.wait()
                     continue
                 try:
-                    messages = await self._subscription.fetch(
-                        min(self._batch, free), FETCH_WAIT_SECONDS
+                    messages = await self.subscription.fetch(
+                        min(self.batch, free), FETCH_WAIT_SECONDS
                     )
                 except TimeoutError:
                     backoff = 0.2
@@ -169,7 +164,7 @@ class EventConsumer:
                     log.warning(
                         "dropping an unreadable event", subject=message.subject, error=str(error)
                     )
-                    self._metrics.events.labels("invalid").inc()
+                    self.metrics.events.labels("invalid").inc()
                     await _quietly(message.term())
             if events:
                 await self._handle_events(events)
@@ -182,9 +177,9 @@ class EventConsumer:
             # The organizations' URLs (cached briefly), and the records that exist already, read
             # only when JetStream hands an event out again (a crash or a lost ack): a first
             # delivery cannot have records yet.
-            hooks = await self._webhooks.of_organizations({e.organization_id for _, e in events})
+            hooks = await self.webhooks.of_organizations({e.organization_id for _, e in events})
             plans = [(message, event, _plan(event, hooks)) for message, event in events]
-            existing = await self._deliveries.existing_ids(
+            existing = await self.store.existing_ids(
                 [
                     new.delivery_id
                     for message, _, planned in plans
@@ -230,7 +225,7 @@ class EventConsumer:
             request_scope(request_id),
         ):
             if not todo:
-                self._metrics.events.labels("no_subscriber_or_duplicate").inc()
+                self.metrics.events.labels("no_subscriber_or_duplicate").inc()
                 await _quietly(message.ack())
                 return
             # The records keep this span's context: the scheduler's retries join the trace.
@@ -250,29 +245,29 @@ class EventConsumer:
                 await _quietly(message.nak(NAK_DELAY_SECONDS))
                 return
             if due_now:
-                self._dispatcher.note_backlog()
-            self._metrics.events.labels("delivered").inc()
+                self.dispatcher.note_backlog()
+            self.metrics.events.labels("delivered").inc()
             await _quietly(message.ack())
 
     async def _first_attempt(self, new: NewDelivery, webhook: Webhook) -> Document:
         """The record to store: with the attempt's outcome, or due at once when its URL has
         no room (the scheduler attempts it then)."""
-        if not await self._dispatcher.admit(webhook):
-            return self._dispatcher.deferred(new)
+        if not await self.dispatcher.admit(webhook):
+            return self.dispatcher.deferred(new)
         try:
-            return await self._dispatcher.first_attempt(new, webhook)
+            return await self.dispatcher.first_attempt(new, webhook)
         except asyncio.CancelledError:
             raise
         except Exception as error:
             log.warning(
                 "first attempt failed unexpectedly", delivery_id=new.delivery_id, error=str(error)
             )
-            return self._dispatcher.deferred(new)
+            return self.dispatcher.deferred(new)
 
     async def _store(self, message: Message, docs: list[Document]) -> None:
         """Waits for the records to be stored, telling JetStream the event is still being
         worked on so that a slow database does not make it hand the event out again."""
-        stored = asyncio.ensure_future(self._writer.store(docs))
+        stored = asyncio.ensure_future(self.writer.store(docs))
         try:
             while True:
                 done, _ = await asyncio.wait({stored}, timeout=self._keepalive)

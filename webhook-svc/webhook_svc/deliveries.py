@@ -19,6 +19,7 @@ from pymongo import DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
+from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
 from storypost_runtime.errors import FailedPrecondition, NotFound
 from storypost_runtime.mongo import Document
@@ -191,17 +192,17 @@ def outcome(
     return Outcome(fields, ("leaseId",))
 
 
+@component
 class DeliveryStore:
     """Reads and writes delivery records; every query the API makes is organization-scoped."""
 
-    def __init__(self, collection: AsyncCollection[Document], retention: timedelta) -> None:
-        self._collection = collection
-        self.retention = retention
+    collection: AsyncCollection[Document]
+    retention: timedelta
 
     async def existing_ids(self, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
-        cursor = self._collection.find({"_id": {"$in": list(ids)}}, {"_id": 1})
+        cursor = self.collection.find({"_id": {"$in": list(ids)}}, {"_id": 1})
         return {doc["_id"] async for doc in cursor}
 
     async def insert_new(self, docs: Sequence[Document]) -> int:
@@ -209,7 +210,7 @@ class DeliveryStore:
         if not docs:
             return 0
         try:
-            result = await self._collection.insert_many(list(docs), ordered=False)
+            result = await self.collection.insert_many(list(docs), ordered=False)
         except BulkWriteError as error:
             others = [e for e in error.details.get("writeErrors", []) if e["code"] != DUPLICATE_KEY]
             if others:
@@ -224,7 +225,7 @@ class DeliveryStore:
         query: Document = {"dueAt": {"$lte": now}, "status": Status.PENDING.value}
         if skip_webhooks:
             query["webhookId"] = {"$nin": list(skip_webhooks)}
-        doc = await self._collection.find_one_and_update(
+        doc = await self.collection.find_one_and_update(
             query,
             {"$set": {"dueAt": lease_until, "leaseId": lease_id}},
             return_document=ReturnDocument.AFTER,
@@ -233,20 +234,20 @@ class DeliveryStore:
 
     async def release(self, delivery_id: str, lease_id: str, due: datetime) -> None:
         """Gives a claim back unattempted (no capacity after all)."""
-        await self._collection.update_one(
+        await self.collection.update_one(
             {"_id": delivery_id, "leaseId": lease_id},
             {"$set": {"dueAt": due}, "$unset": {"leaseId": ""}},
         )
 
     async def finish(self, delivery_id: str, lease_id: str, change: Outcome) -> bool:
         """Writes an attempt's outcome, unless the lease was lost meanwhile."""
-        result = await self._collection.update_one(
+        result = await self.collection.update_one(
             {"_id": delivery_id, "leaseId": lease_id}, change.update()
         )
         return result.matched_count == 1
 
     async def get(self, organization_id: str, delivery_id: str) -> Delivery:
-        doc = await self._collection.find_one(
+        doc = await self.collection.find_one(
             {"_id": delivery_id, "organizationId": organization_id}
         )
         if doc is None:
@@ -261,7 +262,7 @@ class DeliveryStore:
         if webhook_id:
             query["webhookId"] = webhook_id
         cursor = (
-            self._collection.find(query)
+            self.collection.find(query)
             .sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
             .limit(limit)
         )
@@ -270,7 +271,7 @@ class DeliveryStore:
     async def redeliver(self, organization_id: str, delivery_id: str, now: datetime) -> Delivery:
         """Due at once with a fresh schedule; refused while an attempt of it is running."""
         # Not while a live lease holds it; an expired lease (its holder died) does not count.
-        doc = await self._collection.find_one_and_update(
+        doc = await self.collection.find_one_and_update(
             {
                 "_id": delivery_id,
                 "organizationId": organization_id,

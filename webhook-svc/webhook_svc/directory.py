@@ -12,24 +12,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Collection
+from dataclasses import field
 
+from storypost_runtime.component import component
 from webhook_svc.webhooks import ByOrganization, Webhook, Webhooks
 
 MAX_ENTRIES = 10_000
 
 
+@component
 class WebhookDirectory:
-    def __init__(
-        self,
-        webhooks: Webhooks,
-        ttl_seconds: float,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._webhooks = webhooks
-        self._ttl = ttl_seconds
-        self._now = monotonic
-        self._entries: dict[str, tuple[float, list[Webhook]]] = {}
-        self._loading: dict[str, asyncio.Future[list[Webhook]]] = {}
+    webhooks: Webhooks
+    ttl_seconds: float
+    monotonic: Callable[[], float] = time.monotonic
+    _entries: dict[str, tuple[float, list[Webhook]]] = field(init=False, default_factory=dict)
+    _loading: dict[str, asyncio.Future[list[Webhook]]] = field(init=False, default_factory=dict)
 
     def forget(self, organization_id: str) -> None:
         """The organization's URLs changed: the next lookup reads them again."""
@@ -37,7 +34,7 @@ class WebhookDirectory:
         self._loading.pop(organization_id, None)
 
     async def of_organizations(self, organization_ids: Collection[str]) -> ByOrganization:
-        now = self._now()
+        now = self.monotonic()
         found: ByOrganization = {}
         missing: list[str] = []
         joined: dict[str, asyncio.Future[list[Webhook]]] = {}
@@ -60,7 +57,7 @@ class WebhookDirectory:
         futures = {org: loop.create_future() for org in organization_ids}
         self._loading.update(futures)
         try:
-            loaded = await self._webhooks.of_organizations(organization_ids)
+            loaded = await self.webhooks.of_organizations(organization_ids)
         except BaseException as error:
             failure = error if isinstance(error, Exception) else RuntimeError("cancelled")
             for org, future in futures.items():
@@ -77,6 +74,6 @@ class WebhookDirectory:
             # After a change (forget) while loading, the answer is used once, not kept.
             if self._loading.get(org) is future:
                 del self._loading[org]
-                self._entries[org] = (now + self._ttl, answer[org])
+                self._entries[org] = (now + self.ttl_seconds, answer[org])
             future.set_result(answer[org])
         return answer

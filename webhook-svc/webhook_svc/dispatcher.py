@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Coroutine
+from dataclasses import KW_ONLY, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from opentelemetry import trace
 
 from storypost_runtime.clock import Clock, iso_utc
+from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
@@ -37,66 +39,58 @@ log = get_logger(__name__)
 WEBHOOK_REMOVED = "the webhook was removed"
 
 
+@component
 class Dispatcher:
     """Attempts deliveries within the lanes' bounds; the retry schedule lives in MongoDB."""
 
-    def __init__(
-        self,
-        webhooks: Webhooks,
-        store: DeliveryStore,
-        sender: Sender,
-        lanes: Lanes,
-        schedule: RetrySchedule,
-        clock: Clock,
-        metrics: WebhookMetrics,
-        *,
-        lease_seconds: float,
-        poll_seconds: float,
-        test_wait_seconds: float = 3.5,
-    ) -> None:
-        self._webhooks = webhooks
-        self._store = store
-        self._sender = sender
-        self._lanes = lanes
-        self._schedule = schedule
-        self._clock = clock
-        self._metrics = metrics
-        self._lease = timedelta(seconds=lease_seconds)
-        self._poll = poll_seconds
-        self._test_wait = test_wait_seconds
-        self._wake = asyncio.Event()
-        # True while due deliveries may be waiting for room (checked when an attempt ends).
-        self._backlog = True
-        self._tasks = TaskSet()
+    webhooks: Webhooks
+    store: DeliveryStore
+    sender: Sender
+    lanes: Lanes
+    schedule: RetrySchedule
+    clock: Clock
+    metrics: WebhookMetrics
+    _: KW_ONLY
+    lease_seconds: float
+    poll_seconds: float
+    test_wait_seconds: float = 3.5
+    _lease: timedelta = field(init=False)
+    _wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    # True while due deliveries may be waiting for room (checked when an attempt ends).
+    _backlog: bool = field(init=False, default=True)
+    _tasks: TaskSet = field(init=False, default_factory=TaskSet)
+
+    def __post_init__(self) -> None:
+        self._lease = timedelta(seconds=self.lease_seconds)
 
     # --- new deliveries (the consumer's fast path) ---
 
     async def admit(self, webhook: Webhook) -> bool:
         """A slot for a first attempt (now or after a short wait); False: store it due
         instead (deferred)."""
-        return await self._lanes.enter(webhook.webhook_id)
+        return await self.lanes.enter(webhook.webhook_id)
 
     async def first_attempt(self, new: NewDelivery, webhook: Webhook) -> Document:
         """Attempts a new delivery (its slot taken by admit) and returns its record with
         the outcome, ready to store: one write per delivery when the endpoint is healthy."""
-        created = self._clock.now()
+        created = self.clock.now()
         try:
-            result = await self._sender.attempt(
+            result = await self.sender.attempt(
                 webhook.url, new.delivery_id, new.event, new.body, webhook.signing_secret
             )
         finally:
             self._release(webhook.webhook_id)
-        now = self._clock.now()
+        now = self.clock.now()
         self._observe(result, first=True, occurred_at=new.occurred_at)
         change = outcome(
-            result, attempts=0, retry_step=0, test=new.test, schedule=self._schedule, now=now
+            result, attempts=0, retry_step=0, test=new.test, schedule=self.schedule, now=now
         )
-        return change.apply(new.document(created, self._store.retention))
+        return change.apply(new.document(created, self.store.retention))
 
     def deferred(self, new: NewDelivery) -> Document:
         """The record of a new delivery that found no room: due at once, for the scheduler
         (call note_backlog once it is stored)."""
-        return new.document(self._clock.now(), self._store.retention)
+        return new.document(self.clock.now(), self.store.retention)
 
     def note_backlog(self) -> None:
         """Due deliveries may be waiting: look for them now and whenever an attempt ends."""
@@ -111,7 +105,7 @@ class Dispatcher:
             await run_passes(
                 self._claim_round,
                 lambda error: log.warning("claiming due deliveries failed", error=str(error)),
-                poll_seconds=self._poll,
+                poll_seconds=self.poll_seconds,
                 wake=self._wake,
             )
         finally:
@@ -119,18 +113,18 @@ class Dispatcher:
 
     async def _claim_round(self) -> int:
         claimed = 0
-        while self._lanes.has_room:
-            now = self._clock.now()
+        while self.lanes.has_room:
+            now = self.clock.now()
             lease_id = uuid.uuid4().hex
-            delivery = await self._store.claim_due(
-                now, now + self._lease, lease_id, self._lanes.full_lanes()
+            delivery = await self.store.claim_due(
+                now, now + self._lease, lease_id, self.lanes.full_lanes()
             )
             if delivery is None:
                 self._backlog = False
                 break
-            if not self._lanes.try_take(delivery.webhook_id):
+            if not self.lanes.try_take(delivery.webhook_id):
                 # A first attempt took the last slot meanwhile: hand it back, due now.
-                await self._store.release(delivery.delivery_id, lease_id, now)
+                await self.store.release(delivery.delivery_id, lease_id, now)
                 break
             self._spawn(self._attempt_claimed(delivery, lease_id, None))
             claimed += 1
@@ -150,11 +144,11 @@ class Dispatcher:
         """The attempt itself; a failure is logged and left to the lease running out."""
         try:
             if webhook is None:
-                webhook = await self._webhooks.by_id(delivery.webhook_id)
+                webhook = await self.webhooks.by_id(delivery.webhook_id)
             if webhook is None or webhook.organization_id != delivery.organization_id:
                 change = self._removed()
             else:
-                result = await self._sender.attempt(
+                result = await self.sender.attempt(
                     webhook.url,
                     delivery.delivery_id,
                     delivery.event,
@@ -169,10 +163,10 @@ class Dispatcher:
                     attempts=delivery.attempts,
                     retry_step=delivery.retry_step,
                     test=delivery.test,
-                    schedule=self._schedule,
-                    now=self._clock.now(),
+                    schedule=self.schedule,
+                    now=self.clock.now(),
                 )
-            if not await self._store.finish(delivery.delivery_id, lease_id, change):
+            if not await self.store.finish(delivery.delivery_id, lease_id, change):
                 log.warning("delivery lease was lost", delivery_id=delivery.delivery_id)
         except asyncio.CancelledError:
             raise
@@ -185,7 +179,7 @@ class Dispatcher:
             self._release(delivery.webhook_id)
 
     def _removed(self) -> Outcome:
-        now = self._clock.now()
+        now = self.clock.now()
         fields = {"status": Status.FAILED.value, "lastError": WEBHOOK_REMOVED, "updatedAt": now}
         return Outcome(fields, ("dueAt", "leaseId"))
 
@@ -194,8 +188,8 @@ class Dispatcher:
     async def send_test(self, organization_id: str, webhook_id: str) -> Delivery:
         """Stores and attempts one test delivery; answers with its outcome when it comes
         within a few seconds, else with the pending record (the attempt goes on)."""
-        webhook = await self._webhooks.get(organization_id, webhook_id)
-        now = self._clock.now()
+        webhook = await self.webhooks.get(organization_id, webhook_id)
+        now = self.clock.now()
         new = NewDelivery(
             delivery_id=str(uuid.uuid4()),
             organization_id=organization_id,
@@ -208,27 +202,27 @@ class Dispatcher:
             test=True,
         )
         lease_id = uuid.uuid4().hex
-        doc = new.document(now, self._store.retention) | {
+        doc = new.document(now, self.store.retention) | {
             "dueAt": now + self._lease,
             "leaseId": lease_id,
         }
-        await self._store.insert_new([doc])
+        await self.store.insert_new([doc])
         # A one-off the user asked for: it runs even when the lane is busy.
-        self._lanes.try_take(webhook_id, force=True)
+        self.lanes.try_take(webhook_id, force=True)
         task = self._spawn(self._attempt_claimed(Delivery.from_doc(doc), lease_id, webhook))
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(task), timeout=self._test_wait)
-        return await self._store.get(organization_id, new.delivery_id)
+            await asyncio.wait_for(asyncio.shield(task), timeout=self.test_wait_seconds)
+        return await self.store.get(organization_id, new.delivery_id)
 
     async def redeliver(self, organization_id: str, delivery_id: str) -> Delivery:
-        current = await self._store.get(organization_id, delivery_id)
-        webhook = await self._webhooks.by_id(current.webhook_id)
+        current = await self.store.get(organization_id, delivery_id)
+        webhook = await self.webhooks.by_id(current.webhook_id)
         if webhook is None or webhook.organization_id != organization_id:
             raise FailedPrecondition(
                 f"delivery {delivery_id} went to a webhook that was removed; it cannot be "
                 "delivered again"
             )
-        delivery = await self._store.redeliver(organization_id, delivery_id, self._clock.now())
+        delivery = await self.store.redeliver(organization_id, delivery_id, self.clock.now())
         self.note_backlog()
         return delivery
 
@@ -238,17 +232,17 @@ class Dispatcher:
         return self._tasks.spawn(coro)
 
     def _release(self, webhook_id: str) -> None:
-        self._lanes.release(webhook_id)
+        self.lanes.release(webhook_id)
         if self._backlog:
             self._wake.set()
 
     def _observe(self, result: AttemptResult, *, first: bool, occurred_at: datetime) -> None:
-        self._metrics.attempts.labels(
+        self.metrics.attempts.labels(
             attempt_outcome(result.ok, result.status_code, result.error)
         ).inc()
         if first:
-            lag = (self._clock.now() - occurred_at).total_seconds()
-            self._metrics.first_attempt_lag.observe(max(0.0, lag))
+            lag = (self.clock.now() - occurred_at).total_seconds()
+            self.metrics.first_attempt_lag.observe(max(0.0, lag))
 
     async def close(self) -> None:
         """Cancels attempts still running (their leases run out; others retry them)."""

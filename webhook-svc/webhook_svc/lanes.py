@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict, deque
+from dataclasses import KW_ONLY, field
+
+from storypost_runtime.component import component
 
 
+@component
 class Lanes:
     """Each webhook URL is a lane with at most `per_lane` attempts at once; the replica runs at
     most `total`. A new delivery whose lane is busy waits in memory for a short while (FIFO,
@@ -13,31 +17,31 @@ class Lanes:
     MongoDB (pending, due) and the scheduler takes it when room frees up. So a slow endpoint
     fills only its own lane and a short queue: it never holds back another URL."""
 
-    def __init__(
-        self, total: int, per_lane: int, *, queue_per_lane: int = 0, max_wait: float = 0.0
-    ) -> None:
-        self._total = total
-        self._per_lane = per_lane
-        self._queue_per_lane = queue_per_lane
-        self._max_wait = max_wait
-        self._running: Counter[str] = Counter()
-        self._count = 0
-        self._waiters: defaultdict[str, deque[asyncio.Future[None]]] = defaultdict(deque)
+    total: int
+    per_lane: int
+    _: KW_ONLY
+    queue_per_lane: int = 0
+    max_wait: float = 0.0
+    _running: Counter[str] = field(init=False, default_factory=Counter)
+    _count: int = field(init=False, default=0)
+    _waiters: defaultdict[str, deque[asyncio.Future[None]]] = field(
+        init=False, default_factory=lambda: defaultdict(deque)
+    )
 
     @property
     def has_room(self) -> bool:
-        return self._count < self._total
+        return self._count < self.total
 
     @property
     def running(self) -> int:
         return self._count
 
     def full_lanes(self) -> list[str]:
-        return [lane for lane, count in self._running.items() if count >= self._per_lane]
+        return [lane for lane, count in self._running.items() if count >= self.per_lane]
 
     def try_take(self, lane: str, *, force: bool = False) -> bool:
         """Takes a slot when there is room now (or always, for a one-off like 'send test')."""
-        if not force and (self._count >= self._total or self._running[lane] >= self._per_lane):
+        if not force and (self._count >= self.total or self._running[lane] >= self.per_lane):
             return False
         self._running[lane] += 1
         self._count += 1
@@ -49,12 +53,12 @@ class Lanes:
             return True
         queue = self._waiters[lane]
         # Waiting only helps when this lane's own attempts will end and hand their slots on.
-        if not self._running[lane] or len(queue) >= self._queue_per_lane:
+        if not self._running[lane] or len(queue) >= self.queue_per_lane:
             return False
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         queue.append(turn)
         try:
-            await asyncio.wait({turn}, timeout=self._max_wait)
+            await asyncio.wait({turn}, timeout=self.max_wait)
         finally:
             if not turn.done():
                 turn.cancel()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from dataclasses import field
 from urllib.parse import urlsplit
 
 import certifi
@@ -14,6 +15,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.tracing import tracer
 from webhook_svc.deliveries import AttemptResult
 from webhook_svc.signing import SIGNATURE_HEADER, signature
@@ -69,6 +71,7 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 1] + "…"
 
 
+@component
 class Sender:
     """POSTs a delivery's body; any 2xx is success, everything else a failed attempt.
 
@@ -77,17 +80,14 @@ class Sender:
     name the host, not the URL, whose path or query may hold the receiver's secret.
     """
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        clock: Clock,
-        timeout_seconds: float,
-        spans: Tracer | None = None,
-    ) -> None:
-        self._client = client
-        self._clock = clock
-        self._timeout = timeout_seconds
-        self._spans = spans or tracer()
+    client: httpx.AsyncClient
+    clock: Clock
+    timeout_seconds: float
+    spans: Tracer | None = None
+    _spans: Tracer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._spans = self.spans or tracer()
 
     async def attempt(
         self, url: str, delivery_id: str, event: str, body: str, secret: str | None
@@ -113,7 +113,7 @@ class Sender:
     async def _attempt(
         self, url: str, delivery_id: str, event: str, body: str, secret: str | None
     ) -> AttemptResult:
-        started_at = self._clock.now()
+        started_at = self.clock.now()
         started = time.perf_counter()
         content = body.encode()
         headers = {
@@ -127,8 +127,8 @@ class Sender:
         code = 0
         error = ""
         try:
-            async with asyncio.timeout(self._timeout):
-                async with self._client.stream(
+            async with asyncio.timeout(self.timeout_seconds):
+                async with self.client.stream(
                     "POST", url, content=content, headers=headers
                 ) as answer:
                     code = answer.status_code
@@ -138,7 +138,7 @@ class Sender:
                         if read > MAX_ANSWER_BYTES:
                             break
         except TimeoutError:
-            error = f"timed out after {self._timeout:g} s"
+            error = f"timed out after {self.timeout_seconds:g} s"
         except httpx.TimeoutException as failure:
             error = f"timed out ({type(failure).__name__})"
         except httpx.ConnectError as failure:

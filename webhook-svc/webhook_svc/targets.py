@@ -18,6 +18,7 @@ import httpcore
 import httpx
 
 from storypost_runtime.addresses import IpAddress, OffLimits, embedded_ipv4, off_limits
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -140,12 +141,12 @@ async def check_reachable(url: httpx.URL, policy: AddressPolicy) -> None:
         raise _bad_url(str(error)) from None
 
 
+@component
 class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network layer with the policy applied to every new connection."""
 
-    def __init__(self, policy: AddressPolicy, inner: httpcore.AsyncNetworkBackend) -> None:
-        self._policy = policy
-        self._inner = inner
+    policy: AddressPolicy
+    inner: httpcore.AsyncNetworkBackend
 
     async def connect_tcp(
         self,
@@ -157,7 +158,7 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         try:
             async with asyncio.timeout(timeout):
-                addresses = await self._policy.resolve(host, port)
+                addresses = await self.policy.resolve(host, port)
         except TimeoutError:
             raise httpcore.ConnectTimeout(f"resolving {host} timed out") from None
         failure: Exception | None = None
@@ -165,7 +166,7 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
             try:
                 # The checked address itself: TLS still verifies the certificate for `host`
                 # (httpcore passes the URL's host as server_hostname).
-                return await self._inner.connect_tcp(
+                return await self.inner.connect_tcp(
                     str(address),
                     port,
                     timeout=timeout,
@@ -186,4 +187,4 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         raise RefusedAddress("refused: unix sockets are not webhook targets")
 
     async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+        await self.inner.sleep(seconds)

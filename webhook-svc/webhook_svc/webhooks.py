@@ -5,13 +5,14 @@ from __future__ import annotations
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 from storypost_runtime.secret_box import SecretBox
@@ -73,40 +74,37 @@ def check_organization(organization_id: str) -> str:
     return organization_id
 
 
+@component
 class Webhooks:
     """Adds, lists and removes URLs; every query is scoped by the organization."""
 
-    def __init__(
-        self,
-        collection: AsyncCollection[Document],
-        clock: Clock,
-        policy: AddressPolicy,
-        *,
-        allow_http_loopback: bool,
-        box: SecretBox | None = None,
-    ) -> None:
-        self._collection = collection
-        self._clock = clock
-        self._policy = policy
-        self._allow_http_loopback = allow_http_loopback
-        # Signing secrets are stored encrypted: a copy of the database cannot sign deliveries.
-        self._box = box or SecretBox([DEV_WEBHOOK_SECRET_KEY])
+    collection: AsyncCollection[Document]
+    clock: Clock
+    policy: AddressPolicy
+    _: KW_ONLY
+    allow_http_loopback: bool
+    box: SecretBox | None = None
+    # Signing secrets are stored encrypted: a copy of the database cannot sign deliveries.
+    _box: SecretBox = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._box = self.box or SecretBox([DEV_WEBHOOK_SECRET_KEY])
 
     async def add(
         self, organization_id: str, url: str, events: Sequence[str], signing_secret: str
     ) -> Webhook:
         check_organization(organization_id)
-        parsed = normalize_url(url, allow_http_loopback=self._allow_http_loopback)
+        parsed = normalize_url(url, allow_http_loopback=self.allow_http_loopback)
         wanted_events = subscription(events)
         secret = check_secret(signing_secret) if signing_secret else None
-        await check_reachable(parsed, self._policy)
+        await check_reachable(parsed, self.policy)
         normalized = str(parsed)
         doc: Document = {
             "_id": secrets.token_hex(12),
             "organizationId": organization_id,
             "url": normalized,
             "events": wanted_events,
-            "createdAt": self._clock.now(),
+            "createdAt": self.clock.now(),
         }
         if secret:
             doc["signingSecretEncrypted"] = self._box.encrypt(secret)
@@ -127,7 +125,7 @@ class Webhooks:
                 )
             doc["slot"] = free[0]
             try:
-                await self._collection.insert_one(doc)
+                await self.collection.insert_one(doc)
             except DuplicateKeyError:
                 # Another add took this slot or this URL meanwhile: look again.
                 continue
@@ -149,7 +147,7 @@ class Webhooks:
         )
 
     async def _stored(self, organization_id: str) -> list[Document]:
-        cursor = self._collection.find({"organizationId": organization_id})
+        cursor = self.collection.find({"organizationId": organization_id})
         return [doc async for doc in cursor]
 
     async def list(self, organization_id: str) -> list[Webhook]:
@@ -161,10 +159,10 @@ class Webhooks:
         )
 
     async def get(self, organization_id: str, webhook_id: str) -> Webhook:
-        return await self._one(self._collection.find_one, organization_id, webhook_id)
+        return await self._one(self.collection.find_one, organization_id, webhook_id)
 
     async def remove(self, organization_id: str, webhook_id: str) -> Webhook:
-        return await self._one(self._collection.find_one_and_delete, organization_id, webhook_id)
+        return await self._one(self.collection.find_one_and_delete, organization_id, webhook_id)
 
     async def _one(
         self,
@@ -185,7 +183,7 @@ class Webhooks:
         found: ByOrganization = {}
         if not organization_ids:
             return found
-        cursor = self._collection.find({"organizationId": {"$in": list(organization_ids)}})
+        cursor = self.collection.find({"organizationId": {"$in": list(organization_ids)}})
         async for doc in cursor:
             webhook = Webhook.from_doc(doc, self._box)
             found.setdefault(webhook.organization_id, []).append(webhook)
@@ -193,5 +191,5 @@ class Webhooks:
 
     async def by_id(self, webhook_id: str) -> Webhook | None:
         """A webhook by id alone (a delivery names it); None once removed."""
-        doc = await self._collection.find_one({"_id": webhook_id})
+        doc = await self.collection.find_one({"_id": webhook_id})
         return None if doc is None else Webhook.from_doc(doc, self._box)

@@ -134,7 +134,7 @@ class ClipappDriver(StepDriver):
             return await self._until_final(str(publish_id), token, progress)
         if self._init_answer_lost(progress):
             return await self._find_lost_post(post, media, token, progress)
-        reply = await self._client.call("POST", "/post/publish/creator_info/query", token, json={})
+        reply = await self.client.call("POST", "/post/publish/creator_info/query", token, json={})
         refusal = _refusal(reply.get("data") or {}, _settings(post), media)
         if refusal:
             return Outcome.failed(f"clipapp: {refusal}")
@@ -143,7 +143,7 @@ class ClipappDriver(StepDriver):
         # The intent, durably, before the call: from here on a retry must not init again.
         await progress.irreversible(awaiting=AWAITING_INIT)
         try:
-            init = await self._client.call("POST", path, token, json=body)
+            init = await self.client.call("POST", path, token, json=body)
         except PlatformError as error:
             if not error.answer_lost:
                 # The platform said no (or never got it): nothing was posted.
@@ -206,7 +206,7 @@ class ClipappDriver(StepDriver):
             body: dict[str, Any] = {"max_count": 20}
             if cursor is not None:
                 body["cursor"] = cursor
-            reply = await self._client.call(
+            reply = await self.client.call(
                 "POST", "/video/list/", token, json=body, params={"fields": LIST_FIELDS}
             )
             data = reply.get("data") or {}
@@ -223,7 +223,7 @@ class ClipappDriver(StepDriver):
         delay, waited, status = POLL_START_SECONDS, 0.0, ""
         while waited < POLL_LIMIT_SECONDS:
             try:
-                reply = await self._client.call(
+                reply = await self.client.call(
                     "POST", "/post/publish/status/fetch", token, json={"publish_id": publish_id}
                 )
             except PlatformError as error:
@@ -245,6 +245,6 @@ class ClipappDriver(StepDriver):
         return Outcome.retry("clipapp: still processing", raw_status=status)
 
     async def reachable(self, credentials: Credentials | None = None) -> bool:
-        return await self._client.reachable(
+        return await self.client.reachable(
             "/user/info", credentials.access_token if credentials else ""
         )

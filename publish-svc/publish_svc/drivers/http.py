@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from publish_svc.drivers.base import Credentials, Media, Outcome, OutcomeKind, Progress
 from publish_svc.model import Post
+from storypost_runtime.component import component
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,17 @@ def classify(response: httpx.Response, platform: str) -> Outcome | None:
     return Outcome.failed(message)
 
 
+@component
 class PlatformClient:
     """One platform's base URL with bearer-token calls that raise PlatformError."""
 
-    def __init__(self, http: httpx.AsyncClient, base_url: str, platform: str) -> None:
-        self._http = http
-        self._base = base_url.rstrip("/")
-        self.platform = platform
+    http: httpx.AsyncClient
+    base_url: str
+    platform: str
+    _base: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._base = self.base_url.rstrip("/")
 
     async def call(
         self,
@@ -108,7 +113,7 @@ class PlatformClient:
         params: dict[str, str] | None = None,
     ) -> Any:
         try:
-            response = await self._http.request(
+            response = await self.http.request(
                 method,
                 f"{self._base}{path}",
                 json=json,
@@ -146,7 +151,7 @@ class PlatformClient:
 
     async def reachable(self, path: str, token: str) -> bool:
         try:
-            response = await self._http.get(
+            response = await self.http.get(
                 f"{self._base}{path}", headers={"Authorization": f"Bearer {token}"}
             )
         except httpx.HTTPError:
@@ -154,12 +159,12 @@ class PlatformClient:
         return response.status_code < 500
 
 
+@component
 class StepDriver(ABC):
     """A driver that publishes in steps through its platform's client: a PlatformError any
     step raises is the attempt's outcome (failed, retry or unauthorized, as it says)."""
 
-    def __init__(self, client: PlatformClient) -> None:
-        self._client = client
+    client: PlatformClient
 
     async def publish(
         self, post: Post, media: Media, credentials: Credentials, progress: Progress

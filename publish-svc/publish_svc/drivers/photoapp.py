@@ -89,7 +89,7 @@ class PhotoappDriver(StepDriver):
         if not container:
             # Not recorded yet: a container that is never published just expires, so a crash
             # before the publish call may leave one behind, never a post.
-            created = await self._client.call(
+            created = await self.client.call(
                 "POST", f"/users/{user}/media", token, json=container_request(post, media)
             )
             container = str(created["id"])
@@ -98,13 +98,13 @@ class PhotoappDriver(StepDriver):
             return outcome
         # From here on a retry must ask this container first: it is stored with the mark.
         await progress.irreversible(containerId=container)
-        published = await self._client.call(
+        published = await self.client.call(
             "POST", f"/users/{user}/media_publish", token, json={"creation_id": container}
         )
         return await self._executed(post, str(published["id"]), token)
 
     async def _status(self, container: str, token: str) -> dict[str, Any]:
-        status: dict[str, Any] = await self._client.call("GET", f"/containers/{container}", token)
+        status: dict[str, Any] = await self.client.call("GET", f"/containers/{container}", token)
         return status
 
     async def _wait_ready(self, container: str, token: str) -> Outcome | None:
@@ -133,9 +133,9 @@ class PhotoappDriver(StepDriver):
     async def _executed(self, post: Post, media_id: str, token: str) -> Outcome:
         permalink = None
         if post.kind is Kind.SOCIAL:
-            details = await self._client.call("GET", f"/media/{media_id}", token)
+            details = await self.client.call("GET", f"/media/{media_id}", token)
             permalink = details.get("permalink")
         return Outcome.executed(media_id, permalink)
 
     async def reachable(self, credentials: Credentials | None = None) -> bool:
-        return await self._client.reachable("/me", credentials.access_token if credentials else "")
+        return await self.client.reachable("/me", credentials.access_token if credentials else "")

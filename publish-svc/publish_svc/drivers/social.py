@@ -14,11 +14,12 @@ from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
 from publish_svc.drivers.http import PlatformClient, PlatformError, while_unsettled
 from publish_svc.model import Post
 from publish_svc.post_params import SocialParams, expect
+from storypost_runtime.component import component
 
 
+@component
 class SocialDriver:
-    def __init__(self, client: PlatformClient) -> None:
-        self._client = client
+    client: PlatformClient
 
     async def publish(
         self, post: Post, media: Media, credentials: Credentials, progress: Progress
@@ -41,7 +42,7 @@ class SocialDriver:
                 if found is not None:
                     return Outcome.executed(str(found["id"]), found.get("permalink"))
             await progress.irreversible()
-            reply = await self._client.call(
+            reply = await self.client.call(
                 "POST", "/posts", token, json=body, headers={"Idempotency-Key": post.id}
             )
         except PlatformError as error:
@@ -49,9 +50,9 @@ class SocialDriver:
         return Outcome.executed(str(reply["id"]), reply.get("permalink"))
 
     async def _made_with_key(self, key: str, token: str) -> dict[str, Any] | None:
-        reply = await self._client.call("GET", "/posts", token, params={"idempotency_key": key})
+        reply = await self.client.call("GET", "/posts", token, params={"idempotency_key": key})
         found = reply.get("data") if isinstance(reply, dict) else None
         return found[0] if isinstance(found, list) and found else None
 
     async def reachable(self, credentials: Credentials | None = None) -> bool:
-        return await self._client.reachable("/me", credentials.access_token if credentials else "")
+        return await self.client.reachable("/me", credentials.access_token if credentials else "")

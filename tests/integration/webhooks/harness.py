@@ -10,21 +10,17 @@ from nats.js import JetStreamContext
 
 from storypost.webhook.v1 import webhook_pb2 as pb
 from storypost.webhook.v1 import webhook_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.outbox import Event
 from tests.support.events import publish
 from tests.support.webhook_receiver import Receiver
 
 
+@component
 class Harness:
-    def __init__(
-        self,
-        stub: webhook_pb2_grpc.WebhookServiceAsyncStub,
-        js: JetStreamContext,
-        receiver: Receiver,
-    ) -> None:
-        self.stub = stub
-        self.js = js
-        self.receiver = receiver
+    stub: webhook_pb2_grpc.WebhookServiceAsyncStub
+    js: JetStreamContext
+    receiver: Receiver
 
     async def add(
         self,

@@ -108,6 +108,15 @@ def photoapp(http: httpx.AsyncClient) -> PhotoappDriver:
     return PhotoappDriver(PlatformClient(http, f"{BASE}/photoapp/v1", "photoapp"))
 
 
+def clipapp(http: httpx.AsyncClient) -> ClipappDriver:
+    return ClipappDriver(PlatformClient(http, f"{BASE}/clipapp/v2", "clipapp"))
+
+
+def social(http: httpx.AsyncClient, platform: str) -> SocialDriver:
+    """The driver of a platform the social API serves (`pinboard`, `pronet`, ...)."""
+    return SocialDriver(PlatformClient(http, f"{BASE}/{platform}/v1", platform))
+
+
 def published(sandbox: Sandbox, platform: str) -> list[Mapping[str, Any]]:
     return [p for p in sandbox.store.published if p["platform"] == platform]
 
@@ -191,7 +200,7 @@ async def test_clipapp_refuses_what_the_creator_may_not_do_and_publishes_the_res
 ) -> None:
     sandbox, http = world
     creds = credentials(sandbox, "clipapp", "clipper")
-    driver = ClipappDriver(PlatformClient(http, f"{BASE}/clipapp/v2", "clipapp"))
+    driver = clipapp(http)
     refused = await driver.publish(
         post(Kind.CLIPAPP, "CLIPAPP", privacy_level="NOT_A_LEVEL"), VIDEO, creds, MemoryProgress({})
     )
@@ -209,7 +218,7 @@ async def test_clipapp_refuses_what_the_creator_may_not_do_and_publishes_the_res
 async def test_social_publish_is_idempotent_by_key(world: Any) -> None:
     sandbox, http = world
     creds = credentials(sandbox, "pinboard", "brand")
-    driver = SocialDriver(PlatformClient(http, f"{BASE}/pinboard/v1", "pinboard"))
+    driver = social(http, "pinboard")
     pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={"boardId": "b1"})
     first = await driver.publish(pin, IMAGE, creds, MemoryProgress({}))
     second = await driver.publish(pin, IMAGE, creds, MemoryProgress({}))

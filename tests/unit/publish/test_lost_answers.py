@@ -13,22 +13,21 @@ import pytest
 
 from publish_svc.drivers.base import Credentials, Driver, OutcomeKind
 from publish_svc.drivers.clipapp import ClipappDriver
-from publish_svc.drivers.http import PlatformClient
-from publish_svc.drivers.photoapp import PhotoappDriver
-from publish_svc.drivers.social import SocialDriver
 from publish_svc.model import Kind, Post
 from publish_svc.progress import TooLate
 from sandbox_net.app import Sandbox
 from sandbox_net.switches import Switch
 from tests.support.accounts import in_process_sandbox, sandbox_transport
 from tests.unit.publish.test_drivers import (
-    BASE,
     IMAGE,
     SECRET,
     MemoryProgress,
+    clipapp,
     credentials,
+    photoapp,
     post,
     published,
+    social,
 )
 
 CONTENT_INIT = "/clipapp/v2/post/publish/content/init"
@@ -63,7 +62,7 @@ class World:
     http: httpx.AsyncClient
 
     def clipapp(self) -> ClipappDriver:
-        return ClipappDriver(PlatformClient(self.http, f"{BASE}/clipapp/v2", "clipapp"))
+        return clipapp(self.http)
 
     def calls(self, path: str) -> int:
         return sum(1 for call in self.transport.calls if path in call)
@@ -165,7 +164,7 @@ async def test_clipapp_init_refused_by_the_platform_may_be_sent_again(world: Wor
 
 async def test_social_post_found_by_its_key_past_the_deadline(world: World) -> None:
     creds = credentials(world.sandbox, "pinboard", "brand")
-    driver = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
+    driver = social(world.http, "pinboard")
     pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     progress = MemoryProgress({})
     world.transport.lose["/pinboard/v1/posts"] = "after"
@@ -181,7 +180,7 @@ async def test_social_post_found_by_its_key_past_the_deadline(world: World) -> N
 
 async def test_social_post_never_sent_is_not_sent_late(world: World) -> None:
     creds = credentials(world.sandbox, "pinboard", "brand")
-    driver = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
+    driver = social(world.http, "pinboard")
     pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     progress = MemoryProgress({})
     world.transport.lose["/pinboard/v1/posts"] = "before"
@@ -196,7 +195,7 @@ async def test_photoapp_publish_answer_lost_is_found_on_its_container_past_the_d
     world: World,
 ) -> None:
     creds = credentials(world.sandbox, "photoapp", "alice")
-    driver = PhotoappDriver(PlatformClient(world.http, f"{BASE}/photoapp/v1", "photoapp"))
+    driver = photoapp(world.http)
     progress = MemoryProgress({})
     world.transport.lose[f"/photoapp/v1/users/{creds.platform_account_id}/media_publish"] = "after"
     lost = await driver.publish(post(Kind.STORY), IMAGE, creds, progress)
@@ -219,20 +218,18 @@ async def test_a_refused_look_up_after_a_lost_answer_is_looked_at_again_never_fa
     # Each driver: the publishing call performed, its answer lost, then the look-up refused.
     # "failed" would say the post did not go out; it did, so the next attempt finds it.
     photo = credentials(world.sandbox, "photoapp", "alice")
-    photoapp = PhotoappDriver(PlatformClient(world.http, f"{BASE}/photoapp/v1", "photoapp"))
     pin_creds = credentials(world.sandbox, "pinboard", "brand")
-    social = SocialDriver(PlatformClient(world.http, f"{BASE}/pinboard/v1", "pinboard"))
     pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     clip_creds = credentials(world.sandbox, "clipapp", "cleo")
     clip = post(Kind.CLIPAPP, "CLIPAPP", title="found", privacy_level="PUBLIC_TO_EVERYONE")
     cases: list[tuple[Driver, Post, Credentials, str]] = [
         (
-            photoapp,
+            photoapp(world.http),
             post(Kind.STORY),
             photo,
             f"/photoapp/v1/users/{photo.platform_account_id}/media_publish",
         ),
-        (social, pin, pin_creds, "/pinboard/v1/posts"),
+        (social(world.http, "pinboard"), pin, pin_creds, "/pinboard/v1/posts"),
         (world.clipapp(), clip, clip_creds, CONTENT_INIT),
     ]
     lookups = {"photoapp": "containers/*", "pinboard": "posts", "clipapp": "video/list"}

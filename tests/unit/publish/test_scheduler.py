@@ -38,8 +38,8 @@ def replica(core: Core, owner: str, workers: int) -> DueScheduler:
 
 
 async def test_two_replicas_publish_a_burst_once_each(core: Core) -> None:
-    core.quota._per_day = 1000
-    core.intake._clock = SystemClock()
+    core.quota.per_day = 1000
+    core.intake.clock = SystemClock()
     for n in range(40):
         await core.intake.story(core.new(Kind.STORY, f"6f1c1f9e-4f0e-4c7a-9d6b-{n:012d}"), "alice")
     replicas = [replica(core, "a", 3), replica(core, "b", 5)]
@@ -58,7 +58,7 @@ async def test_two_replicas_publish_a_burst_once_each(core: Core) -> None:
 
 
 async def test_wake_starts_a_post_due_now_without_waiting_for_the_idle_timer(core: Core) -> None:
-    core.intake._clock = SystemClock()
+    core.intake.clock = SystemClock()
     scheduler = replica(core, "a", 2)
     task = asyncio.create_task(scheduler.run())
     try:
