@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
@@ -12,6 +12,8 @@ from storypost_runtime.mongo import Document, ensure_indexes
 
 # Records whose `purgeAt` has passed are removed by MongoDB itself.
 PURGE_INDEX = IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")
+# The collections named otherwise than their field of AccountCollections.
+COLLECTION_NAMES = {"credentials": "api_credentials"}
 
 
 def unique_in_organization(field: str, name: str) -> IndexModel:
@@ -22,6 +24,7 @@ def unique_in_organization(field: str, name: str) -> IndexModel:
 @dataclass(frozen=True)
 class AccountCollections:
     organizations: AsyncCollection[Document]
+    # API credentials, in the collection "api_credentials" (COLLECTION_NAMES).
     credentials: AsyncCollection[Document]
     users: AsyncCollection[Document]
     rate_buckets: AsyncCollection[Document]
@@ -43,20 +46,8 @@ class AccountCollections:
 
     @classmethod
     def of(cls, db: AsyncDatabase[Document]) -> AccountCollections:
-        return cls(
-            organizations=db["organizations"],
-            credentials=db["api_credentials"],
-            users=db["users"],
-            rate_buckets=db["rate_buckets"],
-            connected_accounts=db["connected_accounts"],
-            connect_links=db["connect_links"],
-            connect_sessions=db["connect_sessions"],
-            daily_post_counters=db["daily_post_counters"],
-            credit_balances=db["credit_balances"],
-            credit_consumptions=db["credit_consumptions"],
-            app_sessions=db["app_sessions"],
-            signin_limits=db["signin_limits"],
-        )
+        """Each field's collection: the one named as the field, but for COLLECTION_NAMES."""
+        return cls(**{f.name: db[COLLECTION_NAMES.get(f.name, f.name)] for f in fields(cls)})
 
     async def ensure_indexes(self) -> None:
         await self._ensure_identity_indexes()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import grpc
@@ -10,9 +12,13 @@ import grpc
 from account_svc.connections.access_tokens import AccessTokens
 from account_svc.connections.connect_flow import ConnectFlow
 from account_svc.connections.connect_links import ConnectLinks
-from account_svc.connections.connected_accounts import ConnectedAccounts
+from account_svc.connections.connected_accounts import (
+    AccountRef,
+    ConnectedAccount,
+    ConnectedAccounts,
+)
 from account_svc.connections.credits import Credits
-from account_svc.connections.daily_limits import DailyLimits
+from account_svc.connections.daily_limits import DailyLimits, DailyReservation
 from account_svc.connections.mentions import MentionResolver
 from account_svc.convert import (
     LINK_STATUS,
@@ -36,10 +42,15 @@ from account_svc.identity.users import Users
 from account_svc.identity.workspace_users import WorkspaceUsers
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.protobuf import timestamp
 from storypost_runtime.vocabulary import PHOTOAPP
 
 Context = grpc.aio.ServicerContext[Any, Any]
+# What GetConnectedAccount and DeleteConnectedAccount call: (organization id, ref) -> account.
+AccountCall = Callable[[str, AccountRef], Awaitable[ConnectedAccount]]
+# What ReserveDailyPost and ReleaseDailyPost call: (organization id, ref, post uuid, date).
+DailyPostCall = Callable[[str, AccountRef, str, datetime], Awaitable[DailyReservation]]
 
 
 @dataclass(frozen=True)
@@ -55,56 +66,51 @@ class ConnectedAccountParts:
     connect: ConnectFlow
 
 
+@component
 class AccountServicer(account_pb2_grpc.AccountServiceServicer):
-    def __init__(
-        self,
-        organizations: Organizations,
-        credentials: Credentials,
-        users: Users,
-        rate_limiter: RateLimiter,
-        connected: ConnectedAccountParts,
-        sessions: AppSessions,
-    ) -> None:
-        self._sessions = sessions
-        self._workspace_users = WorkspaceUsers(users, sessions)
-        self._organizations = organizations
-        self._credentials = credentials
-        self._users = users
-        self._rate_limiter = rate_limiter
-        self._connected = connected
+    organizations: Organizations
+    credentials: Credentials
+    users: Users
+    rate_limiter: RateLimiter
+    connected: ConnectedAccountParts
+    sessions: AppSessions
+    _workspace_users: WorkspaceUsers = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._workspace_users = WorkspaceUsers(self.users, self.sessions)
 
     async def CreateOrganization(
         self, request: pb.CreateOrganizationRequest, context: Context
     ) -> pb.Organization:
-        return organization_pb(await self._organizations.create(request.name))
+        return organization_pb(await self.organizations.create(request.name))
 
     async def GetOrganization(
         self, request: pb.GetOrganizationRequest, context: Context
     ) -> pb.Organization:
-        return organization_pb(await self._organizations.get(request.organization_id))
+        return organization_pb(await self.organizations.get(request.organization_id))
 
     async def CreateApiCredential(
         self, request: pb.CreateApiCredentialRequest, context: Context
     ) -> pb.CreateApiCredentialResponse:
-        credential, token = await self._credentials.create(request.organization_id, request.name)
+        credential, token = await self.credentials.create(request.organization_id, request.name)
         return pb.CreateApiCredentialResponse(credential=credential_pb(credential), token=token)
 
     async def ListApiCredentials(
         self, request: pb.ListApiCredentialsRequest, context: Context
     ) -> pb.ListApiCredentialsResponse:
-        found = await self._credentials.list(request.organization_id, request.include_revoked)
+        found = await self.credentials.list(request.organization_id, request.include_revoked)
         return pb.ListApiCredentialsResponse(credentials=[credential_pb(c) for c in found])
 
     async def RevokeApiCredential(
         self, request: pb.RevokeApiCredentialRequest, context: Context
     ) -> pb.ApiCredential:
-        revoked = await self._credentials.revoke(request.organization_id, request.credential_id)
+        revoked = await self.credentials.revoke(request.organization_id, request.credential_id)
         return credential_pb(revoked)
 
     async def Authenticate(
         self, request: pb.AuthenticateRequest, context: Context
     ) -> pb.AuthenticateResponse:
-        credential = await self._credentials.authenticate(request.token)
+        credential = await self.credentials.authenticate(request.token)
         return pb.AuthenticateResponse(
             organization_id=credential.organization_id, credential_id=credential.credential_id
         )
@@ -112,7 +118,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def ConsumeRateLimit(
         self, request: pb.ConsumeRateLimitRequest, context: Context
     ) -> pb.ConsumeRateLimitResponse:
-        decision = await self._rate_limiter.consume(request.organization_id)
+        decision = await self.rate_limiter.consume(request.organization_id)
         return pb.ConsumeRateLimitResponse(
             allowed=decision.allowed,
             limit=decision.limit,
@@ -122,7 +128,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
         )
 
     async def CreateUser(self, request: pb.CreateUserRequest, context: Context) -> pb.User:
-        user = await self._users.create(
+        user = await self.users.create(
             request.organization_id,
             request.email,
             request.password,
@@ -133,7 +139,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def ResolveMention(
         self, request: pb.ResolveMentionRequest, context: Context
     ) -> pb.ResolvedMention:
-        user_id, username = await self._connected.mentions.resolve(
+        user_id, username = await self.connected.mentions.resolve(
             request.organization_id, request.username
         )
         return pb.ResolvedMention(photoapp_user_id=user_id, username=username)
@@ -141,7 +147,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def ListConnectedAccounts(
         self, request: pb.ListConnectedAccountsRequest, context: Context
     ) -> pb.ListConnectedAccountsResponse:
-        found = await self._connected.accounts.list(
+        found = await self.connected.accounts.list(
             request.organization_id, request.platform, connection_name(request.connection)
         )
         return pb.ListConnectedAccountsResponse(accounts=[account_pb(a) for a in found])
@@ -149,23 +155,17 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def GetConnectedAccount(
         self, request: pb.GetConnectedAccountRequest, context: Context
     ) -> pb.ConnectedAccount:
-        account = await self._connected.accounts.get(
-            request.organization_id, account_ref(request.account)
-        )
-        return account_pb(account)
+        return await _on_account(self.connected.accounts.get, request)
 
     async def DeleteConnectedAccount(
         self, request: pb.GetConnectedAccountRequest, context: Context
     ) -> pb.ConnectedAccount:
-        account = await self._connected.accounts.delete(
-            request.organization_id, account_ref(request.account)
-        )
-        return account_pb(account)
+        return await _on_account(self.connected.accounts.delete, request)
 
     async def MarkAccountDisconnected(
         self, request: pb.MarkAccountDisconnectedRequest, context: Context
     ) -> pb.ConnectedAccount:
-        account = await self._connected.accounts.mark_disconnected(
+        account = await self.connected.accounts.mark_disconnected(
             request.organization_id, account_ref(request.account), request.reason
         )
         return account_pb(account)
@@ -173,7 +173,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def GetAccessToken(
         self, request: pb.GetAccessTokenRequest, context: Context
     ) -> pb.AccessToken:
-        account, token, expires_at = await self._connected.tokens.get(
+        account, token, expires_at = await self.connected.tokens.get(
             request.organization_id,
             account_ref(request.account),
             force_refresh=request.force_refresh,
@@ -190,45 +190,33 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def ReserveDailyPost(
         self, request: pb.DailyPostRequest, context: Context
     ) -> pb.DailyPostReservation:
-        reservation = await self._connected.daily_limits.reserve(
-            request.organization_id,
-            account_ref(request.account),
-            request.post_uuid,
-            post_date(request),
-        )
-        return reservation_pb(reservation)
+        return await _on_daily_post(self.connected.daily_limits.reserve, request)
 
     async def ReleaseDailyPost(
         self, request: pb.DailyPostRequest, context: Context
     ) -> pb.DailyPostReservation:
-        reservation = await self._connected.daily_limits.release(
-            request.organization_id,
-            account_ref(request.account),
-            request.post_uuid,
-            post_date(request),
-        )
-        return reservation_pb(reservation)
+        return await _on_daily_post(self.connected.daily_limits.release, request)
 
     async def GetCredits(self, request: pb.GetCreditsRequest, context: Context) -> pb.CreditBalance:
-        balance = await self._connected.credits.get(request.organization_id)
+        balance = await self.connected.credits.get(request.organization_id)
         return pb.CreditBalance(organization_id=request.organization_id, balance=balance)
 
     async def ConsumeCredit(
         self, request: pb.ConsumeCreditRequest, context: Context
     ) -> pb.ConsumeCreditResponse:
-        taken = await self._connected.credits.consume(request.organization_id, request.post_uuid)
+        taken = await self.connected.credits.consume(request.organization_id, request.post_uuid)
         return pb.ConsumeCreditResponse(
             consumed=taken.consumed, already_consumed=taken.already_consumed, balance=taken.balance
         )
 
     async def SetCredits(self, request: pb.SetCreditsRequest, context: Context) -> pb.CreditBalance:
-        balance = await self._connected.credits.set(request.organization_id, request.credits)
+        balance = await self.connected.credits.set(request.organization_id, request.credits)
         return pb.CreditBalance(organization_id=request.organization_id, balance=balance)
 
     async def CreateConnectLink(
         self, request: pb.CreateConnectLinkRequest, context: Context
     ) -> pb.ConnectLink:
-        link = await self._connected.links.create(
+        link = await self.connected.links.create(
             request.organization_id, request.connect_link_uuid, request.description
         )
         return link_pb(link)
@@ -236,8 +224,8 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def GetConnectLink(
         self, request: pb.GetConnectLinkRequest, context: Context
     ) -> pb.ConnectLinkView:
-        link = await self._connected.links.by_token(request.token)
-        organization = await self._organizations.get(link.organization_id)
+        link = await self.connected.links.by_token(request.token)
+        organization = await self.organizations.get(link.organization_id)
         return pb.ConnectLinkView(
             organization_name=organization.name,
             description=link.description,
@@ -250,7 +238,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
         self, request: pb.StartConnectRequest, context: Context
     ) -> pb.StartConnectResponse:
         target = request.WhichOneof("target")
-        started = await self._connected.connect.start(
+        started = await self.connected.connect.start(
             link_token=request.connect_link_token if target == "connect_link_token" else None,
             organization_id=request.organization_id if target == "organization_id" else None,
             platform_name=request.platform,
@@ -266,7 +254,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def CompleteConnect(
         self, request: pb.CompleteConnectRequest, context: Context
     ) -> pb.CompleteConnectResponse:
-        done = await self._connected.connect.complete(request.state, request.code, request.error)
+        done = await self.connected.connect.complete(request.state, request.code, request.error)
         return pb.CompleteConnectResponse(
             account=account_pb(done.account),
             organization_name=done.organization_name,
@@ -276,17 +264,17 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def VerifyUserPassword(
         self, request: pb.VerifyUserPasswordRequest, context: Context
     ) -> pb.User:
-        user = await self._users.verify(request.organization_id, request.email, request.password)
+        user = await self.users.verify(request.organization_id, request.email, request.password)
         return user_pb(user)
 
     async def ListConnectLinks(
         self, request: pb.ListConnectLinksRequest, context: Context
     ) -> pb.ListConnectLinksResponse:
-        links = await self._connected.links.list(request.organization_id)
+        links = await self.connected.links.list(request.organization_id)
         return pb.ListConnectLinksResponse(links=[link_pb(link) for link in links])
 
     async def SignIn(self, request: pb.SignInRequest, context: Context) -> pb.SignInResponse:
-        session, token = await self._sessions.sign_in(
+        session, token = await self.sessions.sign_in(
             request.organization_id,
             request.email,
             request.password,
@@ -296,12 +284,12 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
         return pb.SignInResponse(session_token=token, session=session_pb(session))
 
     async def GetSession(self, request: pb.GetSessionRequest, context: Context) -> pb.AppSession:
-        return session_pb(await self._sessions.get(request.organization_id, request.session_token))
+        return session_pb(await self.sessions.get(request.organization_id, request.session_token))
 
     async def EndSession(
         self, request: pb.EndSessionRequest, context: Context
     ) -> pb.EndSessionResponse:
-        return pb.EndSessionResponse(ended=await self._sessions.end(request.session_token))
+        return pb.EndSessionResponse(ended=await self.sessions.end(request.session_token))
 
     async def ListUsers(
         self, request: pb.ListUsersRequest, context: Context
@@ -338,3 +326,20 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
             request.organization_id, request.session_token, request.time_zone
         )
         return session_pb(session)
+
+
+async def _on_account(
+    call: AccountCall, request: pb.GetConnectedAccountRequest
+) -> pb.ConnectedAccount:
+    """The account a request names, through `call` (get or delete), as a message."""
+    return account_pb(await call(request.organization_id, account_ref(request.account)))
+
+
+async def _on_daily_post(
+    call: DailyPostCall, request: pb.DailyPostRequest
+) -> pb.DailyPostReservation:
+    """A daily post reservation of the request, through `call` (reserve or release)."""
+    reservation = await call(
+        request.organization_id, account_ref(request.account), request.post_uuid, post_date(request)
+    )
+    return reservation_pb(reservation)

@@ -17,6 +17,7 @@ from sandbox_net.identity import PLATFORMS
 from sandbox_net.oauth import parse_destinations
 from sandbox_net.state import Record, Store
 from sandbox_net.switches import MODES, Switch, normalize_endpoint
+from storypost_runtime.component import component
 
 # A 1x1 PNG: a valid image any platform accepts (GET /_sandbox/media/sample.png).
 SAMPLE_PNG = base64.b64decode(
@@ -44,16 +45,16 @@ class Health:
         resp.media = {"status": "ok"}
 
 
+@component
 class Switches:
     """GET lists, PUT sets one (optionally for one `endpoint` only), DELETE removes (all;
     ?platform=: a platform's and its accounts'; ?platform=&account=: one account's)."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    store: Store
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        with self._store.lock:
-            resp.media = {"switches": [s.to_json() for s in self._store.switches.values()]}
+        with self.store.lock:
+            resp.media = {"switches": [s.to_json() for s in self.store.switches.values()]}
 
     def on_put(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = json_body(req)
@@ -62,7 +63,7 @@ class Switches:
         if mode not in MODES:
             raise bad_request("mode must be one of " + ", ".join(MODES))
         account = body.get("account")
-        account_id = self._store.resolve_account_id(platform, str(account)) if account else None
+        account_id = self.store.resolve_account_id(platform, str(account)) if account else None
         try:
             endpoint = normalize_endpoint(body.get("endpoint"))
         except ValueError as error:
@@ -89,7 +90,7 @@ class Switches:
             raise bad_request("status must be an HTTP error status (400 to 599)")
         if not 0 <= switch.seconds <= 600:
             raise bad_request("seconds must be 0 to 600")
-        self._store.set_switch(switch)
+        self.store.set_switch(switch)
         resp.media = switch.to_json()
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -97,18 +98,18 @@ class Switches:
         account = req.get_param("account")
         if account and not platform:
             raise bad_request("an account switch is removed with platform and account")
-        account_id = self._store.resolve_account_id(str(platform), account) if account else None
-        removed = self._store.reset_switches(_platform(platform) if platform else None, account_id)
+        account_id = self.store.resolve_account_id(str(platform), account) if account else None
+        removed = self.store.reset_switches(_platform(platform) if platform else None, account_id)
         resp.media = {"removed": removed}
 
 
+@component
 class Held:
     """GET ?platform=&account=: the calls performed whose answers a `late-answer` switch
     holds back right now; DELETE (same filters): answers them at once."""
 
-    def __init__(self, store: Store, holds: Holds) -> None:
-        self._store = store
-        self._holds = holds
+    store: Store
+    holds: Holds
 
     def _filters(self, req: falcon.Request) -> tuple[str | None, str | None]:
         platform = req.get_param("platform")
@@ -116,34 +117,34 @@ class Held:
         if account and not platform:
             raise bad_request("an account is given with its platform")
         name = _platform(platform) if platform else None
-        account_id = self._store.resolve_account_id(str(name), account) if account else None
+        account_id = self.store.resolve_account_id(str(name), account) if account else None
         return name, account_id
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = {"held": [h.to_json() for h in self._holds.listed(*self._filters(req))]}
+        resp.media = {"held": [h.to_json() for h in self.holds.listed(*self._filters(req))]}
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = {"released": self._holds.release(*self._filters(req))}
+        resp.media = {"released": self.holds.release(*self._filters(req))}
 
 
+@component
 class Published:
     """GET ?platform=&account=: every published post with every field received."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    store: Store
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         platform = req.get_param("platform")
         account = req.get_param("account")
         if platform:
             _platform(platform)
-        with self._store.lock:
+        with self.store.lock:
             wanted = (
-                self._store.resolve_account_id(platform, account) if platform and account else None
+                self.store.resolve_account_id(platform, account) if platform and account else None
             )
             items = [
                 {k: v for k, v in item.items() if k != "publishedAtEpoch"}
-                for item in self._store.published
+                for item in self.store.published
                 if (not platform or item["platform"] == platform)
                 and (
                     not account
@@ -154,31 +155,31 @@ class Published:
         resp.media = {"published": items}
 
 
+@component
 class Accounts:
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    store: Store
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         platform = req.get_param("platform")
-        with self._store.lock:
+        with self.store.lock:
             resp.media = {
                 "accounts": [
                     _account_json(a)
-                    for a in self._store.accounts.values()
+                    for a in self.store.accounts.values()
                     if not platform or a["platform"] == platform
                 ]
             }
 
 
+@component
 class Account:
     """GET one account; PATCH its display name, linknet destinations or creator settings."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    store: Store
 
     def _find(self, platform: str, account: str) -> Record:
-        account_id = self._store.resolve_account_id(_platform(platform), account)
-        found = self._store.account(platform, account_id)
+        account_id = self.store.resolve_account_id(_platform(platform), account)
+        found = self.store.account(platform, account_id)
         if found is None:
             raise not_found(f"no {platform} account {account}")
         return found
@@ -186,7 +187,7 @@ class Account:
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, platform: str, account: str
     ) -> None:
-        with self._store.lock:
+        with self.store.lock:
             resp.media = _account_json(self._find(platform, account))
 
     def on_patch(
@@ -196,7 +197,7 @@ class Account:
         unknown = sorted(set(body) - ACCOUNT_FIELDS)
         if unknown:
             raise bad_request("unknown fields: " + ", ".join(unknown))
-        with self._store.lock:
+        with self.store.lock:
             record = self._find(platform, account)
             if "displayName" in body:
                 record["displayName"] = str(body["displayName"])
@@ -214,7 +215,7 @@ class Account:
                     if creator is None:
                         raise bad_request(f"{key} applies to clipapp accounts only")
                     creator[target] = body[key]
-            self._store.touch()
+            self.store.touch()
             resp.media = _account_json(record)
 
 
@@ -251,26 +252,26 @@ def _account_json(account: Record) -> dict[str, Any]:
     return data
 
 
+@component
 class Config:
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    store: Store
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self._store.config.to_json()
+        resp.media = self.store.config.to_json()
 
     def on_put(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = json_body(req)
-        with self._store.lock:
-            known = self._store.config.to_json()
+        with self.store.lock:
+            known = self.store.config.to_json()
             unknown = [k for k in body if k not in known]
             if unknown:
                 raise bad_request("unknown settings: " + ", ".join(unknown))
             try:
-                self._store.config.update(body)
+                self.store.config.update(body)
             except (TypeError, ValueError):
                 raise bad_request("each setting must be a number (fetchMedia: a boolean)") from None
-            self._store.touch()
-            resp.media = self._store.config.to_json()
+            self.store.touch()
+            resp.media = self.store.config.to_json()
 
 
 class SampleMedia:
@@ -294,20 +295,20 @@ class Avatar:
         )
 
 
+@component
 class Permalink:
     """The page a permalink opens: what was published."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    store: Store
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, platform: str, post_id: str
     ) -> None:
-        with self._store.lock:
+        with self.store.lock:
             found = next(
                 (
                     p
-                    for p in self._store.published
+                    for p in self.store.published
                     if (p["platform"], p["postId"]) == (platform, post_id)
                 ),
                 None,

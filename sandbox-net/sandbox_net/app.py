@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import falcon
@@ -17,20 +17,25 @@ from sandbox_net.identity import PLATFORMS
 from sandbox_net.processing import Processor
 from sandbox_net.state import RuntimeConfig, Store
 from sandbox_net.tokens import TokenSigner
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
 
 
+@component
 class RequestMetrics:
     """Counts answers by platform (first path segment) and status."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    registry: CollectorRegistry
+    _requests: Counter = field(init=False)
+
+    def __post_init__(self) -> None:
         self._requests = Counter(
             "storypost_sandbox_requests",
             "Sandbox network requests, by platform and HTTP status",
             ["platform", "status"],
-            registry=registry,
+            registry=self.registry,
         )
 
     def process_response(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import KW_ONLY
 from typing import Any
 
 import falcon
@@ -16,6 +17,7 @@ from sandbox_net.gate import Gate, json_body
 from sandbox_net.media import MediaInfo
 from sandbox_net.processing import Processor
 from sandbox_net.state import Record
+from storypost_runtime.component import component
 from storypost_runtime.vocabulary import CLIPAPP_PUBLIC
 
 PLATFORM = "clipapp"
@@ -31,12 +33,12 @@ def _ok(data: dict[str, Any]) -> dict[str, Any]:
     return {"data": data, "error": {"code": "ok", "message": "", "log_id": uuid.uuid4().hex}}
 
 
+@component
 class UserInfo:
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         resp.media = _ok(
             {
                 "user": {
@@ -50,12 +52,12 @@ class UserInfo:
         )
 
 
+@component
 class CreatorInfo:
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         creator = account["creator"]
         resp.media = _ok(
             {
@@ -67,16 +69,17 @@ class CreatorInfo:
         )
 
 
+@component
 class Init:
     """POST video/init or content/init: starts a PULL_FROM_URL post, answers a publish_id."""
 
-    def __init__(self, gate: Gate, processor: Processor, *, photo: bool) -> None:
-        self._gate = gate
-        self._processor = processor
-        self._photo = photo
+    gate: Gate
+    processor: Processor
+    _: KW_ONLY
+    photo: bool
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         body = json_body(req)
         post_info = body.get("post_info")
         source = body.get("source_info")
@@ -86,21 +89,21 @@ class Init:
             raise bad_request("source_info.source must be PULL_FROM_URL")
         self._check_post_info(account, post_info)
         url = self._media_url(source)
-        prefix = "p_pub_url~v2." if self._photo else "v_pub_url~v2-1."
-        publish_id = prefix + str(7_300_000_000_000_000_000 + self._gate.store.next_number())
+        prefix = "p_pub_url~v2." if self.photo else "v_pub_url~v2-1."
+        publish_id = prefix + str(7_300_000_000_000_000_000 + self.gate.store.next_number())
         record: Record = {
             "id": publish_id,
             "accountId": account["id"],
             "username": account["username"],
-            "media": "image" if self._photo else "video",
+            "media": "image" if self.photo else "video",
             "request": body,
             "createdAt": time.time(),
             "status": "PROCESSING_DOWNLOAD",
         }
-        with self._gate.store.lock:
-            self._gate.store.clip_publishes[publish_id] = record
-            self._gate.store.touch()
-        store = self._gate.store
+        with self.gate.store.lock:
+            self.gate.store.clip_publishes[publish_id] = record
+            self.gate.store.touch()
+        store = self.gate.store
         prefix_url = req.prefix
 
         def finish(info: MediaInfo) -> None:
@@ -109,7 +112,7 @@ class Init:
             if info.error:
                 record["status"], record["failReason"] = "FAILED", "file_format_check_failed"
                 record["failMessage"] = info.error
-            elif not self._photo and (info.duration_seconds or 0) > limit:
+            elif not self.photo and (info.duration_seconds or 0) > limit:
                 record["status"], record["failReason"] = "FAILED", "duration_check_failed"
                 record["failMessage"] = f"the video is longer than {limit} seconds"
             else:
@@ -121,7 +124,7 @@ class Init:
                         "platform": PLATFORM,
                         "accountId": account["id"],
                         "username": account["username"],
-                        "kind": "photo" if self._photo else "video",
+                        "kind": "photo" if self.photo else "video",
                         "postId": post_id,
                         "publishId": publish_id,
                         "permalink": f"{prefix_url}/_sandbox/p/{PLATFORM}/{post_id}",
@@ -132,7 +135,7 @@ class Init:
                     }
                 )
 
-        self._processor.submit(url, video=not self._photo, finish=finish)
+        self.processor.submit(url, video=not self.photo, finish=finish)
         resp.media = _ok({"publish_id": publish_id})
 
     def _check_post_info(self, account: Record, info: dict[str, Any]) -> None:
@@ -144,7 +147,7 @@ class Init:
                 "privacy_level_option_mismatch",
                 "privacy_level must be one of " + ", ".join(creator["privacy_level_options"]),
             )
-        title_max = PHOTO_TITLE_MAX if self._photo else TITLE_MAX
+        title_max = PHOTO_TITLE_MAX if self.photo else TITLE_MAX
         title = info.get("title", "")
         if not isinstance(title, str) or len(title) > title_max:
             raise bad_request(f"title must be a string of at most {title_max} characters")
@@ -153,7 +156,7 @@ class Init:
             raise bad_request(f"description must be at most {DESCRIPTION_MAX} characters")
 
     def _media_url(self, source: dict[str, Any]) -> str:
-        if not self._photo:
+        if not self.photo:
             url = source.get("video_url")
             if not isinstance(url, str) or not url:
                 raise bad_request("source_info.video_url is required")
@@ -166,15 +169,15 @@ class Init:
         return str(images[int(source.get("photo_cover_index") or 0) % len(images)])
 
 
+@component
 class StatusFetch:
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         publish_id = str(json_body(req).get("publish_id") or "")
-        with self._gate.store.lock:
-            record = self._gate.store.clip_publishes.get(publish_id)
+        with self.gate.store.lock:
+            record = self.gate.store.clip_publishes.get(publish_id)
             if record is None or record["accountId"] != account["id"]:
                 raise not_found(f"no publish job {publish_id}")
             data: dict[str, Any] = {"status": record["status"]}
@@ -188,17 +191,17 @@ class StatusFetch:
         resp.media = _ok(data)
 
 
+@component
 class VideoList:
     """POST /video/list/?fields=…  {"cursor": ms, "max_count": n}: the creator's published
     public posts, newest first, created before `cursor` (a Unix time in milliseconds), like
     the display API's list. Posts of any other privacy level are never listed, nor posts
     still processing; there is no reference to the init that made a post."""
 
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         body = json_body(req)
         fields = [f for f in (req.get_param("fields") or "").split(",") if f] or list(LIST_FIELDS)
         unknown = sorted(set(fields) - set(LIST_FIELDS))
@@ -211,10 +214,10 @@ class VideoList:
             raise bad_request("max_count and cursor must be numbers") from None
         if not 1 <= count <= LIST_MAX:
             raise bad_request(f"max_count must be 1 to {LIST_MAX}")
-        with self._gate.store.lock:
+        with self.gate.store.lock:
             mine = [
                 item
-                for item in self._gate.store.published
+                for item in self.gate.store.published
                 if item["platform"] == PLATFORM
                 and item["accountId"] == account["id"]
                 and _privacy(item) == PUBLIC

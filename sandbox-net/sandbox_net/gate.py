@@ -14,15 +14,14 @@ from sandbox_net.holds import Hold, Holds
 from sandbox_net.state import Record, Store
 from sandbox_net.switches import failure_for
 from sandbox_net.tokens import TokenClaims, TokenSigner
+from storypost_runtime.component import component
 
 
+@component
 class Gate:
-    def __init__(
-        self, store: Store, signer: TokenSigner, sleep: Callable[[float], None] = time.sleep
-    ) -> None:
-        self.store = store
-        self.signer = signer
-        self._sleep = sleep
+    store: Store
+    signer: TokenSigner
+    sleep: Callable[[float], None] = time.sleep
 
     def apply_switch(
         self, platform: str, account_id: str | None, *, token_call: bool, path: str | None = None
@@ -33,7 +32,7 @@ class Gate:
         if switch is None:
             return 0.0
         if switch.mode == "slow" and switch.seconds > 0:
-            self._sleep(switch.seconds)
+            self.sleep(switch.seconds)
         if switch.mode == "late-answer":
             return switch.seconds
         failure = failure_for(switch, token_call=token_call)
@@ -67,20 +66,20 @@ class Gate:
             return found or self.store.ensure_account(claims.platform, claims.username)
 
 
+@component
 class LateAnswers:
     """Falcon middleware: holds the answer of a call a `late-answer` switch matched, after the
     platform performed it (what a caller with a shorter timeout, or one that died meanwhile,
     never sees), until its seconds pass or the hold is released."""
 
-    def __init__(self, holds: Holds) -> None:
-        self._holds = holds
+    holds: Holds
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, succeeded: bool
     ) -> None:
         late: tuple[Hold, float] | None = getattr(req.context, "late_answer", None)
         if late is not None:
-            self._holds.hold(*late)
+            self.holds.hold(*late)
 
 
 def bearer_token(req: falcon.Request) -> str | None:

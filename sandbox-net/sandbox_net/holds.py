@@ -10,8 +10,11 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from storypost_runtime.component import component
 
 
 @dataclass
@@ -37,11 +40,11 @@ class Hold:
         }
 
 
+@component
 class Holds:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._held: dict[int, Hold] = {}
-        self._ids = itertools.count()
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _held: dict[int, Hold] = field(init=False, default_factory=dict)
+    _ids: Iterator[int] = field(init=False, default_factory=itertools.count)
 
     def hold(self, hold: Hold, seconds: float) -> None:
         """Blocks the calling thread until `seconds` pass or the hold is released."""

@@ -15,6 +15,7 @@ from sandbox_net.gate import Gate, form_or_json
 from sandbox_net.identity import normalize_username
 from sandbox_net.state import Record
 from sandbox_net.tokens import TokenClaims
+from storypost_runtime.component import component
 
 CODE_SECONDS = 600
 _STYLE = (
@@ -55,15 +56,15 @@ def parse_destinations(text: str) -> list[Record]:
     return found
 
 
+@component
 class Authorize:
     """GET: the consent page where the user types a username; POST: redirect with a code."""
 
-    def __init__(self, gate: Gate, platform: str) -> None:
-        self._gate = gate
-        self._platform = platform
+    gate: Gate
+    platform: str
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        self._gate.apply_switch(self._platform, None, token_call=False)
+        self.gate.apply_switch(self.platform, None, token_call=False)
         params = {k: req.get_param(k) or "" for k in ("client_id", "redirect_uri", "state")}
         params["scope"] = req.get_param("scope") or ""
         _redirect_target(params["redirect_uri"])
@@ -87,23 +88,23 @@ class Authorize:
         except ValueError as error:
             self._form(resp, params, error=str(error))
             return
-        account = self._gate.store.ensure_account(
-            self._platform, username, str(form.get("display_name") or "").strip() or None
+        account = self.gate.store.ensure_account(
+            self.platform, username, str(form.get("display_name") or "").strip() or None
         )
-        self._gate.apply_switch(self._platform, account["id"], token_call=False)
+        self.gate.apply_switch(self.platform, account["id"], token_call=False)
         code = secrets.token_urlsafe(24)
-        with self._gate.store.lock:
-            if self._platform == "photoapp" and "linknet_destinations" in form:
+        with self.gate.store.lock:
+            if self.platform == "photoapp" and "linknet_destinations" in form:
                 account["linknetDestinations"] = destinations
-            self._gate.store.codes[code] = {
-                "platform": self._platform,
+            self.gate.store.codes[code] = {
+                "platform": self.platform,
                 "accountId": account["id"],
                 "username": account["username"],
                 "redirectUri": target,
                 "clientId": params["client_id"],
                 "expiresAt": time.time() + CODE_SECONDS,
             }
-            self._gate.store.touch()
+            self.gate.store.touch()
         self._redirect(resp, target, {"code": code, "state": params["state"]})
 
     @staticmethod
@@ -122,14 +123,14 @@ class Authorize:
         extra = (
             "<label for=ld>Linknet destinations (optional, one per line: id:name:type)</label>"
             "<textarea id=ld name=linknet_destinations rows=3></textarea>"
-            if self._platform == "photoapp"
+            if self.platform == "photoapp"
             else ""
         )
         message = f"<p class=error role=alert>{html.escape(error)}</p>" if error else ""
         body = (
-            f"<p>An application asks to publish on your <b>{self._platform}</b> account. "
+            f"<p>An application asks to publish on your <b>{self.platform}</b> account. "
             "This is the storypost sandbox network: no real account is used.</p>"
-            f"{message}<form method=post action='/{self._platform}/oauth/authorize'>{hidden}"
+            f"{message}<form method=post action='/{self.platform}/oauth/authorize'>{hidden}"
             "<label for=username>Username</label>"
             "<input id=username name=username required autocomplete=off>"
             "<label for=display_name>Display name (optional)</label>"
@@ -139,15 +140,15 @@ class Authorize:
         )
         resp.status = status
         resp.content_type = falcon.MEDIA_HTML
-        resp.text = _page(f"Sign in to {self._platform} (sandbox)", body)
+        resp.text = _page(f"Sign in to {self.platform} (sandbox)", body)
 
 
+@component
 class Token:
     """POST: grant_type=authorization_code or refresh_token, answered like OAuth 2.0."""
 
-    def __init__(self, gate: Gate, platform: str) -> None:
-        self._gate = gate
-        self._platform = platform
+    gate: Gate
+    platform: str
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         form = form_or_json(req)
@@ -165,22 +166,22 @@ class Token:
         resp.media = self._issue(claims)
 
     def _redeem(self, code: str, redirect_uri: str) -> TokenClaims:
-        with self._gate.store.lock:
-            found = self._gate.store.codes.pop(code, None)
-        if found is None or found["platform"] != self._platform:
+        with self.gate.store.lock:
+            found = self.gate.store.codes.pop(code, None)
+        if found is None or found["platform"] != self.platform:
             raise PlatformHttpError(400, "invalid_grant", "the code is unknown or was used")
         if found["expiresAt"] < time.time():
             raise PlatformHttpError(400, "invalid_grant", "the code has expired")
         if redirect_uri and redirect_uri != found["redirectUri"]:
             raise PlatformHttpError(400, "invalid_grant", "redirect_uri does not match")
-        self._gate.apply_switch(self._platform, found["accountId"], token_call=False)
-        return TokenClaims("at", self._platform, found["accountId"], found["username"], 0)
+        self.gate.apply_switch(self.platform, found["accountId"], token_call=False)
+        return TokenClaims("at", self.platform, found["accountId"], found["username"], 0)
 
     def _refresh(self, token: str) -> TokenClaims:
-        claims = self._gate.signer.read(token)
-        own = claims if claims is not None and claims.platform == self._platform else None
-        self._gate.apply_switch(self._platform, own.account_id if own else None, token_call=False)
-        switch = self._gate.store.switch_for(self._platform, own.account_id if own else None)
+        claims = self.gate.signer.read(token)
+        own = claims if claims is not None and claims.platform == self.platform else None
+        self.gate.apply_switch(self.platform, own.account_id if own else None, token_call=False)
+        switch = self.gate.store.switch_for(self.platform, own.account_id if own else None)
         if switch is not None and switch.mode == "token-expired":
             raise PlatformHttpError(400, "invalid_grant", "the refresh token was revoked")
         if own is None or own.kind != "rt":
@@ -190,17 +191,17 @@ class Token:
         return own
 
     def _issue(self, claims: TokenClaims) -> dict[str, Any]:
-        config = self._gate.store.config
+        config = self.gate.store.config
         now = time.time()
-        access = self._gate.signer.issue(
+        access = self.gate.signer.issue(
             TokenClaims(
-                "at", self._platform, claims.account_id, claims.username,
+                "at", self.platform, claims.account_id, claims.username,
                 now + config.access_token_seconds,
             )
         )  # fmt: skip
-        refresh = self._gate.signer.issue(
+        refresh = self.gate.signer.issue(
             TokenClaims(
-                "rt", self._platform, claims.account_id, claims.username,
+                "rt", self.platform, claims.account_id, claims.username,
                 now + config.refresh_token_seconds,
             )
         )  # fmt: skip
@@ -213,6 +214,6 @@ class Token:
             "scope": "publish,profile",
             "user_id": claims.account_id,
         }
-        if self._platform == "clipapp":
+        if self.platform == "clipapp":
             answer["open_id"] = claims.account_id
         return answer

@@ -16,6 +16,7 @@ from sandbox_net.identity import normalize_username, user_exists
 from sandbox_net.media import MediaInfo
 from sandbox_net.processing import Processor
 from sandbox_net.state import Record
+from storypost_runtime.component import component
 
 PLATFORM = "photoapp"
 MEDIA_TYPES = ("STORIES", "REELS")
@@ -31,12 +32,12 @@ def _own(account: Record, user_id: str) -> None:
         raise PlatformHttpError(403, "forbidden", "the token does not belong to this user")
 
 
+@component
 class Me:
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         resp.media = {
             "id": account["id"],
             "username": account["username"],
@@ -46,23 +47,23 @@ class Me:
         }
 
 
+@component
 class LinknetDestinations:
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         resp.media = {"data": [dict(d) for d in account.get("linknetDestinations", [])]}
 
 
+@component
 class UserLookup:
     """GET ?username=: the public profile of any user (used to resolve mention stickers)."""
 
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        self._gate.enter(req, PLATFORM)
+        self.gate.enter(req, PLATFORM)
         wanted = req.get_param("username") or ""
         username = normalize_username(wanted)
         if username is None or not user_exists(username):
@@ -70,15 +71,15 @@ class UserLookup:
         resp.media = {"id": derive_account_id(PLATFORM, username), "username": username}
 
 
+@component
 class MediaContainers:
     """POST /users/{user_id}/media: a story or reel container from an image or video URL."""
 
-    def __init__(self, gate: Gate, processor: Processor) -> None:
-        self._gate = gate
-        self._processor = processor
+    gate: Gate
+    processor: Processor
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, user_id: str) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         _own(account, user_id)
         body = json_body(req)
         media_type = body.get("media_type")
@@ -100,7 +101,7 @@ class MediaContainers:
         ):
             raise bad_request("stickers must be an array of objects")
         destination = self._linknet_destination(account, body)
-        container_id = str(17_900_000_000_000_000 + self._gate.store.next_number())
+        container_id = str(17_900_000_000_000_000 + self.gate.store.next_number())
         video = urls[0] == "video_url"
         record: Record = {
             "id": container_id,
@@ -114,9 +115,9 @@ class MediaContainers:
             "statusCode": "IN_PROGRESS",
             "status": "processing",
         }
-        with self._gate.store.lock:
-            self._gate.store.containers[container_id] = record
-            self._gate.store.touch()
+        with self.gate.store.lock:
+            self.gate.store.containers[container_id] = record
+            self.gate.store.touch()
 
         def finish(info: MediaInfo) -> None:
             record["mediaInfo"] = info.to_json()
@@ -125,7 +126,7 @@ class MediaContainers:
             elif record["statusCode"] == "IN_PROGRESS":
                 record["statusCode"], record["status"] = "FINISHED", "ready to publish"
 
-        self._processor.submit(body[urls[0]], video=video, finish=finish)
+        self.processor.submit(body[urls[0]], video=video, finish=finish)
         resp.media = {"id": container_id}
 
     @staticmethod
@@ -154,15 +155,15 @@ def container_status(record: Record, ttl_seconds: float) -> str:
     return str(record["statusCode"])
 
 
+@component
 class Container:
     """GET /containers/{id}: status_code IN_PROGRESS, FINISHED, ERROR, EXPIRED or PUBLISHED."""
 
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, container_id: str) -> None:
-        account = self._gate.enter(req, PLATFORM)
-        store = self._gate.store
+        account = self.gate.enter(req, PLATFORM)
+        store = self.gate.store
         with store.lock:
             record = store.containers.get(container_id)
             if record is None or record["accountId"] != account["id"]:
@@ -174,19 +175,19 @@ class Container:
         resp.media = answer
 
 
+@component
 class MediaPublish:
     """POST /users/{user_id}/media_publish {creation_id}: publishes once; a repeat answers the
     same media id."""
 
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, user_id: str) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         _own(account, user_id)
         body = json_body(req)
         creation_id = str(body.get("creation_id") or "")
-        store = self._gate.store
+        store = self.gate.store
         with store.lock:
             record = store.containers.get(creation_id)
             if record is None or record["accountId"] != account["id"]:
@@ -229,7 +230,7 @@ class MediaPublish:
         resp.media = {"id": media_id}
 
     def _check_limit(self, account_id: str) -> None:
-        store = self._gate.store
+        store = self.gate.store
         since = time.time() - DAY_SECONDS
         used = sum(
             1
@@ -247,14 +248,14 @@ class MediaPublish:
             )
 
 
+@component
 class PublishedMedia:
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, media_id: str) -> None:
-        account = self._gate.enter(req, PLATFORM)
-        with self._gate.store.lock:
-            for item in self._gate.store.published:
+        account = self.gate.enter(req, PLATFORM)
+        with self.gate.store.lock:
+            for item in self.gate.store.published:
                 if item["platform"] == PLATFORM and item["postId"] == media_id:
                     break
             else:
@@ -270,14 +271,14 @@ class PublishedMedia:
         }
 
 
+@component
 class PublishingLimit:
-    def __init__(self, gate: Gate) -> None:
-        self._gate = gate
+    gate: Gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, user_id: str) -> None:
-        account = self._gate.enter(req, PLATFORM)
+        account = self.gate.enter(req, PLATFORM)
         _own(account, user_id)
-        store = self._gate.store
+        store = self.gate.store
         since = time.time() - DAY_SECONDS
         with store.lock:
             used = sum(

@@ -14,51 +14,52 @@ from sandbox_net.gate import Gate, json_body
 from sandbox_net.identity import SOCIAL_PLATFORMS
 from sandbox_net.media import MediaInfo, fetch_media
 from sandbox_net.state import Record
+from storypost_runtime.component import component
 
 TEXT_MAX = 63_206
 
 
+@component
 class Me:
-    def __init__(self, gate: Gate, platform: str) -> None:
-        self._gate = gate
-        self._platform = platform
+    gate: Gate
+    platform: str
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, self._platform)
+        account = self.gate.enter(req, self.platform)
         resp.media = {
             "id": account["id"],
             "username": account["username"],
             "name": account["displayName"],
-            "profile_picture_url": avatar_url(req, self._platform, account["id"]),
+            "profile_picture_url": avatar_url(req, self.platform, account["id"]),
         }
 
 
+@component
 class Posts:
     """POST: publishes at once and answers {id, permalink}; an Idempotency-Key makes a
     repeat answer the same post. GET ?idempotency_key=: the post made with that key, if any
     (how a caller whose answer was lost finds out, without posting again)."""
 
-    def __init__(self, gate: Gate, platform: str) -> None:
-        self._gate = gate
-        self._platform = platform
+    gate: Gate
+    platform: str
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, self._platform)
+        account = self.gate.enter(req, self.platform)
         key = req.get_param("idempotency_key")
         if not key:
             raise bad_request("idempotency_key is required")
-        store = self._gate.store
+        store = self.gate.store
         with store.lock:
-            known = store.idempotency.get(f"{self._platform}:{account['id']}:{key}")
+            known = store.idempotency.get(f"{self.platform}:{account['id']}:{key}")
             found = [self._answer(store.posts[known])] if known is not None else []
         resp.media = {"data": found}
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        account = self._gate.enter(req, self._platform)
+        account = self.gate.enter(req, self.platform)
         body = json_body(req)
         key = req.get_header("Idempotency-Key")
-        store = self._gate.store
-        scope = f"{self._platform}:{account['id']}:{key}"
+        store = self.gate.store
+        scope = f"{self.platform}:{account['id']}:{key}"
         if key:
             with store.lock:
                 known = store.idempotency.get(scope)
@@ -78,9 +79,9 @@ class Posts:
             now = time.time()
             post: Record = {
                 "id": post_id,
-                "platform": self._platform,
+                "platform": self.platform,
                 "accountId": account["id"],
-                "permalink": f"{req.prefix}/_sandbox/p/{self._platform}/{post_id}",
+                "permalink": f"{req.prefix}/_sandbox/p/{self.platform}/{post_id}",
                 "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
             }
             store.posts[post_id] = post
@@ -88,7 +89,7 @@ class Posts:
                 store.idempotency[scope] = post_id
             store.published.append(
                 {
-                    "platform": self._platform,
+                    "platform": self.platform,
                     "accountId": account["id"],
                     "username": account["username"],
                     "kind": str(body.get("post_type") or media_type),
@@ -126,16 +127,16 @@ class Posts:
         return {"id": post["id"], "permalink": post["permalink"], "created_at": post["createdAt"]}
 
 
+@component
 class Post:
-    def __init__(self, gate: Gate, platform: str) -> None:
-        self._gate = gate
-        self._platform = platform
+    gate: Gate
+    platform: str
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, post_id: str) -> None:
-        account = self._gate.enter(req, self._platform)
-        with self._gate.store.lock:
-            post = self._gate.store.posts.get(post_id)
-        if post is None or (post["platform"], post["accountId"]) != (self._platform, account["id"]):
+        account = self.gate.enter(req, self.platform)
+        with self.gate.store.lock:
+            post = self.gate.store.posts.get(post_id)
+        if post is None or (post["platform"], post["accountId"]) != (self.platform, account["id"]):
             raise not_found(f"no post {post_id}")
         resp.media = Posts._answer(post)
 

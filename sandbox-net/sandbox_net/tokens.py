@@ -7,8 +7,10 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from storypost_runtime.component import component
 
 Kind = Literal["at", "rt"]
 
@@ -30,9 +32,13 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+@component
 class TokenSigner:
-    def __init__(self, secret: str) -> None:
-        self._key = secret.encode()
+    secret: str
+    _key: bytes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._key = self.secret.encode()
 
     def issue(self, claims: TokenClaims) -> str:
         payload = _b64(

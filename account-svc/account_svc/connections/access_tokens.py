@@ -11,6 +11,7 @@ from account_svc.connections.connected_accounts import (
 )
 from account_svc.connections.platform_api import Failure, PlatformApi, PlatformError
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, Unavailable
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
@@ -29,16 +30,16 @@ def disconnected_error(account: ConnectedAccount) -> FailedPrecondition:
     )
 
 
+@component
 class AccessTokens:
-    def __init__(self, accounts: ConnectedAccounts, api: PlatformApi, clock: Clock) -> None:
-        self._accounts = accounts
-        self._api = api
-        self._clock = clock
+    accounts: ConnectedAccounts
+    api: PlatformApi
+    clock: Clock
 
     async def get(
         self, organization_id: str, ref: AccountRef, *, force_refresh: bool = False
     ) -> tuple[ConnectedAccount, str, datetime]:
-        doc = await self._accounts.find_doc(organization_id, ref)
+        doc = await self.accounts.find_doc(organization_id, ref)
         account = ConnectedAccount.from_doc(doc)
         token, expires_at = await self.valid_token(doc, force_refresh=force_refresh)
         return account, token, expires_at
@@ -54,8 +55,8 @@ class AccessTokens:
         account = ConnectedAccount.from_doc(doc)
         if account.disconnected:
             raise disconnected_error(account)
-        stored = self._accounts.tokens_of(doc)
-        now = self._clock.now()
+        stored = self.accounts.tokens_of(doc)
+        now = self.clock.now()
         if (
             stored.access_token
             and not force_refresh
@@ -66,7 +67,7 @@ class AccessTokens:
             await self._disconnect(account, "the stored tokens cannot be read (a key was removed)")
             raise disconnected_error(account)
         try:
-            grant = await self._api.refresh(account.platform.key, stored.refresh_token)
+            grant = await self.api.refresh(account.platform.key, stored.refresh_token)
         except PlatformError as error:
             if error.failure is Failure.UNAUTHORIZED:
                 await self._disconnect(account, error.message)
@@ -75,12 +76,12 @@ class AccessTokens:
                 f"{account.platform.name} could not refresh the account's token "
                 f"({error.message}); retry later"
             ) from None
-        await self._accounts.store_tokens(account.social_account_id, grant)
+        await self.accounts.store_tokens(account.social_account_id, grant)
         log.info("token refreshed", social_account_id=account.social_account_id)
         return grant.access_token, grant.access_expires_at
 
     async def _disconnect(self, account: ConnectedAccount, reason: str) -> None:
         log.info("account disconnected", social_account_id=account.social_account_id)
-        await self._accounts.mark_disconnected(
+        await self.accounts.mark_disconnected(
             account.organization_id, AccountRef("id", account.social_account_id), reason
         )

@@ -29,6 +29,7 @@ from account_svc.connections.platforms import ConnectionKind, Platform, by_key, 
 from account_svc.identity.organizations import Organizations
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from storypost_runtime.logs import get_logger
 from storypost_runtime.vocabulary import PHOTOAPP
@@ -69,24 +70,15 @@ def pick_connection(platform: Platform, wanted: str) -> ConnectionKind:
     return wanted
 
 
+@component
 class ConnectFlow:
-    def __init__(
-        self,
-        records: AccountCollections,
-        accounts: ConnectedAccounts,
-        links: ConnectLinks,
-        organizations: Organizations,
-        api: PlatformApi,
-        clock: Clock,
-        default_redirect_uri: str,
-    ) -> None:
-        self._sessions = records.connect_sessions
-        self._accounts = accounts
-        self._links = links
-        self._organizations = organizations
-        self._api = api
-        self._clock = clock
-        self._default_redirect = default_redirect_uri
+    records: AccountCollections
+    accounts: ConnectedAccounts
+    links: ConnectLinks
+    organizations: Organizations
+    api: PlatformApi
+    clock: Clock
+    default_redirect_uri: str
 
     async def start(
         self,
@@ -99,7 +91,7 @@ class ConnectFlow:
     ) -> Started:
         link: ConnectLink | None = None
         if link_token:
-            link = await self._links.by_token(link_token)
+            link = await self.links.by_token(link_token)
             if link.status == "used":
                 raise FailedPrecondition(LINK_USED, reason=USED_REASON)
             organization_id = link.organization_id
@@ -107,20 +99,20 @@ class ConnectFlow:
             if platform_name.upper() != PHOTOAPP.name:
                 raise InvalidArgument("connect links connect photoapp accounts only")
         elif organization_id:
-            await self._organizations.get(organization_id)
+            await self.organizations.get(organization_id)
         else:
             raise InvalidArgument("give a connect link token or an organization id")
         platform = by_name(platform_name)
         if platform is None:
             raise InvalidArgument(f"unknown platform {platform_name!r}")
         kind = pick_connection(platform, connection)
-        redirect = redirect_uri or self._default_redirect
+        redirect = redirect_uri or self.default_redirect_uri
         parts = urlsplit(redirect)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise InvalidArgument("redirect_uri must be an http(s) URL")
         state = secrets.token_urlsafe(32)
-        now = self._clock.now()
-        await self._sessions.insert_one(
+        now = self.clock.now()
+        await self.records.connect_sessions.insert_one(
             {
                 "_id": _session_id(state),
                 "organizationId": organization_id,
@@ -135,23 +127,25 @@ class ConnectFlow:
             }
         )
         return Started(
-            self._api.authorize_url(platform.key, redirect, state), state, now + SESSION_LIFETIME
+            self.api.authorize_url(platform.key, redirect, state), state, now + SESSION_LIFETIME
         )
 
     async def complete(self, state: str, code: str, error: str) -> Completed:
         session_id = _session_id(state)
-        session = await self._sessions.find_one({"_id": session_id}) if state else None
+        session = (
+            await self.records.connect_sessions.find_one({"_id": session_id}) if state else None
+        )
         if session is None:
             raise NotFound("this sign-in is unknown or expired; start again")
-        organization = await self._organizations.get(session["organizationId"])
-        link = await self._links.by_id(session["linkId"]) if session.get("linkId") else None
+        organization = await self.organizations.get(session["organizationId"])
+        link = await self.links.by_id(session["linkId"]) if session.get("linkId") else None
         link_uuid = link.connect_link_uuid if link else ""
         if session.get("completed"):
-            account = await self._accounts.get(
+            account = await self.accounts.get(
                 organization.organization_id, AccountRef("id", session["socialAccountId"])
             )
             return Completed(account, organization.name, link_uuid)
-        if session["expiresAt"] < self._clock.now():
+        if session["expiresAt"] < self.clock.now():
             raise NotFound("this sign-in has expired; start again")
         _check_answer(error, code)
         if link is not None and link.status == "used":
@@ -159,9 +153,9 @@ class ConnectFlow:
         platform = by_key(session["platform"])
         assert platform is not None
         grant, profile, destinations = await self._sign_in(platform, code, session["redirectUri"])
-        if link is not None and not await self._links.claim(link.link_id, session_id):
+        if link is not None and not await self.links.claim(link.link_id, session_id):
             raise FailedPrecondition(LINK_USED, reason=USED_REASON)
-        account = await self._accounts.connect(
+        account = await self.accounts.connect(
             organization.organization_id,
             platform,
             session["connection"],
@@ -171,10 +165,10 @@ class ConnectFlow:
             link_uuid or None,
         )
         if link is not None:
-            await self._links.record_account(
+            await self.links.record_account(
                 link.link_id, account.social_account_id, account.username
             )
-        await self._sessions.find_one_and_update(
+        await self.records.connect_sessions.find_one_and_update(
             {"_id": session_id},
             {"$set": {"completed": True, "socialAccountId": account.social_account_id}},
             return_document=ReturnDocument.AFTER,
@@ -193,10 +187,10 @@ class ConnectFlow:
         """Trades the code for tokens and reads who signed in (and, for photoapp, the linknet
         pages it may post to)."""
         try:
-            grant = await self._api.exchange_code(platform.key, code, redirect_uri)
-            profile = await self._api.profile(platform.key, grant.access_token)
+            grant = await self.api.exchange_code(platform.key, code, redirect_uri)
+            profile = await self.api.profile(platform.key, grant.access_token)
             destinations: list[Destination] = (
-                await self._api.linknet_destinations(grant.access_token)
+                await self.api.linknet_destinations(grant.access_token)
                 if platform.key == "photoapp"
                 else []
             )

@@ -20,6 +20,7 @@ from pymongo.errors import DuplicateKeyError
 from account_svc.connections.token_crypto import TokenCipher
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from storypost_runtime.mongo import Document
 
@@ -63,18 +64,18 @@ def canonical_uuid(value: str) -> str:
         ) from None
 
 
+@component
 class ConnectLinks:
-    def __init__(self, records: AccountCollections, clock: Clock, cipher: TokenCipher) -> None:
-        self._links = records.connect_links
-        self._clock = clock
-        self._cipher = cipher
+    records: AccountCollections
+    clock: Clock
+    cipher: TokenCipher
 
     def _from_doc(self, doc: Document) -> ConnectLink:
         return ConnectLink(
             link_id=doc["_id"],
             connect_link_uuid=doc["uuid"],
             organization_id=doc["organizationId"],
-            token=self._cipher.decrypt(doc["tokenEncrypted"]) or "",
+            token=self.cipher.decrypt(doc["tokenEncrypted"]) or "",
             description=doc.get("description") or "",
             status=doc["status"],
             created_at=doc["createdAt"],
@@ -95,7 +96,7 @@ class ConnectLinks:
                     ]
                 },
             )
-        existing = await self._links.find_one(
+        existing = await self.records.connect_links.find_one(
             {"organizationId": organization_id, "uuid": link_uuid}
         )
         if existing is not None:
@@ -104,11 +105,13 @@ class ConnectLinks:
         for _ in range(LINK_LIMIT + 10):
             taken = {
                 doc["slot"]
-                async for doc in self._links.find({"organizationId": organization_id}, {"slot": 1})
+                async for doc in self.records.connect_links.find(
+                    {"organizationId": organization_id}, {"slot": 1}
+                )
             }
             free = [slot for slot in range(LINK_LIMIT) if slot not in taken]
             if not free:
-                raced = await self._links.find_one(
+                raced = await self.records.connect_links.find_one(
                     {"organizationId": organization_id, "uuid": link_uuid}
                 )
                 if raced is not None:
@@ -126,16 +129,16 @@ class ConnectLinks:
                 # A random free slot: concurrent creates rarely pick the same one.
                 "slot": secrets.choice(free),
                 "tokenHash": hash_link_token(token),
-                "tokenEncrypted": self._cipher.encrypt(token),
+                "tokenEncrypted": self.cipher.encrypt(token),
                 "description": description,
                 "status": "active",
-                "createdAt": self._clock.now(),
+                "createdAt": self.clock.now(),
             }
             try:
-                await self._links.insert_one(doc)
+                await self.records.connect_links.insert_one(doc)
                 return self._from_doc(doc)
             except DuplicateKeyError:
-                raced = await self._links.find_one(
+                raced = await self.records.connect_links.find_one(
                     {"organizationId": organization_id, "uuid": link_uuid}
                 )
                 if raced is not None:
@@ -145,7 +148,7 @@ class ConnectLinks:
 
     async def list(self, organization_id: str) -> list[ConnectLink]:
         """Every link of the organization (at most 100), newest first."""
-        cursor = self._links.find({"organizationId": organization_id}).sort(
+        cursor = self.records.connect_links.find({"organizationId": organization_id}).sort(
             [("createdAt", DESCENDING), ("_id", DESCENDING)]
         )
         return [self._from_doc(doc) async for doc in cursor]
@@ -153,31 +156,31 @@ class ConnectLinks:
     async def by_token(self, token: str) -> ConnectLink:
         if not looks_like_link_token(token):
             raise NotFound("unknown connect link")
-        doc = await self._links.find_one({"tokenHash": hash_link_token(token)})
+        doc = await self.records.connect_links.find_one({"tokenHash": hash_link_token(token)})
         if doc is None:
             raise NotFound("unknown connect link")
         return self._from_doc(doc)
 
     async def by_id(self, link_id: str) -> ConnectLink:
-        doc = await self._links.find_one({"_id": link_id})
+        doc = await self.records.connect_links.find_one({"_id": link_id})
         if doc is None:
             raise NotFound("unknown connect link")
         return self._from_doc(doc)
 
     async def claim(self, link_id: str, session_id: str) -> bool:
         """Marks the link used by this connect session; False when another session used it."""
-        doc = await self._links.find_one_and_update(
+        doc = await self.records.connect_links.find_one_and_update(
             {
                 "_id": link_id,
                 "$or": [{"status": "active"}, {"usedBySession": session_id}],
             },
-            {"$set": {"status": "used", "usedAt": self._clock.now(), "usedBySession": session_id}},
+            {"$set": {"status": "used", "usedAt": self.clock.now(), "usedBySession": session_id}},
             return_document=ReturnDocument.AFTER,
         )
         return doc is not None
 
     async def record_account(self, link_id: str, social_account_id: str, username: str) -> None:
-        await self._links.update_one(
+        await self.records.connect_links.update_one(
             {"_id": link_id},
             {"$set": {"socialAccountId": social_account_id, "connectedUsername": username}},
         )

@@ -26,6 +26,7 @@ from account_svc.connections.platforms import (
 from account_svc.connections.token_crypto import TokenCipher
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 
@@ -110,11 +111,11 @@ def new_social_account_id() -> str:
     return "sa_" + secrets.token_hex(10)
 
 
+@component
 class ConnectedAccounts:
-    def __init__(self, records: AccountCollections, clock: Clock, cipher: TokenCipher) -> None:
-        self._accounts = records.connected_accounts
-        self._clock = clock
-        self._cipher = cipher
+    records: AccountCollections
+    clock: Clock
+    cipher: TokenCipher
 
     def ref_filter(self, organization_id: str, ref: AccountRef, *, live: bool = True) -> Document:
         """The query of one account of the organization (`live`: not deleted)."""
@@ -151,7 +152,7 @@ class ConnectedAccounts:
     ) -> Document:
         if not ref.value:
             raise InvalidArgument("name the account: social_account_id, username or clipapp id")
-        doc = await self._accounts.find_one(
+        doc = await self.records.connected_accounts.find_one(
             self.ref_filter(organization_id, ref, live=live),
             projection,
             sort=[("connectedAt", DESCENDING)],
@@ -178,7 +179,9 @@ class ConnectedAccounts:
             query["platform"] = found.key
         if connection:
             query["connection"] = connection
-        cursor = self._accounts.find(query, PUBLIC_PROJECTION).sort("createdAt", ASCENDING)
+        cursor = self.records.connected_accounts.find(query, PUBLIC_PROJECTION).sort(
+            "createdAt", ASCENDING
+        )
         return [ConnectedAccount.from_doc(doc) async for doc in cursor]
 
     async def connect(
@@ -192,7 +195,7 @@ class ConnectedAccounts:
         connect_link_uuid: str | None = None,
     ) -> ConnectedAccount:
         """Stores (or refreshes) the connection; connecting again clears `disconnected`."""
-        now = self._clock.now()
+        now = self.clock.now()
         key = {
             "organizationId": organization_id,
             "platform": platform.key,
@@ -208,8 +211,8 @@ class ConnectedAccounts:
                 "linknetDestinations": [
                     {"id": d.id, "name": d.name, "type": d.type} for d in destinations
                 ],
-                "accessToken": self._cipher.encrypt(grant.access_token),
-                "refreshToken": self._cipher.encrypt(grant.refresh_token),
+                "accessToken": self.cipher.encrypt(grant.access_token),
+                "refreshToken": self.cipher.encrypt(grant.refresh_token),
                 "accessTokenExpiresAt": grant.access_expires_at,
                 "refreshTokenExpiresAt": grant.refresh_expires_at,
                 "disconnected": False,
@@ -227,7 +230,7 @@ class ConnectedAccounts:
         }
         for attempt in range(2):
             try:
-                doc = await self._accounts.find_one_and_update(
+                doc = await self.records.connected_accounts.find_one_and_update(
                     key,
                     update,
                     upsert=True,
@@ -246,25 +249,25 @@ class ConnectedAccounts:
         access = doc.get("accessToken")
         refresh = doc.get("refreshToken")
         return StoredTokens(
-            self._cipher.decrypt(access) if access else None,
-            self._cipher.decrypt(refresh) if refresh else None,
+            self.cipher.decrypt(access) if access else None,
+            self.cipher.decrypt(refresh) if refresh else None,
             doc.get("accessTokenExpiresAt") or EPOCH,
         )
 
     async def store_tokens(self, social_account_id: str, grant: TokenGrant) -> None:
-        await self._accounts.update_one(
+        await self.records.connected_accounts.update_one(
             {"_id": social_account_id, "deletedAt": None},
             {
                 "$set": {
-                    "accessToken": self._cipher.encrypt(grant.access_token),
+                    "accessToken": self.cipher.encrypt(grant.access_token),
                     # Platforms that do not rotate refresh tokens answer none: keep the old one.
                     **(
-                        {"refreshToken": self._cipher.encrypt(grant.refresh_token)}
+                        {"refreshToken": self.cipher.encrypt(grant.refresh_token)}
                         if grant.refresh_token
                         else {}
                     ),
                     "accessTokenExpiresAt": grant.access_expires_at,
-                    "updatedAt": self._clock.now(),
+                    "updatedAt": self.clock.now(),
                 }
             },
         )
@@ -273,8 +276,8 @@ class ConnectedAccounts:
         self, organization_id: str, ref: AccountRef, reason: str
     ) -> ConnectedAccount:
         query = self.ref_filter(organization_id, ref)
-        now = self._clock.now()
-        doc = await self._accounts.find_one_and_update(
+        now = self.clock.now()
+        doc = await self.records.connected_accounts.find_one_and_update(
             {**query, "disconnected": False},
             {
                 "$set": {
@@ -296,8 +299,8 @@ class ConnectedAccounts:
     async def delete(self, organization_id: str, ref: AccountRef) -> ConnectedAccount:
         """Soft delete: unlisted, tokens erased. Deleting again returns the deleted record."""
         query = self.ref_filter(organization_id, ref)
-        now = self._clock.now()
-        doc = await self._accounts.find_one_and_update(
+        now = self.clock.now()
+        doc = await self.records.connected_accounts.find_one_and_update(
             query,
             {
                 "$set": {"deletedAt": now, "updatedAt": now},
@@ -307,7 +310,7 @@ class ConnectedAccounts:
             return_document=ReturnDocument.AFTER,
         )
         if doc is None and ref.kind == "id":
-            doc = await self._accounts.find_one(
+            doc = await self.records.connected_accounts.find_one(
                 {"_id": ref.value, "organizationId": organization_id}, PUBLIC_PROJECTION
             )
         if doc is None:

@@ -16,6 +16,7 @@ from pymongo.errors import DuplicateKeyError
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
 
@@ -31,23 +32,21 @@ class Consumption:
     balance: int
 
 
+@component
 class Credits:
-    def __init__(self, records: AccountCollections, clock: Clock, default_credits: int) -> None:
-        self._balances = records.credit_balances
-        self._consumptions = records.credit_consumptions
-        self._organizations = records.organizations
-        self._clock = clock
-        self._default = default_credits
+    records: AccountCollections
+    clock: Clock
+    default_credits: int
 
     async def get(self, organization_id: str) -> int:
-        doc = await self._balances.find_one({"_id": organization_id}, {"balance": 1})
-        return int(doc["balance"]) if doc else self._default
+        doc = await self.records.credit_balances.find_one({"_id": organization_id}, {"balance": 1})
+        return int(doc["balance"]) if doc else self.default_credits
 
     async def set(self, organization_id: str, credits: int) -> int:
-        if await self._organizations.count_documents({"_id": organization_id}, limit=1) == 0:
+        if await self.records.organizations.count_documents({"_id": organization_id}, limit=1) == 0:
             raise NotFound(f"organization {organization_id} not found")
-        now = self._clock.now()
-        await self._balances.update_one(
+        now = self.clock.now()
+        await self.records.credit_balances.update_one(
             {"_id": organization_id},
             {
                 "$set": {"balance": int(credits), "updatedAt": now},
@@ -62,35 +61,35 @@ class Credits:
         if not key:
             raise InvalidArgument("post_uuid is required")
         consumption_id = f"{organization_id}:{key}"
-        known = await self._consumptions.find_one({"_id": consumption_id})
+        known = await self.records.credit_consumptions.find_one({"_id": consumption_id})
         if known is not None and known.get("state") == "applied":
             return Consumption(True, True, await self.get(organization_id))
         if known is None:
             # A concurrent take of the same post inserted it first; the balance update decides.
             with contextlib.suppress(DuplicateKeyError):
-                await self._consumptions.insert_one(
+                await self.records.credit_consumptions.insert_one(
                     {
                         "_id": consumption_id,
                         "organizationId": organization_id,
                         "postUuid": key,
                         "state": "pending",
-                        "createdAt": self._clock.now(),
+                        "createdAt": self.clock.now(),
                     }
                 )
         for _ in range(2):
-            doc: Document | None = await self._balances.find_one_and_update(
+            doc: Document | None = await self.records.credit_balances.find_one_and_update(
                 {"_id": organization_id, "balance": {"$gt": 0}, "recentKeys": {"$ne": key}},
                 {
                     "$inc": {"balance": -1},
                     "$push": {"recentKeys": {"$each": [key], "$slice": -RECENT_KEYS}},
-                    "$set": {"updatedAt": self._clock.now()},
+                    "$set": {"updatedAt": self.clock.now()},
                 },
                 return_document=ReturnDocument.AFTER,
             )
             if doc is not None:
                 await self._mark_applied(consumption_id)
                 return Consumption(True, False, int(doc["balance"]))
-            current = await self._balances.find_one({"_id": organization_id})
+            current = await self.records.credit_balances.find_one({"_id": organization_id})
             if current is None:
                 await self._open_balance(organization_id)
                 continue
@@ -99,17 +98,19 @@ class Credits:
                 await self._mark_applied(consumption_id)
                 return Consumption(True, True, balance)
             # Not positive: nothing taken; a later take of this post may succeed.
-            await self._consumptions.delete_one({"_id": consumption_id, "state": "pending"})
+            await self.records.credit_consumptions.delete_one(
+                {"_id": consumption_id, "state": "pending"}
+            )
             return Consumption(False, False, balance)
         raise AssertionError("the balance document exists after _open_balance")
 
     async def _open_balance(self, organization_id: str) -> None:
-        now = self._clock.now()
+        now = self.clock.now()
         with contextlib.suppress(DuplicateKeyError):  # opened concurrently
-            await self._balances.insert_one(
+            await self.records.credit_balances.insert_one(
                 {
                     "_id": organization_id,
-                    "balance": self._default,
+                    "balance": self.default_credits,
                     "recentKeys": [],
                     "createdAt": now,
                     "updatedAt": now,
@@ -117,6 +118,6 @@ class Credits:
             )
 
     async def _mark_applied(self, consumption_id: str) -> None:
-        await self._consumptions.update_one(
-            {"_id": consumption_id}, {"$set": {"state": "applied", "appliedAt": self._clock.now()}}
+        await self.records.credit_consumptions.update_one(
+            {"_id": consumption_id}, {"$set": {"state": "applied", "appliedAt": self.clock.now()}}
         )

@@ -22,6 +22,7 @@ from account_svc.connections.connected_accounts import (
 )
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.mongo import Document
 
@@ -44,26 +45,24 @@ def post_key(organization_id: str, post_uuid: str) -> str:
     return f"{organization_id}:{post_uuid.strip().lower()}"
 
 
+@component
 class DailyLimits:
-    def __init__(
-        self, records: AccountCollections, accounts: ConnectedAccounts, clock: Clock
-    ) -> None:
-        self._counters = records.daily_post_counters
-        self._accounts = accounts
-        self._clock = clock
+    records: AccountCollections
+    accounts: ConnectedAccounts
+    clock: Clock
 
     async def reserve(
         self, organization_id: str, ref: AccountRef, post_uuid: str, post_date: datetime
     ) -> DailyReservation:
         day = _day(post_date)
         key = _checked_key(organization_id, post_uuid)
-        account = await self._accounts.get(organization_id, ref)
+        account = await self.accounts.get(organization_id, ref)
         limit = account.platform.daily_limit
         if limit is None:
             return DailyReservation(True, day.isoformat(), None, 0, False, account)
         counter_id = _counter_id(account, day.isoformat())
         try:
-            doc = await self._counters.find_one_and_update(
+            doc = await self.records.daily_post_counters.find_one_and_update(
                 {"_id": counter_id, "count": {"$lt": limit}, "keys": {"$ne": key}},
                 {
                     "$inc": {"count": 1},
@@ -73,7 +72,7 @@ class DailyLimits:
                         "platformAccountId": account.platform_account_id,
                         "day": day.isoformat(),
                         "purgeAt": max(
-                            datetime.combine(day, datetime.min.time(), UTC), self._clock.now()
+                            datetime.combine(day, datetime.min.time(), UTC), self.clock.now()
                         )
                         + KEEP_AFTER_DAY,
                     },
@@ -82,7 +81,7 @@ class DailyLimits:
                 return_document=ReturnDocument.AFTER,
             )
         except DuplicateKeyError:
-            current = await self._counters.find_one({"_id": counter_id}) or {}
+            current = await self.records.daily_post_counters.find_one({"_id": counter_id}) or {}
             already = key in (current.get("keys") or [])
             return DailyReservation(
                 already, day.isoformat(), limit, int(current.get("count", 0)), already, account
@@ -96,18 +95,18 @@ class DailyLimits:
         # A deleted account's reservations can still be given back.
         day = _day(post_date)
         key = _checked_key(organization_id, post_uuid)
-        account = await self._accounts.get(organization_id, ref, live=False)
+        account = await self.accounts.get(organization_id, ref, live=False)
         limit = account.platform.daily_limit
         if limit is None:
             return DailyReservation(False, day.isoformat(), None, 0, False, account)
         counter_id = _counter_id(account, day.isoformat())
-        doc: Document | None = await self._counters.find_one_and_update(
+        doc: Document | None = await self.records.daily_post_counters.find_one_and_update(
             {"_id": counter_id, "keys": key},
             {"$inc": {"count": -1}, "$pull": {"keys": key}},
             return_document=ReturnDocument.AFTER,
         )
         if doc is None:
-            doc = await self._counters.find_one({"_id": counter_id}) or {}
+            doc = await self.records.daily_post_counters.find_one({"_id": counter_id}) or {}
         return DailyReservation(
             False, day.isoformat(), limit, int(doc.get("count", 0)), False, account
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import secrets
+from dataclasses import KW_ONLY, field
 from datetime import datetime, timedelta
 
 from pymongo import ASCENDING, ReturnDocument
@@ -18,6 +19,7 @@ from account_svc.connections.connected_accounts import AccountRef, ConnectedAcco
 from account_svc.connections.platform_api import Failure, PlatformApi, PlatformError
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -38,25 +40,22 @@ ALL_BUSY = (
 MAX_ATTEMPTS = 5
 
 
+@component
 class MentionResolver:
-    def __init__(
-        self,
-        records: AccountCollections,
-        accounts: ConnectedAccounts,
-        tokens: AccessTokens,
-        api: PlatformApi,
-        clock: Clock,
-        *,
-        lease_seconds: float,
-        cooldown_seconds: float,
-    ) -> None:
-        self._collection = records.connected_accounts
-        self._accounts = accounts
-        self._tokens = tokens
-        self._api = api
-        self._clock = clock
-        self._lease = timedelta(seconds=lease_seconds)
-        self._cooldown = timedelta(seconds=cooldown_seconds)
+    records: AccountCollections
+    accounts: ConnectedAccounts
+    tokens: AccessTokens
+    api: PlatformApi
+    clock: Clock
+    _: KW_ONLY
+    lease_seconds: float
+    cooldown_seconds: float
+    _lease: timedelta = field(init=False)
+    _cooldown: timedelta = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._lease = timedelta(seconds=self.lease_seconds)
+        self._cooldown = timedelta(seconds=self.cooldown_seconds)
 
     @staticmethod
     def _usable(organization_id: str) -> Document:
@@ -80,20 +79,20 @@ class MentionResolver:
             if doc is None:
                 break
             tried.append(doc["_id"])
-            rest_until = self._clock.now()
+            rest_until = self.clock.now()
             try:
-                token, _ = await self._tokens.valid_token(doc)
-                return await self._api.lookup_user(token, name)
+                token, _ = await self.tokens.valid_token(doc)
+                return await self.api.lookup_user(token, name)
             except FailedPrecondition:
                 continue  # the token was refused: the account is disconnected now
             except PlatformError as error:
                 if error.failure is Failure.RATE_LIMITED:
                     wait = timedelta(seconds=error.retry_after) if error.retry_after else None
-                    rest_until = self._clock.now() + (wait or self._cooldown)
+                    rest_until = self.clock.now() + (wait or self._cooldown)
                     log.info("photoapp rate-limited a mention lookup", account=doc["_id"])
                     continue
                 if error.failure is Failure.UNAUTHORIZED:
-                    await self._accounts.mark_disconnected(
+                    await self.accounts.mark_disconnected(
                         organization_id, AccountRef("id", doc["_id"]), error.message
                     )
                     continue
@@ -111,11 +110,11 @@ class MentionResolver:
     async def _acquire(
         self, organization_id: str, holder: str, tried: list[str]
     ) -> Document | None:
-        now = self._clock.now()
+        now = self.clock.now()
         query = {**self._usable(organization_id), "busyUntil": {"$lte": now}}
         if tried:
             query["_id"] = {"$nin": tried}
-        doc: Document | None = await self._collection.find_one_and_update(
+        doc: Document | None = await self.records.connected_accounts.find_one_and_update(
             query,
             {"$set": {"busyUntil": now + self._lease, "leaseHolder": holder}},
             sort=[("busyUntil", ASCENDING)],
@@ -124,20 +123,20 @@ class MentionResolver:
         return doc
 
     async def _release(self, social_account_id: str, holder: str, until: datetime) -> None:
-        await self._collection.update_one(
+        await self.records.connected_accounts.update_one(
             {"_id": social_account_id, "leaseHolder": holder},
             {"$set": {"busyUntil": until}, "$unset": {"leaseHolder": ""}},
         )
 
     async def _none_usable(self, organization_id: str) -> Exception:
-        soonest = await self._collection.find_one(
+        soonest = await self.records.connected_accounts.find_one(
             self._usable(organization_id),
             {"busyUntil": 1},
             sort=[("busyUntil", ASCENDING)],
         )
         if soonest is None:
             return FailedPrecondition(NO_ACCOUNT, reason="NO_PHOTOAPP_ACCOUNT")
-        wait = (soonest["busyUntil"] - self._clock.now()).total_seconds()
+        wait = (soonest["busyUntil"] - self.clock.now()).total_seconds()
         return ResourceExhausted(
             ALL_BUSY, retry_after_seconds=max(1, math.ceil(wait)), reason="ACCOUNTS_BUSY"
         )

@@ -3,7 +3,7 @@ default; a real platform gets its own class with the same methods)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import httpx
 
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -59,30 +60,28 @@ class Destination:
     type: str
 
 
+@component
 class PlatformApi:
     """The sandbox network's API for every platform (`<sandbox_url>/<platform key>/…`)."""
 
-    def __init__(
-        self,
-        http: httpx.AsyncClient,
-        clock: Clock,
-        *,
-        api_url: str,
-        browser_url: str,
-        client_id: str,
-        client_secret: str,
-    ) -> None:
-        self._http = http
-        self._clock = clock
-        self._api = api_url.rstrip("/")
-        self._browser = browser_url.rstrip("/")
-        self._client_id = client_id
-        self._client_secret = client_secret
+    http: httpx.AsyncClient
+    clock: Clock
+    _: KW_ONLY
+    api_url: str
+    browser_url: str
+    client_id: str
+    client_secret: str
+    _api: str = field(init=False)
+    _browser: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._api = self.api_url.rstrip("/")
+        self._browser = self.browser_url.rstrip("/")
 
     def authorize_url(self, platform: str, redirect_uri: str, state: str) -> str:
         query = urlencode(
             {
-                "client_id": self._client_id,
+                "client_id": self.client_id,
                 "redirect_uri": redirect_uri,
                 "state": state,
                 "response_type": "code",
@@ -132,9 +131,9 @@ class PlatformApi:
         return str(body["id"]), str(body["username"])
 
     async def _token(self, platform: str, form: dict[str, str]) -> TokenGrant:
-        form |= {"client_id": self._client_id, "client_secret": self._client_secret}
+        form |= {"client_id": self.client_id, "client_secret": self.client_secret}
         body = await self._send("POST", platform, "/oauth/token", data=form)
-        now = self._clock.now()
+        now = self.clock.now()
         refresh_in = body.get("refresh_expires_in")
         return TokenGrant(
             access_token=str(body["access_token"]),
@@ -162,7 +161,7 @@ class PlatformApi:
     async def _send(self, method: str, platform: str, path: str, **kwargs: Any) -> dict[str, Any]:
         url = f"{self._api}/{platform}{path}"
         try:
-            response = await self._http.request(method, url, **kwargs)
+            response = await self.http.request(method, url, **kwargs)
         except httpx.TimeoutException:
             raise PlatformError(Failure.UNAVAILABLE, f"{platform} did not answer in time") from None
         except httpx.TransportError as error:

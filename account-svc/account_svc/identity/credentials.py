@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from pymongo import DESCENDING, ReturnDocument
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
 from storypost_runtime.errors import InvalidArgument, NotFound, Unauthenticated
 from storypost_runtime.mongo import Document
@@ -47,22 +48,19 @@ class Credential:
         return from_document(cls, doc, credential_id=doc["_id"])
 
 
+@component
 class Credentials:
-    def __init__(self, records: AccountCollections, clock: Clock) -> None:
-        self._records = records
-        self._clock = clock
-        # credential id -> when this process last wrote lastUsedAt (keeps writes rare).
-        self._last_used_written: dict[str, datetime] = {}
+    records: AccountCollections
+    clock: Clock
+    # credential id -> when this process last wrote lastUsedAt (keeps writes rare).
+    _last_used_written: dict[str, datetime] = field(init=False, default_factory=dict)
 
     async def create(self, organization_id: str, name: str) -> tuple[Credential, str]:
         """Returns the credential and its plain token; the token is not kept anywhere."""
         name = name.strip() or "api"
         if len(name) > 200:
             raise InvalidArgument("credential name must be at most 200 characters")
-        if (
-            await self._records.organizations.count_documents({"_id": organization_id}, limit=1)
-            == 0
-        ):
+        if await self.records.organizations.count_documents({"_id": organization_id}, limit=1) == 0:
             raise NotFound(f"organization {organization_id} not found")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         doc: Document = {
@@ -71,26 +69,26 @@ class Credentials:
             "name": name,
             "tokenHash": hash_token(token),
             "tokenPrefix": token[:8],
-            "createdAt": self._clock.now(),
+            "createdAt": self.clock.now(),
         }
-        await self._records.credentials.insert_one(doc)
+        await self.records.credentials.insert_one(doc)
         return Credential.from_doc(doc), token
 
     async def list(self, organization_id: str, include_revoked: bool) -> list[Credential]:
         query: Document = {"organizationId": organization_id}
         if not include_revoked:
             query["revokedAt"] = None
-        cursor = self._records.credentials.find(query).sort("createdAt", DESCENDING)
+        cursor = self.records.credentials.find(query).sort("createdAt", DESCENDING)
         return [Credential.from_doc(doc) async for doc in cursor]
 
     async def revoke(self, organization_id: str, credential_id: str) -> Credential:
-        doc = await self._records.credentials.find_one_and_update(
+        doc = await self.records.credentials.find_one_and_update(
             {"_id": credential_id, "organizationId": organization_id, "revokedAt": None},
-            {"$set": {"revokedAt": self._clock.now()}},
+            {"$set": {"revokedAt": self.clock.now()}},
             return_document=ReturnDocument.AFTER,
         )
         if doc is None:
-            doc = await self._records.credentials.find_one(
+            doc = await self.records.credentials.find_one(
                 {"_id": credential_id, "organizationId": organization_id}
             )
             if doc is None:
@@ -102,7 +100,7 @@ class Credentials:
         if not looks_like_token(token):
             raise Unauthenticated(NOT_AUTHENTICATED)
         wanted = hash_token(token)
-        doc = await self._records.credentials.find_one({"tokenHash": wanted})
+        doc = await self.records.credentials.find_one({"tokenHash": wanted})
         if (
             doc is None
             or doc.get("revokedAt") is not None
@@ -114,11 +112,11 @@ class Credentials:
         return credential
 
     async def _touch(self, credential: Credential) -> None:
-        now = self._clock.now()
+        now = self.clock.now()
         last = self._last_used_written.get(credential.credential_id) or credential.last_used_at
         if last is not None and now - last < LAST_USED_RESOLUTION:
             return
         self._last_used_written[credential.credential_id] = now
-        await self._records.credentials.update_one(
+        await self.records.credentials.update_one(
             {"_id": credential.credential_id}, {"$set": {"lastUsedAt": now}}
         )

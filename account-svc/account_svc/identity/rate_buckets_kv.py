@@ -25,6 +25,7 @@ import random
 import re
 import time
 import weakref
+from dataclasses import field
 
 import nats.errors
 import nats.js.errors
@@ -36,6 +37,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from account_svc.identity.ratelimit import BucketStore, Take
 from storypost_runtime.bus import nats_connection
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 from storypost_runtime.settings import NatsSettings
 
@@ -59,20 +61,24 @@ def kv_key(organization_id: str) -> str:
     return "sha256-" + hashlib.sha256(organization_id.encode()).hexdigest()
 
 
+@component
 class KvBuckets:
     """Takes from buckets kept as `key -> TAT` in a NATS key-value bucket."""
 
-    def __init__(self, attempts: int = 64, backoff_seconds: float = 0.001) -> None:
-        # A take loses a compare-and-set only to another replica's successful write, and a
-        # full bucket refuses without writing, so losses are few; each one waits a random
-        # moment (growing with the attempt) so racing replicas fall out of step.
-        self._attempts = attempts
-        self._backoff = backoff_seconds
-        self._client: NatsClient | None = None
-        self._kv: KeyValue | None = None
-        # What this replica last wrote or read: key -> (TAT, revision).
-        self._known: TTLCache[str, tuple[float, int]] = TTLCache(200_000, KEY_TTL_SECONDS)
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+    # A take loses a compare-and-set only to another replica's successful write, and a
+    # full bucket refuses without writing, so losses are few; each one waits a random
+    # moment (growing with the attempt) so racing replicas fall out of step.
+    attempts: int = 64
+    backoff_seconds: float = 0.001
+    _client: NatsClient | None = field(init=False, default=None)
+    _kv: KeyValue | None = field(init=False, default=None)
+    # What this replica last wrote or read: key -> (TAT, revision).
+    _known: TTLCache[str, tuple[float, int]] = field(
+        init=False, default_factory=lambda: TTLCache(200_000, KEY_TTL_SECONDS)
+    )
+    _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
+        init=False, default_factory=weakref.WeakValueDictionary
+    )
 
     def attach(self, client: NatsClient, kv: KeyValue) -> None:
         self._client, self._kv = client, kv
@@ -102,7 +108,7 @@ class KvBuckets:
                 raise StoreUnavailable(str(error) or type(error).__name__) from error
 
     async def _take(self, kv: KeyValue, name: str, request: Take) -> tuple[bool, float]:
-        for attempt in range(self._attempts):
+        for attempt in range(self.attempts):
             known = self._known.get(name)
             fresh = known is None
             if known is None:
@@ -120,11 +126,11 @@ class KvBuckets:
             except nats.js.errors.KeyWrongLastSequenceError:
                 self._known.pop(name, None)
                 # Jitter to break lockstep between replicas, not a secret.
-                await asyncio.sleep(random.uniform(0, self._backoff * (attempt + 1)))  # noqa: S311
+                await asyncio.sleep(random.uniform(0, self.backoff_seconds * (attempt + 1)))  # noqa: S311
                 continue
             self._known[name] = (moved, revision)
             return True, moved
-        raise StoreUnavailable(f"the bucket kept changing for {self._attempts} attempts")
+        raise StoreUnavailable(f"the bucket kept changing for {self.attempts} attempts")
 
 
 async def _read(kv: KeyValue, name: str) -> tuple[float, int]:
@@ -136,35 +142,33 @@ async def _read(kv: KeyValue, name: str) -> tuple[float, int]:
     return float(entry.value or b"0"), entry.revision or 0
 
 
+@component
 class FailoverBuckets:
     """The key-value buckets while NATS answers, MongoDB's otherwise."""
 
-    def __init__(
-        self,
-        primary: KvBuckets,
-        fallback: BucketStore,
-        registry: CollectorRegistry | None = None,
-        log_every_seconds: float = 30.0,
-    ) -> None:
-        self._primary = primary
-        self._fallback = fallback
-        self._log_every = log_every_seconds
-        self._logged_at = -float("inf")
+    primary: KvBuckets
+    fallback: BucketStore
+    registry: CollectorRegistry | None = None
+    log_every_seconds: float = 30.0
+    _logged_at: float = field(init=False, default=-float("inf"))
+    fallbacks: Counter = field(init=False)
+
+    def __post_init__(self) -> None:
         self.fallbacks = Counter(
             "storypost_rate_limit_fallbacks",
             "Requests counted in the MongoDB bucket because NATS could not be reached",
-            registry=registry,
+            registry=self.registry,
         )
 
     async def take(self, key: str, request: Take) -> tuple[bool, float]:
         try:
-            return await self._primary.take(key, request)
+            return await self.primary.take(key, request)
         except StoreUnavailable as error:
             self.fallbacks.inc()
-            if time.monotonic() - self._logged_at >= self._log_every:
+            if time.monotonic() - self._logged_at >= self.log_every_seconds:
                 self._logged_at = time.monotonic()
                 log.warning("rate limit buckets fall back to MongoDB", reason=str(error))
-            return await self._fallback.take(key, request)
+            return await self.fallback.take(key, request)
 
 
 async def keep_kv_attached(

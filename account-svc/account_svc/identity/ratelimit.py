@@ -13,7 +13,7 @@ instead of a database write; MongoDB takes over while NATS cannot be reached).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from pymongo import ReturnDocument
@@ -21,6 +21,7 @@ from pymongo.errors import DuplicateKeyError
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 
 
 @dataclass(frozen=True)
@@ -53,16 +54,16 @@ class BucketStore(Protocol):
         ...
 
 
+@component
 class MongoBuckets:
     """Buckets as documents `{_id: organization id, tat}`: one conditional upsert each."""
 
-    def __init__(self, records: AccountCollections) -> None:
-        self._buckets = records.rate_buckets
+    records: AccountCollections
 
     async def take(self, key: str, request: Take) -> tuple[bool, float]:
         now = request.now
         try:
-            doc = await self._buckets.find_one_and_update(
+            doc = await self.records.rate_buckets.find_one_and_update(
                 {"_id": key, "tat": {"$lte": request.latest_tat}},
                 [
                     {
@@ -80,28 +81,31 @@ class MongoBuckets:
                 return_document=ReturnDocument.AFTER,
             )
         except DuplicateKeyError:
-            current = await self._buckets.find_one({"_id": key})
+            current = await self.records.rate_buckets.find_one({"_id": key})
             return False, float(current["tat"]) if current else now
         assert doc is not None
         return True, float(doc["tat"])
 
 
+@component
 class RateLimiter:
-    def __init__(self, store: BucketStore, clock: Clock, per_minute: int) -> None:
-        self._store = store
-        self._clock = clock
-        self._size = per_minute
-        self._interval = 60.0 / per_minute
+    store: BucketStore
+    clock: Clock
+    per_minute: int
+    _interval: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._interval = 60.0 / self.per_minute
 
     def _decision(self, allowed: bool, tat: float, now: float) -> RateDecision:
-        capacity_time = self._size * self._interval
+        capacity_time = self.per_minute * self._interval
         backlog = max(0.0, tat - now)  # seconds of refill the bucket is short of full
         remaining = max(0, math.floor((capacity_time - backlog) / self._interval + 1e-9))
         retry_after = 0 if allowed else max(1, math.ceil(backlog + self._interval - capacity_time))
-        return RateDecision(allowed, self._size, remaining, retry_after, math.ceil(backlog))
+        return RateDecision(allowed, self.per_minute, remaining, retry_after, math.ceil(backlog))
 
     async def consume(self, organization_id: str) -> RateDecision:
-        now = self._clock.now().timestamp()
-        request = Take(now, self._interval, now + (self._size - 1) * self._interval)
-        allowed, tat = await self._store.take(organization_id, request)
+        now = self.clock.now().timestamp()
+        request = Take(now, self._interval, now + (self.per_minute - 1) * self._interval)
+        allowed, tat = await self.store.take(organization_id, request)
         return self._decision(allowed, tat, now)

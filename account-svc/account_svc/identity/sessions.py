@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime, timedelta
 
 from pymongo import ReturnDocument
@@ -22,6 +22,7 @@ from account_svc.identity.users import (
 )
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
 from storypost_runtime.errors import Unauthenticated
 from storypost_runtime.logs import get_logger
@@ -62,40 +63,32 @@ class Session:
         return from_document(cls, doc, role=stored_role(doc))
 
 
+@component
 class AppSessions:
-    def __init__(
-        self,
-        records: AccountCollections,
-        clock: Clock,
-        users: Users,
-        limits: SignInLimits,
-        *,
-        idle: timedelta,
-        lifetime: timedelta,
-    ) -> None:
-        self._sessions = records.app_sessions
-        self._clock = clock
-        self._users = users
-        self._limits = limits
-        self._idle = idle
-        self._lifetime = lifetime
+    records: AccountCollections
+    clock: Clock
+    users: Users
+    limits: SignInLimits
+    _: KW_ONLY
+    idle: timedelta
+    lifetime: timedelta
 
     def _expiry(self, created_at: datetime, used_at: datetime) -> datetime:
-        return min(used_at + self._idle, created_at + self._lifetime)
+        return min(used_at + self.idle, created_at + self.lifetime)
 
     async def sign_in(
         self, organization_id: str, email: str, password: str, client_ip: str, user_agent: str
     ) -> tuple[Session, str]:
         """The new session and its plain token (kept nowhere); limits first, then argon2."""
-        await self._limits.take(organization_id, email, client_ip)
+        await self.limits.take(organization_id, email, client_ip)
         try:
-            user = await self._users.verify(organization_id, email, password)
+            user = await self.users.verify(organization_id, email, password)
         except Unauthenticated:
             log.info("sign-in refused", organization_id=organization_id)
             raise Unauthenticated(WRONG_LOGIN) from None
-        await self._limits.give_back(organization_id, email, client_ip)
+        await self.limits.give_back(organization_id, email, client_ip)
         token = secrets.token_urlsafe(32)
-        now = self._clock.now()
+        now = self.clock.now()
         doc: Document = {
             "_id": hash_session_token(token),
             "sessionId": secrets.token_hex(12),
@@ -109,9 +102,9 @@ class AppSessions:
             "lastSeenAt": now,
             "expiresAt": self._expiry(now, now),
             # The TTL index drops the record once even the absolute lifetime is over.
-            "purgeAt": now + self._lifetime,
+            "purgeAt": now + self.lifetime,
         }
-        await self._sessions.insert_one(doc)
+        await self.records.app_sessions.insert_one(doc)
         log.info(
             "signed in",
             organization_id=user.organization_id,
@@ -125,8 +118,8 @@ class AppSessions:
         if not looks_like_session_token(token):
             raise Unauthenticated(NOT_SIGNED_IN)
         key = hash_session_token(token)
-        doc = await self._sessions.find_one({"_id": key})
-        now = self._clock.now()
+        doc = await self.records.app_sessions.find_one({"_id": key})
+        now = self.clock.now()
         if (
             doc is None
             or not hmac.compare_digest(doc["_id"], key)
@@ -135,7 +128,7 @@ class AppSessions:
         ):
             raise Unauthenticated(NOT_SIGNED_IN)
         if now - doc["lastSeenAt"] >= TOUCH_EVERY:
-            touched = await self._sessions.find_one_and_update(
+            touched = await self.records.app_sessions.find_one_and_update(
                 {"_id": key},
                 {
                     "$set": {
@@ -154,23 +147,25 @@ class AppSessions:
         """Deletes the session record: the token stops working at once."""
         if not looks_like_session_token(token):
             return False
-        doc = await self._sessions.find_one_and_delete({"_id": hash_session_token(token)})
+        doc = await self.records.app_sessions.find_one_and_delete(
+            {"_id": hash_session_token(token)}
+        )
         if doc is None:
             return False
         log.info("signed out", organization_id=doc["organizationId"], session_id=doc["sessionId"])
-        return bool(doc["expiresAt"] > self._clock.now())
+        return bool(doc["expiresAt"] > self.clock.now())
 
     async def end_all(self, user_id: str, *, keep_token: str = "") -> int:
         """Ends every session of a user (removed, or given a new password), but keep_token's."""
         query: Document = {"userId": user_id}
         if keep_token:
             query["_id"] = {"$ne": hash_session_token(keep_token)}
-        ended = await self._sessions.delete_many(query)
+        ended = await self.records.app_sessions.delete_many(query)
         log.info("sessions ended", user_id=user_id, count=ended.deleted_count)
         return ended.deleted_count
 
     async def follow(self, user: User) -> None:
         """The user's sessions show their new time zone from the next page on."""
-        await self._sessions.update_many(
+        await self.records.app_sessions.update_many(
             {"userId": user.user_id}, {"$set": {"timeZone": user.time_zone}}
         )

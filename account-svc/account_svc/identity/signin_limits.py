@@ -24,6 +24,7 @@ from pymongo.errors import DuplicateKeyError
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.errors import ResourceExhausted
 
 TOO_MANY = "too many sign-in attempts; try again in {wait}"
@@ -52,26 +53,19 @@ def describe_wait(seconds: int) -> str:
     return f"{math.ceil(seconds / 60)} minutes"
 
 
+@component
 class SignInLimits:
-    def __init__(
-        self,
-        records: AccountCollections,
-        clock: Clock,
-        per_email: Bucket,
-        per_address: Bucket,
-        per_address_everywhere: Bucket,
-    ) -> None:
-        self._limits = records.signin_limits
-        self._clock = clock
-        self._per_email = per_email
-        self._per_address = per_address
-        self._per_address_everywhere = per_address_everywhere
+    records: AccountCollections
+    clock: Clock
+    per_email: Bucket
+    per_address: Bucket
+    per_address_everywhere: Bucket
 
     def keys(self, organization_id: str, email: str, client_ip: str) -> list[tuple[str, Bucket]]:
-        keys = [(limit_key("email", organization_id, email.strip().lower()), self._per_email)]
+        keys = [(limit_key("email", organization_id, email.strip().lower()), self.per_email)]
         if client_ip:
-            keys.append((limit_key("ip", organization_id, client_ip), self._per_address))
-            keys.append((limit_key("ip-all", client_ip), self._per_address_everywhere))
+            keys.append((limit_key("ip", organization_id, client_ip), self.per_address))
+            keys.append((limit_key("ip-all", client_ip), self.per_address_everywhere))
         return keys
 
     async def take(self, organization_id: str, email: str, client_ip: str) -> None:
@@ -87,21 +81,21 @@ class SignInLimits:
 
     async def give_back(self, organization_id: str, email: str, client_ip: str) -> None:
         """Returns the attempt a successful sign-in took."""
-        now = self._clock.now().timestamp()
+        now = self.clock.now().timestamp()
         for key, bucket in self.keys(organization_id, email, client_ip):
-            await self._limits.update_one(
+            await self.records.signin_limits.update_one(
                 {"_id": key},
                 [{"$set": {"tat": {"$max": [{"$subtract": ["$tat", bucket.interval]}, now]}}}],
             )
 
     async def _take(self, key: str, bucket: Bucket) -> int:
         """0 when taken, else whole seconds until an attempt is available."""
-        moment = self._clock.now()
+        moment = self.clock.now()
         now = moment.timestamp()
         # The record is useless once the bucket is full again: let the TTL index drop it.
         purge_at = moment + timedelta(seconds=bucket.window_seconds * 2)
         try:
-            await self._limits.find_one_and_update(
+            await self.records.signin_limits.find_one_and_update(
                 {"_id": key, "tat": {"$lte": now + (bucket.size - 1) * bucket.interval}},
                 [
                     {
@@ -121,7 +115,7 @@ class SignInLimits:
             )
         except DuplicateKeyError:
             # The record exists but its bucket is empty.
-            current = await self._limits.find_one({"_id": key})
+            current = await self.records.signin_limits.find_one({"_id": key})
             tat = float(current["tat"]) if current else now
             return max(1, math.ceil(tat - now - (bucket.size - 1) * bucket.interval))
         return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -16,6 +16,7 @@ from pymongo.errors import DuplicateKeyError
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
+from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
 from storypost_runtime.errors import AlreadyExists, InvalidArgument, NotFound, Unauthenticated
 from storypost_runtime.mongo import Document
@@ -71,36 +72,36 @@ def check_time_zone(name: str) -> str:
     return name
 
 
+@component
 class Users:
-    def __init__(self, records: AccountCollections, clock: Clock, hasher: PasswordHasher) -> None:
-        self._records = records
-        self._clock = clock
-        self._hasher = hasher
-        # Verifying against this keeps an unknown email as slow as a wrong password.
-        self._dummy_hash = hasher.hash(secrets.token_urlsafe(16))
+    records: AccountCollections
+    clock: Clock
+    hasher: PasswordHasher
+    # Verifying against this keeps an unknown email as slow as a wrong password.
+    _dummy_hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._dummy_hash = self.hasher.hash(secrets.token_urlsafe(16))
 
     async def create(
         self, organization_id: str, email: str, password: str, role: Role = DEFAULT_ROLE
     ) -> User:
         email = normalize_email(email)
         check_password(password)
-        if (
-            await self._records.organizations.count_documents({"_id": organization_id}, limit=1)
-            == 0
-        ):
+        if await self.records.organizations.count_documents({"_id": organization_id}, limit=1) == 0:
             raise NotFound(f"organization {organization_id} not found")
         # argon2 is deliberately slow: keep it off the event loop.
-        password_hash = await asyncio.to_thread(self._hasher.hash, password)
+        password_hash = await asyncio.to_thread(self.hasher.hash, password)
         doc: Document = {
             "_id": secrets.token_hex(12),
             "organizationId": organization_id,
             "email": email,
             "passwordHash": password_hash,
-            "createdAt": self._clock.now(),
+            "createdAt": self.clock.now(),
             "role": role,
         }
         try:
-            await self._records.users.insert_one(doc)
+            await self.records.users.insert_one(doc)
         except DuplicateKeyError:
             raise AlreadyExists(f"a user with email {email} already exists") from None
         return User.from_doc(doc)
@@ -110,12 +111,10 @@ class Users:
             email = normalize_email(email)
         except InvalidArgument:
             raise Unauthenticated(WRONG_LOGIN) from None
-        doc = await self._records.users.find_one(
-            {"organizationId": organization_id, "email": email}
-        )
+        doc = await self.records.users.find_one({"organizationId": organization_id, "email": email})
         stored = doc["passwordHash"] if doc else self._dummy_hash
         try:
-            await asyncio.to_thread(self._hasher.verify, stored, password)
+            await asyncio.to_thread(self.hasher.verify, stored, password)
         except (VerificationError, InvalidHashError):
             raise Unauthenticated(WRONG_LOGIN) from None
         if doc is None:
@@ -123,22 +122,22 @@ class Users:
         return User.from_doc(doc)
 
     async def of_organization(self, organization_id: str) -> list[User]:
-        cursor = self._records.users.find({"organizationId": organization_id}).sort(
+        cursor = self.records.users.find({"organizationId": organization_id}).sort(
             [("createdAt", 1), ("email", 1)]
         )
         return [User.from_doc(doc) async for doc in cursor]
 
     async def get(self, organization_id: str, user_id: str) -> User:
-        doc = await self._records.users.find_one(_user_filter(organization_id, user_id))
+        doc = await self.records.users.find_one(_user_filter(organization_id, user_id))
         return _found(doc, user_id)
 
     async def remove(self, organization_id: str, user_id: str) -> User:
-        doc = await self._records.users.find_one_and_delete(_user_filter(organization_id, user_id))
+        doc = await self.records.users.find_one_and_delete(_user_filter(organization_id, user_id))
         return _found(doc, user_id)
 
     async def set_password(self, organization_id: str, user_id: str, password: str) -> User:
         check_password(password)
-        password_hash = await asyncio.to_thread(self._hasher.hash, password)
+        password_hash = await asyncio.to_thread(self.hasher.hash, password)
         return await self._update(organization_id, user_id, {"passwordHash": password_hash})
 
     async def set_time_zone(self, organization_id: str, user_id: str, time_zone: str) -> User:
@@ -147,7 +146,7 @@ class Users:
         )
 
     async def _update(self, organization_id: str, user_id: str, values: Document) -> User:
-        doc = await self._records.users.find_one_and_update(
+        doc = await self.records.users.find_one_and_update(
             _user_filter(organization_id, user_id),
             {"$set": values},
             return_document=ReturnDocument.AFTER,
