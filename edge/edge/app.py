@@ -25,7 +25,6 @@ from edge.resources import (
     Readiness,
 )
 from edge.routes import add_routes
-from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -73,7 +72,7 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, _p
 
 
 def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeApp:
-    accounts = account_pb2_grpc.AccountServiceStub(deps.backends.account)
+    accounts = deps.backends.account_stub
     app = falcon.App(middleware=[AccessLog(EdgeMetrics(deps.registry))], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, _unexpected)

@@ -7,13 +7,14 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 from cachetools import TTLCache
 
 from edge.errors import ApiError, unauthenticated, unavailable
 from storypost.account.v1 import account_pb2, account_pb2_grpc
+from storypost_runtime.component import component
 
 _BEARER = re.compile(r"^Bearer[ ]+([A-Za-z0-9._~+/=-]{1,512})[ ]*$", re.IGNORECASE)
 
@@ -36,6 +37,7 @@ class _Missing:
 MISSING = _Missing()
 
 
+@component
 class Authenticator:
     """Resolves `Authorization: Bearer <token>` to a caller of one organization.
 
@@ -44,16 +46,17 @@ class Authenticator:
     keyed by the token's SHA-256 so no plain token is kept in memory longer than a request.
     """
 
-    def __init__(
-        self,
-        accounts: account_pb2_grpc.AccountServiceStub,
-        cache_seconds: float,
-        timer: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._accounts = accounts
-        self._lock = threading.Lock()
-        self._cache: TTLCache[str, Caller | _Missing | None] | None = (
-            TTLCache(maxsize=50_000, ttl=cache_seconds, timer=timer) if cache_seconds > 0 else None
+    accounts: account_pb2_grpc.AccountServiceStub
+    cache_seconds: float
+    timer: Callable[[], float] = time.monotonic
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _cache: TTLCache[str, Caller | _Missing | None] | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._cache = (
+            TTLCache(maxsize=50_000, ttl=self.cache_seconds, timer=self.timer)
+            if self.cache_seconds > 0
+            else None
         )
 
     def authenticate(self, authorization: str | None, organization_id: str) -> Caller:
@@ -74,7 +77,7 @@ class Authenticator:
             if not isinstance(cached, _Missing):
                 return cached
         try:
-            reply = self._accounts.Authenticate(account_pb2.AuthenticateRequest(token=token))
+            reply = self.accounts.Authenticate(account_pb2.AuthenticateRequest(token=token))
             caller: Caller | None = Caller(reply.organization_id, reply.credential_id)
         except grpc.RpcError as error:
             if error.code() != grpc.StatusCode.UNAUTHENTICATED:  # type: ignore[attr-defined,unused-ignore]
@@ -86,16 +89,16 @@ class Authenticator:
         return caller
 
 
+@component
 class RateLimitGate:
     """Takes one request from the organization's shared bucket; 429 when it is empty."""
 
-    def __init__(self, accounts: account_pb2_grpc.AccountServiceStub) -> None:
-        self._accounts = accounts
+    accounts: account_pb2_grpc.AccountServiceStub
 
     def consume(self, organization_id: str) -> dict[str, str]:
         """Returns the RateLimit-* headers for the answer, or raises the 429."""
         try:
-            decision = self._accounts.ConsumeRateLimit(
+            decision = self.accounts.ConsumeRateLimit(
                 account_pb2.ConsumeRateLimitRequest(organization_id=organization_id)
             )
         except grpc.RpcError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import field
 from typing import Any
 
 import falcon
@@ -13,6 +14,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from storypost_runtime.component import component
 from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import LATENCY_BUCKETS
@@ -69,6 +71,7 @@ def _trace_headers(environ: dict[str, Any]) -> dict[str, str]:
     }
 
 
+@component
 class RequestScopeApp:
     """WSGI wrapper: a server span and the request id for the whole call (logs, gRPC
     metadata, the span's attribute). With tracing off the span is a no-op.
@@ -76,15 +79,14 @@ class RequestScopeApp:
     Our own span rather than opentelemetry-instrumentation-falcon, which patches falcon.App
     for the whole process: the access log names the span after the procedure it resolved."""
 
-    def __init__(
-        self,
-        app: Callable[..., Iterable[bytes]],
-        in_flight: InFlight,
-        spans: Tracer | None = None,
-    ) -> None:
-        self._app = app
-        self._in_flight = in_flight
-        self._spans = spans or tracer()
+    app: Callable[..., Iterable[bytes]]
+    in_flight: InFlight
+    spans: Tracer | None = None
+    # `spans`, or the process's tracer when none is given.
+    _tracer: Tracer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._tracer = self.spans or tracer()
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -93,8 +95,8 @@ class RequestScopeApp:
         environ[REQUEST_ID_ENV] = request_id
         method = str(environ.get("REQUEST_METHOD", "GET"))
         with (
-            self._in_flight,
-            self._spans.start_as_current_span(
+            self.in_flight,
+            self._tracer.start_as_current_span(
                 method,
                 context=extract(_trace_headers(environ)),
                 kind=SpanKind.SERVER,
@@ -103,7 +105,7 @@ class RequestScopeApp:
             request_scope(request_id),
         ):
             # Falcon builds the whole body before returning, so the scope covers all work.
-            return list(self._app(environ, start_response))
+            return list(self.app(environ, start_response))
 
 
 class EdgeMetrics:
@@ -141,23 +143,23 @@ def _name_span(req: falcon.Request, label: str, status: int) -> None:
         span.set_status(trace.StatusCode.ERROR)
 
 
+@component
 class AccessLog:
     """Falcon middleware: X-Request-Id on every answer, one log line and metrics per request."""
 
-    def __init__(self, metrics: EdgeMetrics) -> None:
-        self._metrics = metrics
+    metrics: EdgeMetrics
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.started = time.perf_counter()
         req.context.request_id = req.env.get(REQUEST_ID_ENV) or clean_request_id(None)
         req.context.procedure = None
         req.context.organization_id = None
-        self._metrics.in_flight.inc()
+        self.metrics.in_flight.inc()
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
     ) -> None:
-        self._metrics.in_flight.dec()
+        self.metrics.in_flight.dec()
         resp.set_header(REQUEST_ID_HEADER, req.context.request_id)
         elapsed = time.perf_counter() - req.context.started
         status = resp.status_code
@@ -167,8 +169,8 @@ class AccessLog:
             label = "unknown"
         # Other routes are labelled by their template: bounded, and free of path secrets.
         label = label or req.uri_template or "other"
-        self._metrics.requests.labels(label, str(status)).inc()
-        self._metrics.latency.labels(label).observe(elapsed)
+        self.metrics.requests.labels(label, str(status)).inc()
+        self.metrics.latency.labels(label).observe(elapsed)
         _name_span(req, label, status)
         log.info(
             "request",

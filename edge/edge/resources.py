@@ -16,6 +16,7 @@ from edge.config import EdgeSettings
 from edge.errors import ApiError, api_error_from_rpc
 from edge.procedures.base import CallContext, Handler
 from edge.validation import validate_params, validation_body
+from storypost_runtime.component import component
 
 
 def check_render_input(params: Mapping[str, Any]) -> None:
@@ -28,34 +29,27 @@ def check_render_input(params: Mapping[str, Any]) -> None:
         )
 
 
+@component
 class ProcedureResource:
     """POST /o/{organization_id}/api/v1/{procedure}: auth, rate limit, validation, handler."""
 
-    def __init__(
-        self,
-        settings: EdgeSettings,
-        catalog: Catalog,
-        handlers: Mapping[str, Handler],
-        authenticator: Authenticator,
-        rate_limit: RateLimitGate,
-    ) -> None:
-        self._settings = settings
-        self._catalog = catalog
-        self._handlers = handlers
-        self._auth = authenticator
-        self._rate_limit = rate_limit
+    settings: EdgeSettings
+    catalog: Catalog
+    handlers: Mapping[str, Handler]
+    authenticator: Authenticator
+    rate_limit: RateLimitGate
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, organization_id: str, procedure: str
     ) -> None:
         req.context.procedure = procedure
-        caller = self._auth.authenticate(req.get_header("Authorization"), organization_id)
+        caller = self.authenticator.authenticate(req.get_header("Authorization"), organization_id)
         req.context.organization_id = organization_id
-        resp.set_headers(self._rate_limit.consume(organization_id))
-        proc = self._catalog.get(procedure)
+        resp.set_headers(self.rate_limit.consume(organization_id))
+        proc = self.catalog.get(procedure)
         if proc is None:
             raise ApiError(404, f"unknown procedure: {procedure}")
-        params = read_json_object(req, self._settings.max_body_bytes)
+        params = read_json_object(req, self.settings.max_body_bytes)
         explanation = validate_params(proc, params)
         if explanation is not None:
             raise ApiError(400, "invalid params", body=validation_body(proc, explanation))
@@ -65,14 +59,14 @@ class ProcedureResource:
             organization_id=organization_id,
             credential_id=caller.credential_id,
             request_id=req.context.request_id,
-            base_url=self._settings.base_url(organization_id),
-            app_url=self._settings.app_url(organization_id),
+            base_url=self.settings.base_url(organization_id),
+            app_url=self.settings.app_url(organization_id),
         )
         resp.media = self._call(proc, ctx, params)
 
     def _call(self, proc: Procedure, ctx: CallContext, params: Mapping[str, Any]) -> Any:
         try:
-            return self._handlers[proc.name](ctx, params)
+            return self.handlers[proc.name](ctx, params)
         except grpc.RpcError as error:
             raise api_error_from_rpc(
                 error, validation_body=lambda explanation: validation_body(proc, explanation)
@@ -100,6 +94,7 @@ class Liveness:
         resp.media = {"status": "ok"}
 
 
+@component
 class Readiness:
     """Ready until SIGTERM starts the drain: the edge's own state only.
 
@@ -108,10 +103,9 @@ class Readiness:
     Retry-After that the spec promises (and that the backend's own alerts report).
     """
 
-    def __init__(self, draining: threading.Event) -> None:
-        self._draining = draining
+    draining: threading.Event
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if self._draining.is_set():
+        if self.draining.is_set():
             raise ApiError(503, "shutting down")
         resp.media = {"status": "ready"}

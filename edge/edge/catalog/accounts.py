@@ -12,6 +12,31 @@ _EXAMPLE_LINKNET_DESTINATION = {
 }
 
 
+def _listing(
+    *,
+    name: str,
+    summary: str,
+    doc: str,
+    key: str,
+    item: f.Schema,
+    description: str,
+    example: list[dict[str, object]],
+) -> Procedure:
+    """A listing of connected accounts (account-svc's ListConnectedAccounts): no input, the
+    one array `key` of `item`s out."""
+    return Procedure(
+        name=name,
+        rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
+        summary=summary,
+        doc=doc,
+        input_schema=f.input_object({}),
+        output_schema=f.list_output(key, item, description),
+        example_input={},
+        example_output={key: example},
+        tags=("accounts",),
+    )
+
+
 def _photoapp_user() -> f.Schema:
     return f.output_object(
         {
@@ -31,9 +56,8 @@ def _photoapp_user() -> f.Schema:
     )
 
 
-LIST_PHOTOAPP_USERS = Procedure(
+LIST_PHOTOAPP_USERS = _listing(
     name="list-photoapp-users",
-    rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
     summary="Lists the connected photoapp accounts and their linknet destinations.",
     doc=(
         "Lists the photoapp accounts connected to the organization. Only active "
@@ -45,22 +69,17 @@ LIST_PHOTOAPP_USERS = Procedure(
         "through a connect link (`create-connect-link`) appears here once its owner "
         "finished connecting it."
     ),
-    input_schema=f.input_object({}),
-    output_schema=f.list_output(
-        "photoappUsers", _photoapp_user(), "The connected photoapp accounts."
-    ),
-    example_input={},
-    example_output={
-        "photoappUsers": [
-            {
-                "photoappId": "17841405822304914",
-                "photoappUsername": "sunnyshop",
-                "linknetDestinations": [_EXAMPLE_LINKNET_DESTINATION],
-            },
-            {"photoappId": "17841463107751230", "photoappUsername": "sunnyshop.outlet"},
-        ]
-    },
-    tags=("accounts",),
+    key="photoappUsers",
+    item=_photoapp_user(),
+    description="The connected photoapp accounts.",
+    example=[
+        {
+            "photoappId": "17841405822304914",
+            "photoappUsername": "sunnyshop",
+            "linknetDestinations": [_EXAMPLE_LINKNET_DESTINATION],
+        },
+        {"photoappId": "17841463107751230", "photoappUsername": "sunnyshop.outlet"},
+    ],
 )
 
 
@@ -81,9 +100,8 @@ def _clipapp_account() -> f.Schema:
     )
 
 
-LIST_CLIPAPP_ACCOUNTS = Procedure(
+LIST_CLIPAPP_ACCOUNTS = _listing(
     name="list-clipapp-accounts",
-    rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
     summary="Lists the directly connected clipapp accounts.",
     doc=(
         "Lists the clipapp (short-video network) accounts connected directly to the "
@@ -92,21 +110,16 @@ LIST_CLIPAPP_ACCOUNTS = Procedure(
         "connected through the social integrations is listed by `list-social-accounts` "
         "instead (and is posted to with `schedule-social-post`)."
     ),
-    input_schema=f.input_object({}),
-    output_schema=f.list_output(
-        "clipappAccounts", _clipapp_account(), "The connected clipapp accounts."
-    ),
-    example_input={},
-    example_output={
-        "clipappAccounts": [
-            {
-                "clipappAccountId": "7096538120371831814",
-                "clipappAccountName": "Sunny Shop",
-                "profilePictureUrl": "https://cdn.clipapp.example/avatars/7096538120371831814.jpg",
-            }
-        ]
-    },
-    tags=("accounts",),
+    key="clipappAccounts",
+    item=_clipapp_account(),
+    description="The connected clipapp accounts.",
+    example=[
+        {
+            "clipappAccountId": "7096538120371831814",
+            "clipappAccountName": "Sunny Shop",
+            "profilePictureUrl": "https://cdn.clipapp.example/avatars/7096538120371831814.jpg",
+        }
+    ],
 )
 
 
@@ -283,9 +296,8 @@ _PINBOARD_OPTIONS: dict[str, object] = {
     "title": _option_example("string", "Title of the pin.", maxLength=100),
 }
 
-LIST_SOCIAL_ACCOUNTS = Procedure(
+LIST_SOCIAL_ACCOUNTS = _listing(
     name="list-social-accounts",
-    rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
     summary="Lists every connected account on every platform, with what can be posted to it.",
     doc=(
         "Lists every account connected to the organization on every platform (photoapp, "
@@ -316,96 +328,91 @@ LIST_SOCIAL_ACCOUNTS = Procedure(
         "Input: `{}`. Output: `socialAccounts` (possibly empty), oldest connection first. "
         "Deleted accounts are not listed; tokens are never part of the answer."
     ),
-    input_schema=f.input_object({}),
-    output_schema=f.list_output(
-        "socialAccounts", _social_account(), "Every connected account on every platform."
-    ),
-    example_input={},
-    example_output={
-        "socialAccounts": [
-            {
-                "socialAccountId": "sa_01jz8k4q2m7d",
-                "platform": "PHOTOAPP",
-                "connection": "direct",
-                "displayName": "Sunny Shop",
-                "username": "sunnyshop",
-                "photoappUsername": "sunnyshop",
-                "disconnected": False,
-                "linknetDestinations": [_EXAMPLE_LINKNET_DESTINATION],
-                "postTypes": [
-                    _example_post_type("IMAGE_STORY", "schedule-photoapp-story", "image"),
-                    _example_post_type(
-                        "VIDEO_STORY", "schedule-photoapp-story", "video", seconds=(0.5, 60)
-                    ),
-                    _example_post_type(
-                        "REEL", "schedule-photoapp-reel", "video", caption=2200, seconds=(0.5, 180)
-                    ),
-                ],
-            },
-            {
-                "socialAccountId": "sa_01jz8k5c9x3f",
-                "platform": "CLIPAPP",
-                "connection": "direct",
-                "displayName": "Sunny Shop",
-                "username": "sunnyshop",
-                "profilePictureUrl": "https://cdn.clipapp.example/avatars/7096538120371831814.jpg",
-                "clipappAccountId": "7096538120371831814",
-                "disconnected": False,
-                "dailyPostLimit": 10,
-                "postTypes": [
-                    _example_post_type(
-                        "VIDEO", "schedule-clipapp-post", "video", caption=2200, seconds=(0.5, 600)
-                    ),
-                    _example_post_type("PHOTO", "schedule-clipapp-post", "image", caption=90),
-                ],
-            },
-            {
-                "socialAccountId": "sa_01jz8m0t6b1w",
-                "platform": "CLIPAPP",
-                "connection": "social",
-                "displayName": "Sunny Shop",
-                "username": "sunnyshop",
-                "disconnected": False,
-                "dailyPostLimit": 10,
-                "postTypes": [
-                    _example_post_type(
-                        "VIDEO",
-                        "schedule-social-post",
-                        "video",
-                        caption=2200,
-                        seconds=(3, 600),
-                        options=_CLIPAPP_SOCIAL_OPTIONS,
-                    )
-                ],
-            },
-            {
-                "socialAccountId": "sa_01jz8m4r8h2c",
-                "platform": "PINBOARD",
-                "connection": "social",
-                "displayName": "Sunny Shop Ideas",
-                "disconnected": True,
-                "dailyPostLimit": 24,
-                "postTypes": [
-                    _example_post_type(
-                        "PIN",
-                        "schedule-social-post",
-                        "image",
-                        caption=500,
-                        options=_PINBOARD_OPTIONS,
-                    )
-                ],
-            },
-            {
-                "socialAccountId": "sa_01jz8n2d5k9p",
-                "platform": "VIDEOCHANNEL",
-                "connection": "direct",
-                "displayName": "Sunny Shop TV",
-                "disconnected": False,
-                "dailyPostLimit": 10,
-            },
-        ]
-    },
-    tags=("accounts",),
+    key="socialAccounts",
+    item=_social_account(),
+    description="Every connected account on every platform.",
+    example=[
+        {
+            "socialAccountId": "sa_01jz8k4q2m7d",
+            "platform": "PHOTOAPP",
+            "connection": "direct",
+            "displayName": "Sunny Shop",
+            "username": "sunnyshop",
+            "photoappUsername": "sunnyshop",
+            "disconnected": False,
+            "linknetDestinations": [_EXAMPLE_LINKNET_DESTINATION],
+            "postTypes": [
+                _example_post_type("IMAGE_STORY", "schedule-photoapp-story", "image"),
+                _example_post_type(
+                    "VIDEO_STORY", "schedule-photoapp-story", "video", seconds=(0.5, 60)
+                ),
+                _example_post_type(
+                    "REEL", "schedule-photoapp-reel", "video", caption=2200, seconds=(0.5, 180)
+                ),
+            ],
+        },
+        {
+            "socialAccountId": "sa_01jz8k5c9x3f",
+            "platform": "CLIPAPP",
+            "connection": "direct",
+            "displayName": "Sunny Shop",
+            "username": "sunnyshop",
+            "profilePictureUrl": "https://cdn.clipapp.example/avatars/7096538120371831814.jpg",
+            "clipappAccountId": "7096538120371831814",
+            "disconnected": False,
+            "dailyPostLimit": 10,
+            "postTypes": [
+                _example_post_type(
+                    "VIDEO", "schedule-clipapp-post", "video", caption=2200, seconds=(0.5, 600)
+                ),
+                _example_post_type("PHOTO", "schedule-clipapp-post", "image", caption=90),
+            ],
+        },
+        {
+            "socialAccountId": "sa_01jz8m0t6b1w",
+            "platform": "CLIPAPP",
+            "connection": "social",
+            "displayName": "Sunny Shop",
+            "username": "sunnyshop",
+            "disconnected": False,
+            "dailyPostLimit": 10,
+            "postTypes": [
+                _example_post_type(
+                    "VIDEO",
+                    "schedule-social-post",
+                    "video",
+                    caption=2200,
+                    seconds=(3, 600),
+                    options=_CLIPAPP_SOCIAL_OPTIONS,
+                )
+            ],
+        },
+        {
+            "socialAccountId": "sa_01jz8m4r8h2c",
+            "platform": "PINBOARD",
+            "connection": "social",
+            "displayName": "Sunny Shop Ideas",
+            "disconnected": True,
+            "dailyPostLimit": 24,
+            "postTypes": [
+                _example_post_type(
+                    "PIN",
+                    "schedule-social-post",
+                    "image",
+                    caption=500,
+                    options=_PINBOARD_OPTIONS,
+                )
+            ],
+        },
+        {
+            "socialAccountId": "sa_01jz8n2d5k9p",
+            "platform": "VIDEOCHANNEL",
+            "connection": "direct",
+            "displayName": "Sunny Shop TV",
+            "disconnected": False,
+            "dailyPostLimit": 10,
+        },
+    ],
 )
 
 CREATE_CONNECT_LINK = Procedure(

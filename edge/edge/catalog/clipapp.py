@@ -83,7 +83,7 @@ SCHEDULE_CLIPAPP_POST = Procedure(
     },
     example_output={"clipappPostUuid": _POST_UUID, "status": "scheduled"},
     render_input=True,
-    client_timeout_seconds=120.0,
+    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("clipapp",),
 )
 
@@ -113,21 +113,18 @@ STATUS_CLIPAPP_POST = Procedure(
     tags=("clipapp",),
 )
 
-CANCEL_CLIPAPP_POST = Procedure(
+CANCEL_CLIPAPP_POST = f.final_status_procedure(
     name="cancel-clipapp-post",
     rpc="storypost.publish.v1.PublishService/CancelClipappPost",
     summary="Cancels a scheduled or in-progress clipapp post.",
     doc=(
         "Cancels a clipapp post that is `scheduled` or `in-progress`; it becomes "
-        "`canceled`.\n\n"
-        "**Idempotency:** canceling an already canceled post succeeds again.\n\n"
-        "**Errors:** a post that is already `executed` or `failed` cannot be canceled: an "
-        "expected error (HTTP 400) is returned and the post is unchanged."
+        f"`canceled`.\n\n{f.cancel_doc('post')}"
     ),
-    input_schema=f.uuid_input("clipappPostUuid", "clipapp post"),
-    output_schema=f.final_status_output("clipappPostUuid", "clipapp post", "canceled"),
-    example_input={"clipappPostUuid": _POST_UUID},
-    example_output={"clipappPostUuid": _POST_UUID, "status": "canceled"},
+    uuid_name="clipappPostUuid",
+    thing="clipapp post",
+    final="canceled",
+    example_uuid=_POST_UUID,
     tags=("clipapp",),
 )
 

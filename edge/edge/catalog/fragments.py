@@ -1,9 +1,11 @@
-"""Shared JSON Schema pieces (draft 2020-12) that the procedure records are built from."""
+"""Shared JSON Schema pieces (draft 2020-12), doc paragraphs and record builders that the
+procedure records are built from."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from edge.catalog.model import Procedure
 from storypost_runtime import vocabulary
 from storypost_runtime.vocabulary import PLATFORM_NAMES
 
@@ -204,6 +206,33 @@ def final_status_output(name: str, thing: str, final: str) -> Schema:
     return uuid_output(name, thing, {"status": status(f"Always `{final}`.", (final,))})
 
 
+def final_status_procedure(
+    *,
+    name: str,
+    rpc: str,
+    summary: str,
+    doc: str,
+    uuid_name: str,
+    thing: str,
+    final: str,
+    example_uuid: str,
+    tags: tuple[str, ...],
+) -> Procedure:
+    """A cancel or a delete: the thing's UUID (`uuid_name`) in; its UUID and the one status it
+    ends in (`final`) out."""
+    return Procedure(
+        name=name,
+        rpc=rpc,
+        summary=summary,
+        doc=doc,
+        input_schema=uuid_input(uuid_name, thing),
+        output_schema=final_status_output(uuid_name, thing, final),
+        example_input={uuid_name: example_uuid},
+        example_output={uuid_name: example_uuid, "status": final},
+        tags=tags,
+    )
+
+
 def scheduled_output(name: str, thing: str, post_status: Schema | None = None) -> Schema:
     """A schedule procedure's answer: the post's UUID, its status (always `scheduled` unless
     `post_status` says otherwise) and the render warnings."""
@@ -283,10 +312,12 @@ VIDEO_DOC = (
     "{duration}; a video that does not meet this is rejected with HTTP 400 and a descriptive "
     "`errorMessage`."
 )
+# The client read timeout of the render procedures, which render before they answer.
+LONG_CALL_SECONDS = 120.0
 LONG_CALL_DOC = (
     "**Timeout:** the call may take longer than 30 seconds (the page is rendered before it "
-    "answers): use a client read timeout of at least 120 seconds, and after a client timeout "
-    "retry with the same UUID."
+    f"answers): use a client read timeout of at least {LONG_CALL_SECONDS:g} seconds, and after "
+    "a client timeout retry with the same UUID."
 )
 MENTION_BUSY_DOC = (
     "Resolving a `<photoapp-mention>` username uses one of the connected photoapp accounts; "
@@ -296,6 +327,17 @@ RETRY_DOC = (
     "**Idempotency:** calling it again with the same UUID returns the same success response "
     "and duplicates nothing, so it is safe to retry after a timeout, a 429 or a 5xx."
 )
+
+
+def cancel_doc(thing: str) -> str:
+    """The last paragraphs of a cancel whose `thing` can no longer be canceled once it is
+    `executed` or `failed`: a repeat succeeds, a finished one is an expected error."""
+    return (
+        f"**Idempotency:** canceling an already canceled {thing} succeeds again.\n\n"
+        f"**Errors:** a {thing} that is already `executed` or `failed` cannot be canceled: an "
+        f"expected error (HTTP 400) is returned and the {thing} is unchanged."
+    )
+
 
 # Values the examples share, so that they tell one consistent story.
 EXAMPLE_APP_URL = "https://storypost.example.com"

@@ -196,7 +196,7 @@ CREATE_DRAFT = Procedure(
     },
     example_output={"draftUuid": _DRAFT_UUID, "editorUrl": _DRAFT_EDITOR_URL},
     render_input=True,
-    client_timeout_seconds=120.0,
+    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("drafts",),
 )
 
@@ -236,7 +236,7 @@ STATUS_DRAFT = Procedure(
     tags=("drafts",),
 )
 
-DELETE_DRAFT = Procedure(
+DELETE_DRAFT = f.final_status_procedure(
     name="delete-draft",
     rpc="storypost.render.v1.RenderService/DeleteDraft",
     summary="Deletes a draft from the gallery.",
@@ -248,10 +248,10 @@ DELETE_DRAFT = Procedure(
         "expected error (HTTP 400) is returned and the draft is unchanged: cancel the post "
         "in the app first. A deleted draft still counts for the draft quota."
     ),
-    input_schema=f.uuid_input("draftUuid", "draft"),
-    output_schema=f.final_status_output("draftUuid", "draft", "deleted"),
-    example_input={"draftUuid": _DRAFT_UUID},
-    example_output={"draftUuid": _DRAFT_UUID, "status": "deleted"},
+    uuid_name="draftUuid",
+    thing="draft",
+    final="deleted",
+    example_uuid=_DRAFT_UUID,
     tags=("drafts",),
 )
 

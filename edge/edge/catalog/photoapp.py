@@ -70,7 +70,7 @@ SCHEDULE_PHOTOAPP_STORY = Procedure(
         "warnings": ['unknown attribute "size" on <photoapp-hashtag> was ignored'],
     },
     render_input=True,
-    client_timeout_seconds=120.0,
+    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("photoapp",),
 )
 
@@ -108,10 +108,7 @@ CANCEL_PHOTOAPP_STORY = Procedure(
     summary="Cancels a scheduled story post.",
     doc=(
         "Cancels a story post that is still `scheduled`; it becomes `canceled` and the "
-        "webhook event `photoapp_story_post.status_changed` is sent.\n\n"
-        "**Idempotency:** canceling an already canceled story succeeds again.\n\n"
-        "**Errors:** a story that is already `executed` or `failed` cannot be canceled: an "
-        "expected error (HTTP 400) is returned and the story is unchanged."
+        f"webhook event `photoapp_story_post.status_changed` is sent.\n\n{f.cancel_doc('story')}"
     ),
     input_schema=f.uuid_input("storyPostUuid", "story post"),
     output_schema=f.uuid_output(
@@ -172,7 +169,7 @@ SCHEDULE_PHOTOAPP_REEL = Procedure(
     },
     example_output={"reelPostUuid": _REEL_UUID, "status": "scheduled"},
     render_input=True,
-    client_timeout_seconds=120.0,
+    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("photoapp",),
 )
 
@@ -196,7 +193,7 @@ STATUS_PHOTOAPP_REEL = Procedure(
     tags=("photoapp",),
 )
 
-CANCEL_PHOTOAPP_REEL = Procedure(
+CANCEL_PHOTOAPP_REEL = f.final_status_procedure(
     name="cancel-photoapp-reel",
     rpc="storypost.publish.v1.PublishService/CancelReel",
     summary="Cancels a scheduled reel post.",
@@ -206,10 +203,10 @@ CANCEL_PHOTOAPP_REEL = Procedure(
         "**Errors:** once posting started (`in-progress`), succeeded (`executed`) or failed "
         "(`failed`), an expected error (HTTP 400) is returned and the reel is unchanged."
     ),
-    input_schema=f.uuid_input("reelPostUuid", "reel post"),
-    output_schema=f.final_status_output("reelPostUuid", "reel post", "canceled"),
-    example_input={"reelPostUuid": _REEL_UUID},
-    example_output={"reelPostUuid": _REEL_UUID, "status": "canceled"},
+    uuid_name="reelPostUuid",
+    thing="reel post",
+    final="canceled",
+    example_uuid=_REEL_UUID,
     tags=("photoapp",),
 )
 

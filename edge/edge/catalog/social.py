@@ -95,7 +95,7 @@ SCHEDULE_SOCIAL_POST = Procedure(
     },
     example_output={"socialPostUuid": _POST_UUID, "status": "scheduled"},
     render_input=True,
-    client_timeout_seconds=120.0,
+    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("social",),
 )
 
@@ -140,7 +140,7 @@ STATUS_SOCIAL_POST = Procedure(
     tags=("social",),
 )
 
-CANCEL_SOCIAL_POST = Procedure(
+CANCEL_SOCIAL_POST = f.final_status_procedure(
     name="cancel-social-post",
     rpc="storypost.publish.v1.PublishService/CancelSocialPost",
     summary="Cancels a scheduled or in-progress social post.",
@@ -150,15 +150,12 @@ CANCEL_SOCIAL_POST = Procedure(
         "moments around the date may come too late to stop publication.\n\n"
         "**Busy:** while the post is being uploaded, or when the platform is unreachable, "
         "the answer is HTTP 429 and the post is not canceled until a retry succeeds: retry "
-        "after a minute.\n\n"
-        "**Idempotency:** canceling an already canceled post succeeds again.\n\n"
-        "**Errors:** a post that is already `executed` or `failed` cannot be canceled: an "
-        "expected error (HTTP 400) is returned and the post is unchanged."
+        f"after a minute.\n\n{f.cancel_doc('post')}"
     ),
-    input_schema=f.uuid_input("socialPostUuid", "social post"),
-    output_schema=f.final_status_output("socialPostUuid", "social post", "canceled"),
-    example_input={"socialPostUuid": _POST_UUID},
-    example_output={"socialPostUuid": _POST_UUID, "status": "canceled"},
+    uuid_name="socialPostUuid",
+    thing="social post",
+    final="canceled",
+    example_uuid=_POST_UUID,
     tags=("social",),
 )
 

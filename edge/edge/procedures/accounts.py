@@ -12,7 +12,7 @@ from edge.backends import Backends
 from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
 from storypost.account.v1 import account_pb2 as pb
-from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.vocabulary import CLIPAPP, PHOTOAPP
 
 CONNECTION_NAMES = {pb.CONNECTION_DIRECT: "direct", pb.CONNECTION_SOCIAL: "social"}
@@ -143,13 +143,13 @@ def social_account(account: pb.ConnectedAccount) -> JsonObject:
     return data
 
 
+@component
 class AccountProcedures:
     """Connected accounts and connect links (account-svc); each public method is the
     procedure of its name."""
 
-    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
-        self._accounts = account_pb2_grpc.AccountServiceStub(backends.account)
-        self._public_url = settings.public_url
+    backends: Backends
+    settings: EdgeSettings
 
     def _listed(
         self,
@@ -157,7 +157,7 @@ class AccountProcedures:
         platform: str = "",
         connection: pb.Connection.ValueType = pb.CONNECTION_UNSPECIFIED,
     ) -> list[pb.ConnectedAccount]:
-        reply = self._accounts.ListConnectedAccounts(
+        reply = self.backends.account_stub.ListConnectedAccounts(
             pb.ListConnectedAccountsRequest(
                 organization_id=ctx.organization_id,
                 platform=platform,
@@ -178,7 +178,7 @@ class AccountProcedures:
         return {"socialAccounts": [social_account(a) for a in self._listed(ctx)]}
 
     def create_connect_link(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        link = self._accounts.CreateConnectLink(
+        link = self.backends.account_stub.CreateConnectLink(
             pb.CreateConnectLinkRequest(
                 organization_id=ctx.organization_id,
                 connect_link_uuid=params["connectLinkUuid"],
@@ -187,7 +187,7 @@ class AccountProcedures:
         )
         return {
             "connectLinkUuid": link.connect_link_uuid,
-            "connectLinkUrl": connect_link_url(self._public_url, link.token),
+            "connectLinkUrl": connect_link_url(self.settings.public_url, link.token),
         }
 
 

@@ -42,15 +42,23 @@ class ClipappProcedures(PublishProcedures):
         # it is not sent (and a number past int64 cannot reach publish-svc at all).
         if cover is not None and int(cover) <= COVER_MAX_MS:
             request.video_cover_timestamp_ms = int(cover)
-        return self._schedule(self._publish.ScheduleClipappPost, request, "clipappPostUuid")
+        return self._schedule(
+            self.backends.publish_stub.ScheduleClipappPost, request, "clipappPostUuid"
+        )
 
     def status_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(
-            self._publish.GetClipappPost, ctx, params, "clipappPostUuid", "clipappStatus"
+            self.backends.publish_stub.GetClipappPost,
+            ctx,
+            params,
+            "clipappPostUuid",
+            "clipappStatus",
         )
 
     def cancel_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        return post_answer(self._publish.CancelClipappPost, ctx, params, "clipappPostUuid")
+        return post_answer(
+            self.backends.publish_stub.CancelClipappPost, ctx, params, "clipappPostUuid"
+        )
 
 
 def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:

@@ -15,7 +15,7 @@ from edge.procedures.base import CallContext, Handler, JsonObject, procedure_met
 from edge.procedures.posts import design
 from edge.validation import validation_body
 from storypost.render.v1 import render_pb2 as pb
-from storypost.render.v1 import render_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.vocabulary import DraftStatus, proto_name
 
 # 41,943,040 base64 characters decode to at most 30 MiB.
@@ -79,17 +79,17 @@ def _draft_status(draft: pb.Draft) -> JsonObject:
     return answer
 
 
+@component
 class MediaProcedures:
     """Temp blobs and drafts (render-svc); each method is the procedure of its name."""
 
-    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
-        self._render = render_pb2_grpc.RenderServiceStub(backends.render)
-        self._render_deadline = settings.render_deadline_seconds
+    backends: Backends
+    settings: EdgeSettings
 
     def create_temp_blob_upload_url(
         self, ctx: CallContext, params: Mapping[str, Any]
     ) -> JsonObject:
-        blob = self._render.CreateTempBlobUploadUrl(
+        blob = self.backends.render_stub.CreateTempBlobUploadUrl(
             pb.CreateTempBlobUploadUrlRequest(
                 organization_id=ctx.organization_id,
                 temp_blob_uuid=params["tempBlobUuid"],
@@ -102,7 +102,7 @@ class MediaProcedures:
 
     def upload_temp_blob(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         content = decode_base64(params["contentBase64"])
-        blob = self._render.UploadTempBlob(
+        blob = self.backends.render_stub.UploadTempBlob(
             pb.UploadTempBlobRequest(
                 organization_id=ctx.organization_id,
                 temp_blob_uuid=params["tempBlobUuid"],
@@ -116,7 +116,7 @@ class MediaProcedures:
         return _blob_answer(blob)
 
     def create_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        draft = self._render.CreateDraft(
+        draft = self.backends.render_stub.CreateDraft(
             pb.CreateDraftRequest(
                 organization_id=ctx.organization_id,
                 draft_uuid=params["draftUuid"],
@@ -125,7 +125,7 @@ class MediaProcedures:
                 folder_name=params.get("folderName", ""),
                 public_app_url=ctx.app_url,
             ),
-            timeout=self._render_deadline,
+            timeout=self.settings.render_deadline_seconds,
         )
         answer: JsonObject = {
             "draftUuid": draft.draft_uuid,
@@ -137,10 +137,14 @@ class MediaProcedures:
         return answer
 
     def status_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        return _draft_status(self._render.GetDraft(named_draft(pb.GetDraftRequest, ctx, params)))
+        return _draft_status(
+            self.backends.render_stub.GetDraft(named_draft(pb.GetDraftRequest, ctx, params))
+        )
 
     def delete_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        draft = self._render.DeleteDraft(named_draft(pb.DeleteDraftRequest, ctx, params))
+        draft = self.backends.render_stub.DeleteDraft(
+            named_draft(pb.DeleteDraftRequest, ctx, params)
+        )
         return {"draftUuid": draft.draft_uuid, "status": "deleted"}
 
 

@@ -18,7 +18,7 @@ class PhotoappProcedures(PublishProcedures):
     def schedule_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         destination = params.get("linknetDestinationId")
         return self._schedule(
-            self._publish.ScheduleStory,
+            self.backends.publish_stub.ScheduleStory,
             pb.ScheduleStoryRequest(
                 organization_id=ctx.organization_id,
                 story_post_uuid=params["storyPostUuid"],
@@ -33,14 +33,16 @@ class PhotoappProcedures(PublishProcedures):
         )
 
     def status_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        return post_answer(self._publish.GetStory, ctx, params, "storyPostUuid", "previewUrl")
+        return post_answer(
+            self.backends.publish_stub.GetStory, ctx, params, "storyPostUuid", "previewUrl"
+        )
 
     def cancel_photoapp_story(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        return post_answer(self._publish.CancelStory, ctx, params, "storyPostUuid")
+        return post_answer(self.backends.publish_stub.CancelStory, ctx, params, "storyPostUuid")
 
     def schedule_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return self._schedule(
-            self._publish.ScheduleReel,
+            self.backends.publish_stub.ScheduleReel,
             pb.ScheduleReelRequest(
                 organization_id=ctx.organization_id,
                 reel_post_uuid=params["reelPostUuid"],
@@ -57,10 +59,10 @@ class PhotoappProcedures(PublishProcedures):
         )
 
     def status_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        return post_answer(self._publish.GetReel, ctx, params, "reelPostUuid")
+        return post_answer(self.backends.publish_stub.GetReel, ctx, params, "reelPostUuid")
 
     def cancel_photoapp_reel(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        return post_answer(self._publish.CancelReel, ctx, params, "reelPostUuid")
+        return post_answer(self.backends.publish_stub.CancelReel, ctx, params, "reelPostUuid")
 
 
 def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:

@@ -14,21 +14,21 @@ from edge.backends import Backends
 from edge.config import EdgeSettings
 from edge.procedures.base import CallContext, JsonObject
 from storypost.publish.v1 import publish_pb2 as pb
-from storypost.publish.v1 import publish_pb2_grpc
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import iso_utc
+from storypost_runtime.component import component
 from storypost_runtime.protobuf import to_datetime
 from storypost_runtime.vocabulary import PostStatus, proto_name
 
 STATUS_TEXT = {pb.PostStatus.Value(proto_name("POST_STATUS", s)): s.value for s in PostStatus}
 
 
+@component
 class PublishProcedures:
     """Base of the post areas: publish-svc, and the deadline of its calls that render first."""
 
-    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
-        self._publish = publish_pb2_grpc.PublishServiceStub(backends.publish)
-        self._deadline = settings.render_deadline_seconds
+    backends: Backends
+    settings: EdgeSettings
 
     def _schedule(
         self,
@@ -40,7 +40,7 @@ class PublishProcedures:
     ) -> JsonObject:
         """A schedule procedure: publish-svc renders the design before it answers, so the call
         has the render deadline; its answer is `scheduled_json`'s."""
-        reply = call(request, timeout=self._deadline)
+        reply = call(request, timeout=self.settings.render_deadline_seconds)
         return scheduled_json(uuid_field, reply, current_status=current_status)
 
 

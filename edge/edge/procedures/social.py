@@ -20,7 +20,7 @@ class SocialProcedures(PublishProcedures):
 
     def schedule_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return self._schedule(
-            self._publish.ScheduleSocialPost,
+            self.backends.publish_stub.ScheduleSocialPost,
             pb.ScheduleSocialPostRequest(
                 organization_id=ctx.organization_id,
                 social_post_uuid=params["socialPostUuid"],
@@ -37,11 +37,13 @@ class SocialProcedures(PublishProcedures):
 
     def status_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(
-            self._publish.GetSocialPost, ctx, params, "socialPostUuid", *STATUS_FIELDS
+            self.backends.publish_stub.GetSocialPost, ctx, params, "socialPostUuid", *STATUS_FIELDS
         )
 
     def cancel_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
-        return post_answer(self._publish.CancelSocialPost, ctx, params, "socialPostUuid")
+        return post_answer(
+            self.backends.publish_stub.CancelSocialPost, ctx, params, "socialPostUuid"
+        )
 
 
 def handlers(backends: Backends, settings: EdgeSettings) -> dict[str, Handler]:

@@ -22,7 +22,7 @@ from edge.backends import Backends
 from edge.config import EdgeSettings
 from edge.errors import ApiError, api_error_from_rpc
 from storypost.render.v1 import render_pb2 as pb
-from storypost.render.v1 import render_pb2_grpc
+from storypost_runtime.component import component
 
 BLOB_ROUTE = "/o/{organization_id}/blobs/{temp_blob_uuid}/{key}"
 DOWNLOAD_ROUTE = "/o/{organization_id}/blobs/{temp_blob_uuid}/download/{expires_at:int}/{signature}"
@@ -46,10 +46,10 @@ def _raise_for(error: grpc.RpcError) -> NoReturn:
     raise api_error_from_rpc(error) from None
 
 
+@component
 class TempBlobRedirect:
-    def __init__(self, backends: Backends, settings: EdgeSettings) -> None:
-        self._render = render_pb2_grpc.RenderServiceStub(backends.render)
-        self._settings = settings
+    backends: Backends
+    settings: EdgeSettings
 
     def on_get(
         self,
@@ -60,7 +60,7 @@ class TempBlobRedirect:
         key: str,
     ) -> None:
         try:
-            signed = self._render.SignTempBlobDownload(
+            signed = self.backends.render_stub.SignTempBlobDownload(
                 pb.SignTempBlobDownloadRequest(
                     organization_id=organization_id, temp_blob_uuid=temp_blob_uuid, key=key
                 )
@@ -69,7 +69,7 @@ class TempBlobRedirect:
             _raise_for(error)
         resp.status = falcon.HTTP_302
         resp.location = (
-            f"{self._settings.app_url(organization_id)}/blobs/{temp_blob_uuid.lower()}"
+            f"{self.settings.app_url(organization_id)}/blobs/{temp_blob_uuid.lower()}"
             f"/download/{signed.expires_at}/{signed.signature}"
         )
         # The target expires within minutes: nobody may keep the redirect.
@@ -78,13 +78,13 @@ class TempBlobRedirect:
     on_head = on_get
 
 
+@component
 class TempBlobDownload:
-    def __init__(self, backends: Backends) -> None:
-        self._render = render_pb2_grpc.RenderServiceStub(backends.render)
+    backends: Backends
 
     def _read(self, name: tuple[str, str, int, str], offset: int, length: int) -> pb.TempBlobPart:
         organization_id, temp_blob_uuid, expires_at, signature = name
-        part: pb.TempBlobPart = self._render.ReadTempBlob(
+        part: pb.TempBlobPart = self.backends.render_stub.ReadTempBlob(
             pb.ReadTempBlobRequest(
                 organization_id=organization_id,
                 temp_blob_uuid=temp_blob_uuid,

@@ -19,6 +19,7 @@ from edge.backends import Backends
 from edge.config import EdgeSettings
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 from storypost_runtime.status import details_from
 from storypost_runtime.vocabulary import PHOTOAPP
@@ -119,21 +120,19 @@ def _state_digest(state: str) -> str:
     return hashlib.sha256(state.encode()).hexdigest()
 
 
+@component
 class ConnectLinkPage:
     """GET: what the link connects; POST: start the platform's sign-in."""
 
-    def __init__(
-        self, accounts: account_pb2_grpc.AccountServiceStub, settings: EdgeSettings
-    ) -> None:
-        self._accounts = accounts
-        self._settings = settings
+    accounts: account_pb2_grpc.AccountServiceStub
+    settings: EdgeSettings
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, token: str) -> None:
         if not TOKEN_SHAPE.match(token):
             _unknown(resp)
             return
         try:
-            view = self._accounts.GetConnectLink(pb.GetConnectLinkRequest(token=token))
+            view = self.accounts.GetConnectLink(pb.GetConnectLinkRequest(token=token))
         except grpc.RpcError as error:
             _failure(resp, error, "page")
             return
@@ -155,11 +154,11 @@ class ConnectLinkPage:
             _unknown(resp)
             return
         try:
-            started = self._accounts.StartConnect(
+            started = self.accounts.StartConnect(
                 pb.StartConnectRequest(
                     connect_link_token=token,
                     platform=PHOTOAPP.name,
-                    redirect_uri=f"{self._settings.public_url.rstrip('/')}/connect/callback",
+                    redirect_uri=f"{self.settings.public_url.rstrip('/')}/connect/callback",
                 )
             )
         except grpc.RpcError as error:
@@ -171,7 +170,7 @@ class ConnectLinkPage:
             max_age=15 * 60,
             path="/connect",
             http_only=True,
-            secure=self._settings.public_url.startswith("https://"),
+            secure=self.settings.public_url.startswith("https://"),
             same_site="Lax",
         )
         resp.set_headers(SECURITY_HEADERS)
@@ -179,11 +178,11 @@ class ConnectLinkPage:
         resp.location = started.authorize_url
 
 
+@component
 class ConnectCallback:
     """GET ?state=&code= (or &error=): finishes the sign-in and shows the result."""
 
-    def __init__(self, accounts: account_pb2_grpc.AccountServiceStub) -> None:
-        self._accounts = accounts
+    accounts: account_pb2_grpc.AccountServiceStub
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         state = req.get_param("state") or ""
@@ -198,7 +197,7 @@ class ConnectCallback:
             )
             return
         try:
-            done = self._accounts.CompleteConnect(
+            done = self.accounts.CompleteConnect(
                 pb.CompleteConnectRequest(
                     state=state,
                     code=req.get_param("code") or "",
@@ -220,6 +219,6 @@ class ConnectCallback:
 
 
 def add_routes(app: falcon.App, backends: Backends, settings: EdgeSettings) -> None:
-    accounts = account_pb2_grpc.AccountServiceStub(backends.account)
+    accounts = backends.account_stub
     app.add_route("/connect/callback", ConnectCallback(accounts))
     app.add_route("/connect/{token}", ConnectLinkPage(accounts, settings))

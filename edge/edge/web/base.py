@@ -20,6 +20,7 @@ from storypost.account.v1 import account_pb2_grpc
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc
 from storypost.webhook.v1 import webhook_pb2_grpc
+from storypost_runtime.component import component
 
 Form = dict[str, str | list[str]]
 # Navigation of the page header: (key, label, path below /o/<org>).
@@ -48,15 +49,14 @@ class Web:
 
     @classmethod
     def build(cls, backends: Backends, settings: EdgeSettings, views: Views) -> Web:
-        accounts = account_pb2_grpc.AccountServiceStub(backends.account)
         return cls(
             settings=settings,
             views=views,
-            sessions=Sessions(accounts, settings),
-            accounts=accounts,
-            render=render_pb2_grpc.RenderServiceStub(backends.render),
-            publish=publish_pb2_grpc.PublishServiceStub(backends.publish),
-            webhooks=webhook_pb2_grpc.WebhookServiceStub(backends.webhook),
+            sessions=Sessions(backends.account_stub, settings),
+            accounts=backends.account_stub,
+            render=backends.render_stub,
+            publish=backends.publish_stub,
+            webhooks=backends.webhook_stub,
         )
 
     def app_url(self, organization_id: str) -> str:
@@ -87,14 +87,14 @@ def fields(form: Mapping[str, str | list[str]], name: str) -> list[str]:
     return value if isinstance(value, list) else [value]
 
 
+@component
 class Page:
     """Base of the signed-in pages."""
 
     # The metrics and access-log label ("app:gallery"): one per page, not one per URL.
     label = "app"
 
-    def __init__(self, web: Web) -> None:
-        self.web = web
+    web: Web
 
     def begin(self, req: falcon.Request, organization_id: str) -> Viewer:
         """The signed-in user; otherwise a redirect to sign-in that comes back here."""

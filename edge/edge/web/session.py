@@ -31,6 +31,7 @@ from edge.config import EdgeSettings
 from edge.web.failures import PageError, page_error, page_errors
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.component import component
 
 SESSION_COOKIE = "storypost_session"
 SIGNIN_COOKIE = "storypost_signin"
@@ -101,15 +102,19 @@ class Flash:
     text: str
 
 
+@component
 class Sessions:
-    def __init__(
-        self, accounts: account_pb2_grpc.AccountServiceStub, settings: EdgeSettings
-    ) -> None:
-        self._accounts = accounts
-        self.secure = settings.public_url.startswith("https://")
-        # Workspace names for the page header: one lookup a minute, not one per page.
-        self._names: cachetools.TTLCache[str, str] = cachetools.TTLCache(maxsize=4096, ttl=60)
-        self._lock = threading.Lock()
+    accounts: account_pb2_grpc.AccountServiceStub
+    settings: EdgeSettings
+    secure: bool = field(init=False)
+    # Workspace names for the page header: one lookup a minute, not one per page.
+    _names: cachetools.TTLCache[str, str] = field(
+        init=False, default_factory=lambda: cachetools.TTLCache(maxsize=4096, ttl=60)
+    )
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.secure = self.settings.public_url.startswith("https://")
 
     # --- cookies -----------------------------------------------------------------------
     def _set(
@@ -142,7 +147,7 @@ class Sessions:
         token = cookie(req, SESSION_COOKIE)
         if token and TOKEN_SHAPE.match(token):
             with page_errors():
-                self._accounts.EndSession(pb.EndSessionRequest(session_token=token))
+                self.accounts.EndSession(pb.EndSessionRequest(session_token=token))
         self._clear(resp, organization_id, SESSION_COOKIE)
 
     def signin_csrf(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> str:
@@ -183,7 +188,7 @@ class Sessions:
         if name is not None:
             return name
         with page_errors("This workspace"):
-            org = self._accounts.GetOrganization(
+            org = self.accounts.GetOrganization(
                 pb.GetOrganizationRequest(organization_id=organization_id)
             )
         with self._lock:
@@ -196,7 +201,7 @@ class Sessions:
         if not TOKEN_SHAPE.match(token) or not ORG_SHAPE.match(organization_id):
             return None
         try:
-            session = self._accounts.GetSession(
+            session = self.accounts.GetSession(
                 pb.GetSessionRequest(organization_id=organization_id, session_token=token)
             )
         except grpc.RpcError as error:

@@ -21,6 +21,7 @@ from edge.middleware import InFlight
 from edge.procedures import HandlerMismatch, all_handlers, build_handlers, misc
 from edge.procedures.base import CallContext, Handler, JsonObject
 from storypost.account.v1 import account_pb2 as pb
+from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from storypost_runtime.status import status_for
 from tests.support.rpc import FakeRpcError
@@ -74,7 +75,7 @@ def failing(error: Exception) -> Any:
 @pytest.fixture
 def accounts(monkeypatch: pytest.MonkeyPatch) -> FakeAccounts:
     fake = FakeAccounts()
-    monkeypatch.setattr("edge.app.account_pb2_grpc.AccountServiceStub", lambda _channel: fake)
+    monkeypatch.setattr("edge.backends.account_pb2_grpc.AccountServiceStub", lambda _channel: fake)
     return fake
 
 
@@ -131,15 +132,15 @@ class Called(Exception):
     """Raised by the recording channel in place of an answer."""
 
 
+@component
 class RecordingChannel:
     """A channel whose every call records its method and raises Called."""
 
-    def __init__(self, calls: list[str]) -> None:
-        self._calls = calls
+    calls: list[str]
 
     def unary_unary(self, method: str, *_args: Any, **_kwargs: Any) -> Any:
         def call(_request: Any, **_options: Any) -> Any:
-            self._calls.append(method.removeprefix("/"))
+            self.calls.append(method.removeprefix("/"))
             raise Called
 
         return call

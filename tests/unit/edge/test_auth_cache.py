@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
 from edge.auth import Authenticator
 from edge.errors import ApiError
+from storypost_runtime.component import component
 
 
 @dataclass
@@ -25,12 +26,12 @@ class CountingAccounts:
         return Reply("org1", "cred1")
 
 
+@component
 class SteppingTimer:
     """Each look at the clock is `step` seconds after the previous one."""
 
-    def __init__(self, step: float) -> None:
-        self.now = 0.0
-        self.step = step
+    step: float
+    now: float = field(init=False, default=0.0)
 
     def __call__(self) -> float:
         self.now += self.step

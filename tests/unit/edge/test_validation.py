@@ -151,39 +151,41 @@ def test_a_body_that_is_not_an_object(body: object) -> None:
 # --- formats ------------------------------------------------------------------------------
 
 
+BAD_UUIDS = (
+    "not-a-uuid",
+    "bc604f8c650a46ed8726def3cdf9d0c0",
+    "{bc604f8c-650a-46ed-8726-def3cdf9d0c0}",
+    "urn:uuid:bc604f8c-650a-46ed-8726-def3cdf9d0c0",
+    "bc604f8c-650a-46ed-8726-def3cdf9d0c-0",
+    "bc604f8c-650a-46ed-8726-def3cdf9d0cg",
+    " bc604f8c-650a-46ed-8726-def3cdf9d0c0",
+    "",
+)
+BAD_DATE_TIMES = (
+    "2026-07-01",
+    "2026-07-01 09:30:00Z",
+    "2026-07-01T09:30:00",
+    "tomorrow",
+    "2026-13-01T00:00:00Z",
+)
+
+
 @pytest.mark.parametrize(
-    "value",
+    ("name", "value", "problem"),
     [
-        "not-a-uuid",
-        "bc604f8c650a46ed8726def3cdf9d0c0",
-        "{bc604f8c-650a-46ed-8726-def3cdf9d0c0}",
-        "urn:uuid:bc604f8c-650a-46ed-8726-def3cdf9d0c0",
-        "bc604f8c-650a-46ed-8726-def3cdf9d0c-0",
-        "bc604f8c-650a-46ed-8726-def3cdf9d0cg",
-        " bc604f8c-650a-46ed-8726-def3cdf9d0c0",
-        "",
+        *(pytest.param("storyPostUuid", v, "not a valid uuid", id=f"uuid:{v}") for v in BAD_UUIDS),
+        *(
+            pytest.param("date", v, "not a valid ISO 8601 date-time", id=f"date-time:{v}")
+            for v in BAD_DATE_TIMES
+        ),
     ],
 )
-def test_bad_uuid(value: str) -> None:
-    assert explain(STORY, story(storyPostUuid=value)) == {"storyPostUuid": ["not a valid uuid"]}
+def test_bad_format(name: str, value: str, problem: str) -> None:
+    assert explain(STORY, story(**{name: value})) == {name: [problem]}
 
 
 def test_uppercase_uuid_is_a_uuid() -> None:
     assert validate_params(STORY, story(storyPostUuid=STORY_UUID.upper())) is None
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        "2026-07-01",
-        "2026-07-01 09:30:00Z",
-        "2026-07-01T09:30:00",
-        "tomorrow",
-        "2026-13-01T00:00:00Z",
-    ],
-)
-def test_bad_date_time(value: str) -> None:
-    assert explain(STORY, story(date=value)) == {"date": ["not a valid ISO 8601 date-time"]}
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.publish.v1 import publish_pb2
 from storypost.render.v1 import render_pb2
 from storypost.webhook.v1 import webhook_pb2
+from storypost_runtime.component import component
 from storypost_runtime.errors import (
     DomainError,
     FailedPrecondition,
@@ -164,17 +165,17 @@ class FakeRender:
         return Unary(list_drafts)
 
 
+@component
 class Unary:
     """A fake stub method that also answers `.future(...)` like grpc's."""
 
-    def __init__(self, call: Any) -> None:
-        self._call = call
+    call: Any
 
     def __call__(self, request: Any, **kw: Any) -> Any:
-        return self._call(request, **kw)
+        return self.call(request, **kw)
 
     def future(self, request: Any, **kw: Any) -> Any:
-        answer = self._call(request, **kw)
+        answer = self.call(request, **kw)
         return type("Done", (), {"result": lambda _self: answer})()
 
 

@@ -12,6 +12,7 @@ from edge.web.base import Page, Web, field, read_form
 from edge.web.failures import PageError, page_error
 from edge.web.session import ORG_SHAPE, org_path, safe_next
 from storypost.account.v1 import account_pb2 as pb
+from storypost_runtime.component import component
 from storypost_runtime.status import details_from
 
 WRONG_LOGIN = "Wrong email or password."
@@ -147,11 +148,11 @@ class Home(Page):
         raise falcon.HTTPSeeOther(f"{org_path(organization_id)}/gallery")
 
 
+@component
 class WorkspacePicker:
     """GET /signin (and /): asks for the workspace id, then sends on to its sign-in page."""
 
-    def __init__(self, web: Web) -> None:
-        self.web = web
+    web: Web
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.procedure = "app:workspace"
