@@ -35,6 +35,7 @@ from storypost_client.uploads import (
     aread_chunks,
     inline_body,
     plan_upload,
+    put_retry_wait,
 )
 
 if TYPE_CHECKING:
@@ -259,23 +260,17 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         attempt = 0
         while True:
             attempt += 1
+            outcome: httpx.Response | Exception
             try:
                 async with contextlib.aclosing(
                     aread_chunks(plan.path, plan.size, progress)
                 ) as body:
-                    response = await self._http.put(
+                    outcome = await self._http.put(
                         upload_url, content=body, headers=plan.put_headers(), timeout=PUT_TIMEOUT
                     )
-            except httpx.ConnectError as error:
-                raise StoreUnreachable(repr(error)) from error
             except transport.TRANSIENT_TRANSPORT_ERRORS as error:
-                if attempt >= self.retry.max_attempts:
-                    raise StoreUnreachable(repr(error)) from error
-                await asyncio.sleep(self.retry.delay(attempt) or 0.0)
-                continue
-            if response.is_success:
+                outcome = error
+            wait = put_retry_wait(self.retry, attempt, outcome)
+            if wait is None:
                 return
-            if response.status_code in self.retry.statuses and attempt < self.retry.max_attempts:
-                await asyncio.sleep(self.retry.delay(attempt) or 0.0)
-                continue
-            raise transport.upload_refused(response)
+            await asyncio.sleep(wait)

@@ -33,6 +33,7 @@ from storypost_client.uploads import (
     UploadPlan,
     inline_body,
     plan_upload,
+    put_retry_wait,
     read_chunks,
 )
 
@@ -258,24 +259,18 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         attempt = 0
         while True:
             attempt += 1
+            outcome: httpx.Response | Exception
             try:
                 with plan.path.open("rb") as file:
-                    response = self._http.put(
+                    outcome = self._http.put(
                         upload_url,
                         content=read_chunks(file, plan.size, progress),
                         headers=plan.put_headers(),
                         timeout=PUT_TIMEOUT,
                     )
-            except httpx.ConnectError as error:
-                raise StoreUnreachable(repr(error)) from error
             except transport.TRANSIENT_TRANSPORT_ERRORS as error:
-                if attempt >= self.retry.max_attempts:
-                    raise StoreUnreachable(repr(error)) from error
-                time.sleep(self.retry.delay(attempt) or 0.0)
-                continue
-            if response.is_success:
+                outcome = error
+            wait = put_retry_wait(self.retry, attempt, outcome)
+            if wait is None:
                 return
-            if response.status_code in self.retry.statuses and attempt < self.retry.max_attempts:
-                time.sleep(self.retry.delay(attempt) or 0.0)
-                continue
-            raise transport.upload_refused(response)
+            time.sleep(wait)

@@ -13,6 +13,9 @@ from typing import BinaryIO, Literal, TypedDict
 
 import httpx
 
+from storypost_client.retry import RetryPolicy
+from storypost_client.transport import upload_refused
+
 # The limits of the spec: presigned uploads 1 to 100 MB, inline uploads 30 MB decoded.
 PRESIGNED_MAX_BYTES = 104_857_600
 INLINE_MAX_BYTES = 30 * 1024 * 1024
@@ -89,9 +92,7 @@ def read_chunks(file: BinaryIO, size: int, progress: Progress | None) -> Iterato
         progress(0, size)
     while sent < size:
         chunk = file.read(min(CHUNK_BYTES, size - sent))
-        if not chunk:
-            raise UploadChangedError(f"the file shrank during the upload ({sent} of {size} bytes)")
-        sent += len(chunk)
+        sent = _sent_after(chunk, sent, size)
         yield chunk
         if progress:
             progress(sent, size)
@@ -106,14 +107,39 @@ async def aread_chunks(path: Path, size: int, progress: Progress | None) -> Asyn
             progress(0, size)
         while sent < size:
             chunk = await asyncio.to_thread(file.read, min(CHUNK_BYTES, size - sent))
-            if not chunk:
-                raise UploadChangedError(f"the file shrank during the upload ({sent} of {size})")
-            sent += len(chunk)
+            sent = _sent_after(chunk, sent, size)
             yield chunk
             if progress:
                 progress(sent, size)
     finally:
         await asyncio.to_thread(file.close)
+
+
+def _sent_after(chunk: bytes, sent: int, size: int) -> int:
+    """The bytes sent once `chunk` is (both readers): a file that ends before `size` bytes
+    changed since it was planned (UploadChangedError)."""
+    if not chunk:
+        raise UploadChangedError(f"the file shrank during the upload ({sent} of {size} bytes)")
+    return sent + len(chunk)
+
+
+def put_retry_wait(
+    retry: RetryPolicy, attempt: int, outcome: httpx.Response | Exception
+) -> float | None:
+    """What follows PUT attempt `attempt` (1-based) of both clients, given its `outcome`: the
+    store's answer, or a transient transport error. None: the store has the file; else the
+    seconds to wait before the next attempt (what `retry` retries, up to its last attempt).
+    Raises StoreUnreachable when the store cannot be reached (a refused connection at once,
+    other transport errors on the last attempt), UploadError when it refuses the bytes."""
+    if isinstance(outcome, Exception):
+        if isinstance(outcome, httpx.ConnectError) or attempt >= retry.max_attempts:
+            raise StoreUnreachable(repr(outcome)) from outcome
+        return retry.delay(attempt) or 0.0
+    if outcome.is_success:
+        return None
+    if outcome.status_code in retry.statuses and attempt < retry.max_attempts:
+        return retry.delay(attempt) or 0.0
+    raise upload_refused(outcome)
 
 
 def inline_body(plan: UploadPlan, temp_blob_uuid: str) -> dict[str, str]:

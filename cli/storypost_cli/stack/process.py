@@ -10,7 +10,10 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import field
 from pathlib import Path
+
+from storypost_runtime.component import component
 
 _PR_SET_PDEATHSIG = 1
 _PAUSE_SIGNALS = frozenset({signal.SIGSTOP, signal.SIGCONT, signal.SIGTSTP})
@@ -48,18 +51,21 @@ def read_tail(path: Path, lines: int = 20) -> str:
     return "\n".join(line.decode("utf-8", "replace") for line in tail)
 
 
+@component
 class ManagedProcess:
     """A child in its own process group whose output is appended to a log file."""
 
-    def __init__(
-        self, name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path
-    ) -> None:
-        self.name = name
-        self._argv = list(argv)
-        self._env = dict(env)
-        self.log_path = log_path
-        self._process: asyncio.subprocess.Process | None = None
-        self._stopping = False
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    log_path: Path
+    _process: asyncio.subprocess.Process | None = field(init=False, default=None)
+    _stopping: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        # Copies: a caller changing its list or mapping later does not change a (re)start.
+        self.argv = list(self.argv)
+        self.env = dict(self.env)
 
     @property
     def pid(self) -> int | None:
@@ -82,17 +88,17 @@ class ManagedProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            log.write(f"\n=== {stamp} starting {self.name}: {' '.join(self._argv)}\n".encode())
+            log.write(f"\n=== {stamp} starting {self.name}: {' '.join(self.argv)}\n".encode())
             log.flush()
             self._stopping = False
             # Own session: a terminal's Ctrl-C reaches only the supervisor, which then stops
             # the children in order; and the whole group can be killed, grandchildren too.
             self._process = await asyncio.create_subprocess_exec(
-                *self._argv,
+                *self.argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=asyncio.subprocess.STDOUT,
-                env=self._env,
+                env=self.env,
                 start_new_session=True,
                 preexec_fn=die_with_parent(),
             )

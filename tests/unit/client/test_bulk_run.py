@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from dataclasses import KW_ONLY, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from storypost_client import AsyncStorypostClient, RetryPolicy, StorypostClient
 from storypost_client.bulk import BadRowsError, RowResult
 from storypost_client.bulk_files import read_results
 from storypost_client.cli.exits import EXIT_ROWS_FAILED
+from storypost_runtime.component import component
 from tests.unit.client.cli_runner import run
 from tests.unit.client.support import Reply, Seen, scripted
 
@@ -30,15 +32,16 @@ def rows(count: int) -> list[dict[str, str]]:
     ]
 
 
+@component
 class FakeApi:
     """An idempotent API: each UUID is made once; a few calls answer 429 first."""
 
-    def __init__(self, *, limited: int = 0, retry_after: str = "1") -> None:
-        self.made: dict[str, dict[str, Any]] = {}
-        self.sends = 0
-        self.limited = limited
-        self.retry_after = retry_after
-        self.lock = threading.Lock()
+    _: KW_ONLY
+    limited: int = 0
+    retry_after: str = "1"
+    made: dict[str, dict[str, Any]] = field(init=False, default_factory=dict)
+    sends: int = field(init=False, default=0)
+    lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __call__(self, seen: Seen) -> Reply:
         procedure = seen.path.rsplit("/", 1)[-1]

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
-from storypost_client import AsyncStorypostClient, StorypostClient, UploadError
-from storypost_client.uploads import CHUNK_BYTES
+from storypost_client import AsyncStorypostClient, RetryPolicy, StorypostClient, UploadError
+from storypost_client.uploads import (
+    CHUNK_BYTES,
+    StoreUnreachable,
+    UploadChangedError,
+    aread_chunks,
+    put_retry_wait,
+    read_chunks,
+)
 from tests.unit.client.support import (
     ORG_PATH,
     Reply,
@@ -209,3 +218,39 @@ async def test_async_fallback_to_inline(video: Path) -> None:
     assert server.paths()[-1] == f"{ORG_PATH}/upload-temp-blob"
     assert base64.b64decode(server.seen[-1].json()["contentBase64"]) == video.read_bytes()
     assert uploaded["method"] == "inline"
+
+
+async def test_a_file_that_shrank_is_refused_by_both_readers(video: Path) -> None:
+    claimed = SIZE + 10
+    shrank = f"the file shrank during the upload \\({SIZE} of {claimed} bytes\\)"
+    with video.open("rb") as file, pytest.raises(UploadChangedError, match=shrank):
+        list(read_chunks(file, claimed, None))
+    with pytest.raises(UploadChangedError, match=shrank):
+        async with contextlib.aclosing(aread_chunks(video, claimed, None)) as chunks:
+            async for _ in chunks:
+                pass
+
+
+RETRY_TWICE = RetryPolicy(max_attempts=2, base_delay=0.5, jitter=0.0)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "outcome", "expected"),
+    [
+        pytest.param(1, httpx.Response(200), None, id="stored"),
+        pytest.param(1, httpx.Response(503), 0.5, id="retried status"),
+        pytest.param(2, httpx.Response(503), UploadError, id="retried status, last attempt"),
+        pytest.param(1, httpx.Response(403), UploadError, id="refused"),
+        pytest.param(1, httpx.ReadTimeout("slow"), 0.5, id="transport error"),
+        pytest.param(2, httpx.ReadTimeout("slow"), StoreUnreachable, id="transport error, last"),
+        pytest.param(1, httpx.ConnectError("refused"), StoreUnreachable, id="refused connection"),
+    ],
+)
+def test_what_follows_a_put_attempt(
+    attempt: int, outcome: httpx.Response | Exception, expected: float | type[Exception] | None
+) -> None:
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            put_retry_wait(RETRY_TWICE, attempt, outcome)
+    else:
+        assert put_retry_wait(RETRY_TWICE, attempt, outcome) == expected
