@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from storypost_runtime.component import component
 from tests.support.api import Api, Org
 from tests.support.polling import wait_until
 from tests.support.webhook_receiver import Certificates, Receiver, make_certificates
@@ -64,14 +66,14 @@ def make_receiver_certificates(directory: Path) -> Certificates:
     return make_certificates(directory, RECEIVER_HOST)
 
 
+@component
 class LoopbackReceiver(Receiver):
     """The webhook tests' HTTPS receiver, listening on 127.0.0.2 (the one address the
     reliability stack's webhook-svc may reach). Paths in `redirects` answer 302 to their
     target (webhook-svc must not follow)."""
 
-    def __init__(self, certs: Certificates) -> None:
-        super().__init__(certs, RECEIVER_HOST)
-        self.redirects: dict[str, str] = {}
+    host: str = field(init=False, default=RECEIVER_HOST)
+    redirects: dict[str, str] = field(init=False, default_factory=dict)
 
     async def _handle(self, request: web.Request) -> web.Response:
         target = self.redirects.get(request.path)

@@ -6,7 +6,7 @@ import base64
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -17,6 +17,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_f
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import Organization, StackHandle
+from storypost_runtime.component import component
 
 # What storypost.testing makes for a test: an organization, an API token, its base URL.
 Org = Organization
@@ -44,12 +45,16 @@ def retrying_unavailable() -> AsyncRetrying:
     )
 
 
+@component
 class Admin:
     """account-svc calls a test needs (what `storypost admin` does)."""
 
-    def __init__(self, channel: grpc.aio.Channel, edge_url: str) -> None:
-        self._accounts = account_pb2_grpc.AccountServiceStub(channel)
-        self._edge_url = edge_url
+    channel: grpc.aio.Channel
+    edge_url: str
+    _accounts: account_pb2_grpc.AccountServiceAsyncStub = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._accounts = account_pb2_grpc.AccountServiceStub(self.channel)
 
     async def create_org(self, name: str = "test org") -> Org:
         async for attempt in retrying_unavailable():
@@ -59,7 +64,7 @@ class Admin:
                 )
         issued = await self.create_token(org.organization_id)
         return Org(
-            org.organization_id, issued.token, f"{self._edge_url}/o/{org.organization_id}/api/v1"
+            org.organization_id, issued.token, f"{self.edge_url}/o/{org.organization_id}/api/v1"
         )
 
     async def create_token(self, organization_id: str, name: str = "tests") -> IssuedToken:
@@ -83,13 +88,16 @@ class Admin:
         )
 
 
+@component
 class Api:
     """An HTTP client of the edge with a shortcut for procedure calls."""
 
-    def __init__(self, edge_url: str, admin: Admin) -> None:
-        self.edge_url = edge_url
-        self.admin = admin
-        self.http = httpx.AsyncClient(base_url=edge_url, timeout=130.0)
+    edge_url: str
+    admin: Admin
+    http: httpx.AsyncClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.http = httpx.AsyncClient(base_url=self.edge_url, timeout=130.0)
 
     @staticmethod
     def auth(org: Org, token: str | None = None) -> dict[str, str]:

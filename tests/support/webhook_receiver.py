@@ -11,7 +11,7 @@ import ssl
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
@@ -20,6 +20,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from storypost_runtime.component import component
 
 
 @dataclass(frozen=True)
@@ -137,24 +139,28 @@ class Answer:
     delay: float = 0.0
 
 
+@component
 class Receiver:
     """Records every POST per path and answers as told (a queue of answers per path, then 200).
     Each test uses its own path, so one receiver serves a whole session. `async with` starts
     it and closes it."""
 
-    def __init__(self, certs: Certificates, host: str = "127.0.0.1") -> None:
-        self._certs = certs
-        self._host = host
-        self._received: dict[str, list[Received]] = defaultdict(list)
-        self._answers: dict[str, deque[Answer]] = defaultdict(deque)
-        self._default: dict[str, Answer] = {}
-        self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+    certs: Certificates
+    host: str = "127.0.0.1"
+    _received: dict[str, list[Received]] = field(
+        init=False, default_factory=lambda: defaultdict(list)
+    )
+    _answers: dict[str, deque[Answer]] = field(
+        init=False, default_factory=lambda: defaultdict(deque)
+    )
+    _default: dict[str, Answer] = field(init=False, default_factory=dict)
+    _changed: asyncio.Condition = field(init=False, default_factory=asyncio.Condition)
+    _runner: web.AppRunner | None = field(init=False, default=None)
+    port: int = field(init=False, default=0)
 
     @property
     def base_url(self) -> str:
-        return f"https://{self._host}:{self.port}"
+        return f"https://{self.host}:{self.port}"
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -200,9 +206,9 @@ class Receiver:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         sock = socket.socket()
-        sock.bind((self._host, 0))
+        sock.bind((self.host, 0))
         self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock, ssl_context=self._certs.server_context())
+        site = web.SockSite(self._runner, sock, ssl_context=self.certs.server_context())
         await site.start()
 
     async def close(self) -> None:

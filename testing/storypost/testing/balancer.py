@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from storypost_runtime.component import component
+
 
 @dataclass
 class Backend:
@@ -25,13 +27,13 @@ class Backend:
     connections: list[tuple[float, float]] = field(default_factory=list)
 
 
+@component
 class Balancer:
-    def __init__(self, backends: list[Backend], poll_seconds: float = 0.1) -> None:
-        self.backends = backends
-        self._poll = poll_seconds
-        self._next = 0
-        self.port = 0
-        self.refused = 0
+    backends: list[Backend]
+    poll_seconds: float = 0.1
+    _next: int = field(init=False, default=0)
+    port: int = field(init=False, default=0)
+    refused: int = field(init=False, default=0)
 
     async def _watch(self) -> None:
         async with httpx.AsyncClient(timeout=0.5, trust_env=False) as http:
@@ -42,7 +44,7 @@ class Balancer:
                         backend.ready = answer.status_code == 200
                     except httpx.HTTPError:
                         backend.ready = False
-                await asyncio.sleep(self._poll)
+                await asyncio.sleep(self.poll_seconds)
 
     def _choose(self) -> list[Backend]:
         ready = [b for b in self.backends if b.ready]
@@ -97,16 +99,21 @@ class Balancer:
                 await watcher
 
 
+@component
 class BalancerThread:
     """A Balancer on `port`, serving from its own thread and event loop until `stop()`."""
 
-    def __init__(self, backends: list[Backend], port: int) -> None:
-        self.balancer = Balancer(backends)
-        self._port = port
-        self._loop = asyncio.new_event_loop()
-        self._stopping: asyncio.Event | None = None
-        self._started = threading.Event()
-        self._error: BaseException | None = None
+    backends: list[Backend]
+    port: int
+    balancer: Balancer = field(init=False)
+    _loop: asyncio.AbstractEventLoop = field(init=False, default_factory=asyncio.new_event_loop)
+    _stopping: asyncio.Event | None = field(init=False, default=None)
+    _started: threading.Event = field(init=False, default_factory=threading.Event)
+    _error: BaseException | None = field(init=False, default=None)
+    _thread: threading.Thread = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.balancer = Balancer(self.backends)
         self._thread = threading.Thread(target=self._run, name="balancer", daemon=True)
 
     def _run(self) -> None:
@@ -127,7 +134,7 @@ class BalancerThread:
 
     async def _serve(self) -> None:
         self._stopping = asyncio.Event()
-        async with self.balancer.running(self._port):
+        async with self.balancer.running(self.port):
             self._started.set()
             await self._stopping.wait()
 

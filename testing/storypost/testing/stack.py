@@ -22,43 +22,43 @@ from storypost.testing.containers import ContainerStack, base_of
 from storypost.testing.dependencies import DEPENDENCIES, DepsMode, StackMode, docker_answers
 from storypost_cli.stack import COMPONENTS, EmbeddedStack, StackError, StackPorts
 from storypost_cli.stack.base import StackBase
+from storypost_runtime.component import component
 
 _EXIT_LINE = re.compile(r"^=== \S+ (\S+) exited with code (-?\d+)$", re.MULTILINE)
 
 
+@component
 class Components:
     """Stops, kills and starts single components of a running stack, wherever they run."""
 
-    def __init__(
-        self, processes: EmbeddedStack | None = None, containers: ContainerStack | None = None
-    ) -> None:
-        self._processes = processes
-        self._containers = containers
+    processes: EmbeddedStack | None = None
+    # The container stack (None when every component is a local process).
+    containers: ContainerStack | None = None
 
     @property
     def components(self) -> tuple[str, ...]:
         """Every component of the stack, in start order."""
-        running = set(self._processes.components if self._processes else ())
-        running |= set(self._containers.components if self._containers else ())
+        running = set(self.processes.components if self.processes else ())
+        running |= set(self.containers.components if self.containers else ())
         return tuple(name for name in COMPONENTS if name in running)
 
     def runs_in_container(self, component: str) -> bool:
         """Also for one replica of a component (`account-2`) in the production shape."""
-        return self._containers is not None and base_of(component) in self._containers.components
+        return self.containers is not None and base_of(component) in self.containers.components
 
     async def kill(self, component: str, sig: int = signal.SIGKILL) -> None:
         """Sends `sig` (a crash by default) and waits for the component to exit."""
         if self.runs_in_container(component):
-            assert self._containers is not None
-            await self._containers.kill(component, sig)
+            assert self.containers is not None
+            await self.containers.kill(component, sig)
         else:
             await self._process_stack(component).kill(component, sig)
 
     async def start_component(self, component: str) -> None:
         """Starts a stopped or killed component again and waits until it is healthy."""
         if self.runs_in_container(component):
-            assert self._containers is not None
-            await self._containers.start_component(component)
+            assert self.containers is not None
+            await self.containers.start_component(component)
         else:
             await self._process_stack(component).start_component(component)
 
@@ -69,8 +69,8 @@ class Components:
     async def stop_component(self, component: str, grace: float = 30.0) -> int | None:
         """A graceful stop (its stop signal; SIGKILL after `grace` s); returns the exit code."""
         if self.runs_in_container(component):
-            assert self._containers is not None
-            return await self._containers.stop_component(component, grace)
+            assert self.containers is not None
+            return await self.containers.stop_component(component, grace)
         stack = self._process_stack(component)
         # nats-server exits 0 on SIGINT; everything of ours stops on SIGTERM.
         sig = signal.SIGINT if component == "nats" else signal.SIGTERM
@@ -83,27 +83,22 @@ class Components:
     def logs(self, component: str, lines: int = 200) -> str:
         """The component's latest output (its log file, or `docker logs`)."""
         if self.runs_in_container(component):
-            assert self._containers is not None
-            return self._containers.logs(component, lines)
+            assert self.containers is not None
+            return self.containers.logs(component, lines)
         path = self._process_stack(component).log_path(component)
         text = path.read_text(errors="replace") if path.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
 
     def pids(self) -> dict[str, int]:
-        found = dict(self._processes.pids()) if self._processes else {}
-        if self._containers:
-            found.update(self._containers.pids())
+        found = dict(self.processes.pids()) if self.processes else {}
+        if self.containers:
+            found.update(self.containers.pids())
         return found
 
-    @property
-    def containers(self) -> ContainerStack | None:
-        """The container stack (None when every component is a local process)."""
-        return self._containers
-
     def _process_stack(self, component: str) -> EmbeddedStack:
-        if self._processes is None or component not in self._processes.components:
+        if self.processes is None or component not in self.processes.components:
             raise ValueError(f"unknown component {component!r}; this stack runs {self.components}")
-        return self._processes
+        return self.processes
 
 
 def last_exit_code(log_path: Path, component: str) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
+from dataclasses import field
 from typing import Any
 
 import grpc
@@ -18,20 +19,21 @@ import pytest
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
+from storypost_runtime.component import component
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.grpc_server import GrpcServer
 from tests.support.account_server import account_server
 
 
+@component
 class Named(account_pb2_grpc.AccountServiceServicer):
     """Answers with its replica's name, a little slowly (calls overlap a drain)."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        # The client ends of the connections calls came on (a new port: a new connection).
-        self.peers: set[str] = set()
-        # When each call arrived (loop time).
-        self.arrivals: list[float] = []
+    name: str
+    # The client ends of the connections calls came on (a new port: a new connection).
+    peers: set[str] = field(init=False, default_factory=set)
+    # When each call arrived (loop time).
+    arrivals: list[float] = field(init=False, default_factory=list)
 
     async def GetOrganization(self, request: Any, context: Any) -> Any:
         self.peers.add(context.peer())

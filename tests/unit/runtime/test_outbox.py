@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from dataclasses import field
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -12,6 +13,7 @@ import pytest
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
+from storypost_runtime.component import component
 from storypost_runtime.context import request_scope
 from storypost_runtime.mongo import Document
 from storypost_runtime.outbox import (
@@ -26,13 +28,15 @@ from tests.support.polling import wait_until
 WHEN = datetime(2026, 11, 23, 10, 0, 0, 123000, tzinfo=UTC)
 
 
+@component
 class RecordingPublisher:
-    def __init__(self, fail_after: int | None = None) -> None:
-        self.messages: list[tuple[str, dict[str, object], dict[str, str]]] = []
-        self._fail_after = fail_after
+    fail_after: int | None = None
+    messages: list[tuple[str, dict[str, object], dict[str, str]]] = field(
+        init=False, default_factory=list
+    )
 
     async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None:
-        if self._fail_after is not None and len(self.messages) >= self._fail_after:
+        if self.fail_after is not None and len(self.messages) >= self.fail_after:
             raise ConnectionError("bus down")
         self.messages.append((subject, json.loads(payload), dict(headers)))
 
@@ -144,19 +148,19 @@ async def test_run_loop_wakes_on_demand(db: AsyncDatabase[Document]) -> None:
     assert len(publisher.messages) == 1
 
 
+@component
 class CountedFinds:
     """A collection whose `find` calls are counted (the relay's queries)."""
 
-    def __init__(self, collection: AsyncCollection[Document]) -> None:
-        self._collection = collection
-        self.finds = 0
+    collection: AsyncCollection[Document]
+    finds: int = field(init=False, default=0)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
+        return getattr(self.collection, name)
 
     def find(self, *args: Any, **kwargs: Any) -> Any:
         self.finds += 1
-        return self._collection.find(*args, **kwargs)
+        return self.collection.find(*args, **kwargs)
 
 
 async def published_count(publisher: RecordingPublisher, count: int) -> None:

@@ -25,6 +25,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.bus import JetStreamPublisher
 from storypost_runtime.clock import FrozenClock
+from storypost_runtime.component import component
 from storypost_runtime.context import request_scope
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.logs import add_trace_id
@@ -127,13 +128,12 @@ class FakeJetStream:
         self.sent.append((subject, dict(headers)))
 
 
+@component
 class FakeCollection:
     """Just what OutboxRelay reads and writes of one record."""
 
     name = "posts"
-
-    def __init__(self, doc: dict[str, Any]) -> None:
-        self.doc = doc
+    doc: dict[str, Any]
 
     def find(self, *_args: Any) -> FakeCollection:
         return self
