@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Literal
 
 from pymongo import DESCENDING, ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from account_svc.connections.token_crypto import TokenCipher
@@ -70,6 +71,15 @@ class ConnectLinks:
     clock: Clock
     cipher: TokenCipher
 
+    @property
+    def _links(self) -> AsyncCollection[Document]:
+        return self.records.connect_links
+
+    async def _stored(self, organization_id: str, link_uuid: str) -> ConnectLink | None:
+        """The link this organization created with this UUID, if any."""
+        doc = await self._links.find_one({"organizationId": organization_id, "uuid": link_uuid})
+        return None if doc is None else self._from_doc(doc)
+
     def _from_doc(self, doc: Document) -> ConnectLink:
         return ConnectLink(
             link_id=doc["_id"],
@@ -96,26 +106,20 @@ class ConnectLinks:
                     ]
                 },
             )
-        existing = await self.records.connect_links.find_one(
-            {"organizationId": organization_id, "uuid": link_uuid}
-        )
+        existing = await self._stored(organization_id, link_uuid)
         if existing is not None:
-            return self._from_doc(existing)
+            return existing
         # Each lost race on a slot means another link took it: at most LIMIT retries.
         for _ in range(LINK_LIMIT + 10):
             taken = {
                 doc["slot"]
-                async for doc in self.records.connect_links.find(
-                    {"organizationId": organization_id}, {"slot": 1}
-                )
+                async for doc in self._links.find({"organizationId": organization_id}, {"slot": 1})
             }
             free = [slot for slot in range(LINK_LIMIT) if slot not in taken]
             if not free:
-                raced = await self.records.connect_links.find_one(
-                    {"organizationId": organization_id, "uuid": link_uuid}
-                )
+                raced = await self._stored(organization_id, link_uuid)
                 if raced is not None:
-                    return self._from_doc(raced)
+                    return raced
                 raise FailedPrecondition(
                     f"an organization can have at most {LINK_LIMIT} connect links and this one "
                     f"has {len(taken)}; no link was created",
@@ -135,20 +139,18 @@ class ConnectLinks:
                 "createdAt": self.clock.now(),
             }
             try:
-                await self.records.connect_links.insert_one(doc)
+                await self._links.insert_one(doc)
                 return self._from_doc(doc)
             except DuplicateKeyError:
-                raced = await self.records.connect_links.find_one(
-                    {"organizationId": organization_id, "uuid": link_uuid}
-                )
+                raced = await self._stored(organization_id, link_uuid)
                 if raced is not None:
-                    return self._from_doc(raced)
+                    return raced
                 # Another link took this slot: look again.
         raise Unavailable("too many connect links are being created at once; retry")
 
     async def list(self, organization_id: str) -> list[ConnectLink]:
         """Every link of the organization (at most 100), newest first."""
-        cursor = self.records.connect_links.find({"organizationId": organization_id}).sort(
+        cursor = self._links.find({"organizationId": organization_id}).sort(
             [("createdAt", DESCENDING), ("_id", DESCENDING)]
         )
         return [self._from_doc(doc) async for doc in cursor]
@@ -156,20 +158,20 @@ class ConnectLinks:
     async def by_token(self, token: str) -> ConnectLink:
         if not looks_like_link_token(token):
             raise NotFound("unknown connect link")
-        doc = await self.records.connect_links.find_one({"tokenHash": hash_link_token(token)})
+        doc = await self._links.find_one({"tokenHash": hash_link_token(token)})
         if doc is None:
             raise NotFound("unknown connect link")
         return self._from_doc(doc)
 
     async def by_id(self, link_id: str) -> ConnectLink:
-        doc = await self.records.connect_links.find_one({"_id": link_id})
+        doc = await self._links.find_one({"_id": link_id})
         if doc is None:
             raise NotFound("unknown connect link")
         return self._from_doc(doc)
 
     async def claim(self, link_id: str, session_id: str) -> bool:
         """Marks the link used by this connect session; False when another session used it."""
-        doc = await self.records.connect_links.find_one_and_update(
+        doc = await self._links.find_one_and_update(
             {
                 "_id": link_id,
                 "$or": [{"status": "active"}, {"usedBySession": session_id}],
@@ -180,7 +182,7 @@ class ConnectLinks:
         return doc is not None
 
     async def record_account(self, link_id: str, social_account_id: str, username: str) -> None:
-        await self.records.connect_links.update_one(
+        await self._links.update_one(
             {"_id": link_id},
             {"$set": {"socialAccountId": social_account_id, "connectedUsername": username}},
         )
