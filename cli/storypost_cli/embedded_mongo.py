@@ -10,6 +10,7 @@ import importlib.metadata
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -513,8 +514,28 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
     order, is unchanged (the hub and the outbox take their own locks); it arrives later by
     at most that delay. Writes inside a transaction keep the original path (it skips them
     until the commit, whose dispatch is deferred likewise).
+
+    On the event loop a dispatch could never overlap the engine's disconnect; on a thread
+    it can, and mongoeco's disconnect closes the SQLite connections a dispatch may be using
+    (seen: a segmentation fault in `release_consumer_lease`). So a dispatch and a
+    disconnect exclude each other, and a dispatch due after the engine closed is dropped:
+    nobody can receive it, and the changes stay in the engine's outbox for the next one.
     """
     from mongoeco.api._async._collection_runtime import CollectionRuntimeCoordinator
+    from mongoeco.engines.sqlite import SQLiteEngine
+
+    # Taken by every deferred dispatch and by every disconnect, in that order of locks
+    # (gate first, then the engine's own), so neither can wait on the other while holding one.
+    gate = threading.Lock()
+
+    def exclusive_disconnect(original: Any) -> Callable[..., None]:
+        def disconnect_sync(self: Any) -> None:
+            with gate:
+                original(self)
+
+        return disconnect_sync
+
+    replace_once(SQLiteEngine, "_disconnect_sync", exclusive_disconnect)
 
     def wrap(original: Any) -> Callable[..., None]:
         # One thread: dispatches of a hub stay serial, as on the event loop.
@@ -539,7 +560,11 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
             def run() -> None:
                 # Forgotten first: a write committed during this dispatch asks for the next.
                 asked.discard(key)
-                original(self, None)
+                with gate:
+                    engine = self._engine_spi.engine
+                    if isinstance(engine, SQLiteEngine) and engine._connection is None:
+                        return  # closed since the write: see the docstring
+                    original(self, None)
 
             loop.call_later(delay_seconds, dispatcher.submit, run)
 

@@ -190,6 +190,63 @@ async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(
     assert sequences == sorted(set(sequences)) and len(sequences) >= 41
 
 
+async def test_the_engine_closes_only_after_a_running_change_dispatch_and_drops_later_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deferred dispatch runs on a thread of its own: the engine's disconnect must wait for
+    it (it closes the connections the dispatch uses) and a dispatch due after it must not
+    touch the closed engine."""
+    coalesce_change_dispatch()
+    started = threading.Event()
+    release = threading.Event()
+    errors: list[BaseException] = []
+    closed_at_call: list[bool] = []
+    original = SQLiteEngine.dispatch_committed_changes
+
+    def held(self: SQLiteEngine, consumer_id: str, consumer: Callable[[Any], None]) -> None:
+        closed_at_call.append(self._connection is None)
+        started.set()
+        release.wait(10)
+        try:
+            original(self, consumer_id, consumer)
+        except BaseException as error:  # mongoeco would swallow it into the hub
+            errors.append(error)
+            raise
+
+    monkeypatch.setattr(SQLiteEngine, "dispatch_committed_changes", held)
+    engine = SQLiteEngine(str(tmp_path / "db.sqlite"))
+    server = AsyncMongoEcoProxyServer(engine=engine, port=0)
+    address = await server.start()
+    mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true"
+    )
+    try:
+        await mongo["t"]["changes"].insert_one({"_id": "first"})
+        assert await asyncio.to_thread(started.wait, 10), "the deferred dispatch never ran"
+        await mongo.close()
+        closing = asyncio.create_task(server.close())
+        await asyncio.sleep(0.3)
+        assert not closing.done(), "the engine closed under a running dispatch"
+    finally:
+        release.set()
+    await asyncio.wait_for(closing, 10)
+    assert errors == [] and engine._connection is None
+    # A write whose dispatch comes due after the close (0.1 s after the write, the close is
+    # quicker unless the machine stalls): dropped, the closed engine untouched.
+    closed_at_call.clear()
+    release.clear()
+    second = SQLiteEngine(str(tmp_path / "db.sqlite"))
+    server = AsyncMongoEcoProxyServer(engine=second, port=0)
+    address = await server.start()
+    mongo = AsyncMongoClient(f"mongodb://127.0.0.1:{address.port}/?directConnection=true")
+    await mongo["t"]["changes"].insert_one({"_id": "second"})
+    await mongo.close()
+    await server.close()
+    release.set()
+    await asyncio.sleep(0.5)  # well past the dispatch's delay
+    assert True not in closed_at_call and errors == []
+
+
 @pytest.fixture
 async def indexed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
