@@ -468,26 +468,52 @@ async def test_reads_of_many_documents_open_no_connection_and_keep_their_snapsho
         assert first["_id"] == "p0" and rest == [f"p{n}" for n in range(1, 50)]
 
 
-def scans_of(path: Path, statements: list[str], collection: str) -> list[str]:
-    """The statements that read every row of `collection` (their plan searches the documents
-    by namespace alone and reads the rows, not just an index's entries)."""
-    namespace = f"coll_name = '{collection}'"
+def collection_scans(path: Path, statements: list[str]) -> list[str]:
+    """The statements that read every row of a collection (their plan searches the documents
+    by namespace alone, or scans them, and reads the rows, not just an index's entries)."""
     reads = [
         s
         for s in statements
-        if s.lstrip().startswith("SELECT")
-        and namespace in s
-        and "FROM documents" in " ".join(s.split())
+        if s.lstrip().startswith("SELECT") and "FROM documents" in " ".join(s.split())
     ]
     with sqlite3.connect(path) as conn:
         return [
             " ".join(s.split())[:200]
             for s in reads
             if any(
-                "(db_name=? AND coll_name=?)" in row[-1] and "COVERING" not in row[-1]
+                ("(db_name=? AND coll_name=?)" in row[-1] or row[-1].startswith("SCAN documents"))
+                and "COVERING" not in row[-1]
                 for row in conn.execute("EXPLAIN QUERY PLAN " + s).fetchall()
             )
         ]
+
+
+def scans_of(path: Path, statements: list[str], collection: str) -> list[str]:
+    """The statements that read every row of `collection`."""
+    namespace = f"coll_name = '{collection}'"
+    return [s for s in collection_scans(path, statements) if namespace in s]
+
+
+async def test_a_compound_unique_key_is_checked_through_its_index(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    """The check of a compound unique key reads the documents holding the key's strings,
+    found by the collection's index, not every document of the collection."""
+    skip_full_scan_for_plain_ids()
+    use_sql_prefilter_for_compound_unique_indexes()
+    mongo, path, statements = indexed
+    blobs = mongo["t"]["blobs"]
+    await blobs.create_index([("organizationId", ASCENDING), ("uuid", ASCENDING)], unique=True)
+    await blobs.insert_many(
+        [{"_id": f"b{n}", "organizationId": f"o{n % 3}", "uuid": f"u{n}"} for n in range(300)]
+    )
+    statements.clear()
+    await blobs.insert_one({"_id": "new", "organizationId": "o1", "uuid": "fresh"})
+    with pytest.raises(DuplicateKeyError):
+        await blobs.insert_one({"_id": "twin", "organizationId": "o1", "uuid": "u1"})
+    assert any("json_extract(document, '$.uuid')" in s for s in statements)
+    assert collection_scans(path, statements) == []
+    assert await blobs.count_documents({"organizationId": "o1", "uuid": "u1"}) == 1
 
 
 async def test_the_pollers_queries_read_only_the_rows_they_match_and_find_the_same(
