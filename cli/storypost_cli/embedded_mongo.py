@@ -531,8 +531,10 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
     nobody can receive it, and the changes stay in the engine's outbox for the next one.
     """
     from mongoeco.api._async._collection_runtime import CollectionRuntimeCoordinator
+    from mongoeco.core.operation_context import ChangePublicationPolicy
     from mongoeco.engines.sqlite import SQLiteEngine
 
+    disabled = ChangePublicationPolicy.DISABLED
     # Taken by every deferred dispatch and by every disconnect, in that order of locks
     # (gate first, then the engine's own), so neither can wait on the other while holding one.
     gate = threading.Lock()
@@ -552,6 +554,8 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
         asked: set[tuple[int, int]] = set()
 
         def dispatch(self: Any, operation_context: Any = None) -> None:
+            if getattr(operation_context, "publication", None) is disabled:
+                return  # the write recorded no change: nothing to deliver
             session = getattr(operation_context, "session", None)
             if session is not None and session.in_transaction:
                 original(self, operation_context)
@@ -580,6 +584,79 @@ def coalesce_change_dispatch(delay_seconds: float = 0.1) -> None:
         return dispatch
 
     replace_once(CollectionRuntimeCoordinator, "_dispatch_engine_changes", wrap)
+
+
+def record_no_changes_while_nobody_watches() -> None:
+    """Writes made while no change stream is open record nothing in mongoeco's change outbox.
+
+    mongoeco 4.11 records every write in its change outbox, inside the write's transaction,
+    also while nobody watches: the change is serialized and fingerprinted, an outbox row and
+    an identity row are inserted, the outbox is compacted (six more statements), and a
+    later dispatch checkpoints each row with a commit of its own on a second connection,
+    which waits for SQLite's one write lock like the engine's writes do (under
+    bench/load.py: a fifth of all the SQL the stand-in ran). Such a row is a gap marker: it
+    lets a stream resumed later refuse a resume token older than changes it cannot replay.
+    Storypost opens no change stream (its events go through NATS). So a write that
+    mongoeco would record as a gap (it chooses that only while its hub has no watcher and no
+    journal) records nothing, and its dispatch is not asked for; writes in a transaction, or
+    while a stream is open, are recorded exactly as before. What a gap guarded stays
+    guarded: once a write went unrecorded, the hub refuses every resume token (and start
+    time) issued before the next stream opened, with mongoeco's own error.
+    """
+    from mongoeco._change_streams.hub import ChangeStreamHub
+    from mongoeco.api._async.collection import AsyncCollection
+    from mongoeco.core.operation_context import ChangePublicationPolicy
+    from mongoeco.errors import OperationFailure
+
+    def silence(hub: Any) -> dict[str, Any]:
+        # Per hub: whether a write went unrecorded, and the first token delivered since.
+        state: dict[str, Any] = hub.__dict__.setdefault(
+            "_storypost_silence", {"silenced": False, "floor": None}
+        )
+        return state
+
+    def wrap_context(original: Any) -> Callable[..., Any]:
+        def new_operation_context(self: Any, **kwargs: Any) -> Any:
+            hub = self._change_hub
+            if kwargs.get("publication") is ChangePublicationPolicy.RECORD_GAP and (
+                hub is None or not hub.should_publish_events()
+            ):
+                kwargs["publication"] = ChangePublicationPolicy.DISABLED
+                if hub is not None:
+                    with hub._condition:
+                        silence(hub).update(silenced=True, floor=None)
+            return original(self, **kwargs)
+
+        return new_operation_context
+
+    def wrap_register(original: Any) -> Callable[[Any], None]:
+        def register_watcher(self: Any) -> None:
+            with self._condition:
+                state = silence(self)
+                if state["silenced"] and state["floor"] is None:
+                    # Every token a stream has received so far is below the next one.
+                    state["floor"] = self._next_token
+            original(self)
+
+        return register_watcher
+
+    def wrap_resume(original: Any) -> Callable[..., int]:
+        def offset(self: Any, token: int) -> int:
+            with self._condition:
+                state = silence(self)
+                if state["silenced"] and (state["floor"] is None or token < state["floor"]):
+                    raise OperationFailure(
+                        "resume token is no longer available in retained change stream history"
+                    )
+            answer: int = original(self, token)
+            return answer
+
+        return offset
+
+    replace_once(AsyncCollection, "_new_operation_context", wrap_context)
+    replace_once(ChangeStreamHub, "register_watcher", wrap_register)
+    replace_once(ChangeStreamHub, "offset_after_token", wrap_resume)
+    replace_once(ChangeStreamHub, "offset_at_or_after_cluster_time", wrap_resume)
 
 
 def _scalar_only(engine: Any, db_name: str, coll_name: str, plan: Any) -> Any:
@@ -953,6 +1030,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_id_lookup_for_guarded_writes()
     use_sql_prefilter_for_compound_unique_indexes()
     coalesce_change_dispatch()
+    record_no_changes_while_nobody_watches()
     read_on_the_engine_connection()
     finish_one_document_reads_under_the_lock()
     match_scalars_without_array_branches()

@@ -14,12 +14,15 @@ from typing import Any
 
 import pytest
 from bson.decimal128 import Decimal128
+from mongoeco import AsyncMongoClient as MongoecoClient
+from mongoeco._change_streams.hub import ChangeStreamHub
 from mongoeco.engines._sqlite_reader import SQLiteScanReader
 from mongoeco.engines.semantic_core import compile_find_semantics
 from mongoeco.engines.sqlite import SQLiteEngine
+from mongoeco.errors import OperationFailure as MongoecoOperationFailure
 from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
 from pymongo import ASCENDING, AsyncMongoClient, IndexModel
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from storypost_cli.embedded_mongo import (
     ProbeIndexes,
@@ -31,6 +34,7 @@ from storypost_cli.embedded_mongo import (
     index_name,
     match_scalars_without_array_branches,
     read_on_the_engine_connection,
+    record_no_changes_while_nobody_watches,
     skip_decimal_scans_without_decimals,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
@@ -156,10 +160,17 @@ async def test_compound_unique_keys_are_checked_in_sql_and_still_refuse_every_du
     assert scans, "keys without a string must still be compared by the scan"
 
 
+def as_if_a_stream_were_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every write records its change and asks for a dispatch, as while a stream is open
+    (`record_no_changes_while_nobody_watches`, once installed, records none otherwise)."""
+    monkeypatch.setattr(ChangeStreamHub, "should_publish_events", lambda _hub: True)
+
+
 async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     coalesce_change_dispatch()
+    as_if_a_stream_were_open(monkeypatch)
     dispatches: list[tuple[str, list[Any]]] = []
     original = SQLiteEngine.dispatch_committed_changes
 
@@ -185,7 +196,7 @@ async def test_committed_changes_reach_the_hub_in_batches_off_the_event_loop(
     # Every change reached the hub, in far fewer dispatches than writes, none on the loop.
     assert len(dispatches) <= 10
     assert {name.split("_")[0] for name, _ in dispatches} == {"storypost-changes"}
-    # Each write's change, once and in order (without a watcher mongoeco records them as gaps).
+    # Each write's change, once and in order.
     sequences = [change.sequence for _, delivered in dispatches for change in delivered]
     assert sequences == sorted(set(sequences)) and len(sequences) >= 41
 
@@ -197,6 +208,7 @@ async def test_the_engine_closes_only_after_a_running_change_dispatch_and_drops_
     it (it closes the connections the dispatch uses) and a dispatch due after it must not
     touch the closed engine."""
     coalesce_change_dispatch()
+    as_if_a_stream_were_open(monkeypatch)
     started = threading.Event()
     release = threading.Event()
     errors: list[BaseException] = []
@@ -245,6 +257,77 @@ async def test_the_engine_closes_only_after_a_running_change_dispatch_and_drops_
     release.set()
     await asyncio.sleep(0.5)  # well past the dispatch's delay
     assert True not in closed_at_call and errors == []
+
+
+def outbox_rows(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT count(*) FROM change_outbox_identities").fetchone()[0])
+
+
+async def test_writes_record_no_changes_while_nobody_watches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the wire server (which serves no change stream at all) a write records nothing
+    in the change outbox and asks for no dispatch; every write is applied."""
+    coalesce_change_dispatch()
+    record_no_changes_while_nobody_watches()
+    dispatched: list[str] = []
+    original = SQLiteEngine.dispatch_committed_changes
+
+    def recording(self: SQLiteEngine, consumer_id: str, consumer: Callable[[Any], None]) -> None:
+        dispatched.append(consumer_id)
+        original(self, consumer_id, consumer)
+
+    monkeypatch.setattr(SQLiteEngine, "dispatch_committed_changes", recording)
+    path = tmp_path / "db.sqlite"
+    async with served(path) as mongo:
+        coll = mongo["t"]["changes"]
+        with pytest.raises(OperationFailure, match="changeStream"):
+            await coll.watch()
+        for n in range(20):
+            await coll.insert_one({"_id": f"quiet-{n}"})
+        await coll.update_many({}, {"$set": {"seen": True}})
+        await coll.delete_one({"_id": "quiet-0"})
+        await asyncio.sleep(0.3)  # past the dispatch delay
+        assert outbox_rows(path) == 0
+        assert dispatched == []
+        assert await coll.count_documents({"seen": True}) == 19
+
+
+async def test_a_stream_sees_what_is_written_while_it_watches_and_refuses_older_tokens(
+    tmp_path: Path,
+) -> None:
+    """Where a stream can be opened (mongoeco's own client), writes while it watches are
+    delivered as before, and a resume token older than unrecorded writes is refused as a
+    gap would have it refused."""
+    coalesce_change_dispatch()
+    record_no_changes_while_nobody_watches()
+    path = tmp_path / "db.sqlite"
+    async with MongoecoClient(SQLiteEngine(str(path))) as client:
+        coll = client["t"]["changes"]
+
+        async def first_change(resume_after: Any = None, *, write: str) -> dict[str, Any]:
+            stream = await coll.watch(resume_after=resume_after)
+            try:
+                await coll.insert_one({"_id": write})
+                async with asyncio.timeout(10):
+                    change: dict[str, Any] = await stream.next()
+                return change
+            finally:
+                stream.close()
+
+        await coll.insert_one({"_id": "before"})
+        seen = await first_change(write="watched")
+        assert seen["documentKey"] == {"_id": "watched"}
+        recorded = outbox_rows(path)
+        await coll.insert_one({"_id": "quiet"})  # nobody watches: not recorded
+        assert outbox_rows(path) == recorded
+        with pytest.raises(MongoecoOperationFailure, match="no longer available"):
+            await first_change(seen["_id"], write="refused")
+        seen = await first_change(write="again")
+        assert seen["documentKey"] == {"_id": "again"}
+        later = await first_change(seen["_id"], write="later")
+        assert later["documentKey"] == {"_id": "later"}
 
 
 @pytest.fixture
