@@ -19,7 +19,11 @@ from publish_svc.model import Kind, Post
 from publish_svc.post_params import Params, ReelParams, SocialParams, StoryParams, expect
 
 # "the media URL answered HTTP 503": our store, for a while; worth another attempt.
-SERVER_ERROR = re.compile(r"\bHTTP 5\d\d\b")
+# The network fetched our media URL and got an error status. The URL is ours (a presigned
+# object-store URL), so the status is our store's, not the media's: a 5xx, or a 404 for a
+# moment while SeaweedFS restarts (seen). Retried within the post's window, where media
+# that is really gone fails at its end.
+STORE_ANSWER = re.compile(r"\bHTTP [45]\d\d\b")
 POLL_START_SECONDS = 0.2
 POLL_MAX_SECONDS = 2.0
 # How long a container may stay IN_PROGRESS before this attempt gives up (it retries later).
@@ -117,7 +121,7 @@ class PhotoappDriver(StepDriver):
                 return None
             if code == "ERROR":
                 reason = str(status.get("status", ""))
-                if "download" in reason.lower() or SERVER_ERROR.search(reason):
+                if "download" in reason.lower() or STORE_ANSWER.search(reason):
                     # The network could not fetch our media URL (our object store was away,
                     # say): a later attempt makes a new container, within the post's window.
                     return Outcome.retry(f"photoapp could not download the media: {reason}")

@@ -21,6 +21,7 @@ from sandbox_net.app import Sandbox
 from sandbox_net.switches import Switch
 from sandbox_net.tokens import TokenClaims, TokenSigner
 from tests.support.accounts import in_process_sandbox, sandbox_transport
+from tests.support.pages import running_page_server
 from tests.unit.publish.fakes import params
 
 SECRET = "driver-tests-secret"
@@ -232,6 +233,9 @@ async def test_social_publish_is_idempotent_by_key(world: Any) -> None:
     [
         # Nothing listens there: "the media could not be downloaded" (our store was away).
         ("http://127.0.0.1:9/story.jpg", OutcomeKind.RETRY),
+        # Our store answered 404 for a moment (SeaweedFS restarting, seen): its answer, not
+        # the media's.
+        ("PAGES/missing", OutcomeKind.RETRY),
         ("ftp://media.test/story.jpg", OutcomeKind.FAILED),  # refused for what it is
     ],
 )
@@ -241,6 +245,17 @@ async def test_media_the_network_could_not_download_is_retried_not_failed(
     sandbox = in_process_sandbox(
         secret=SECRET, image_processing_seconds=0.0, video_processing_seconds=0.0, fetch_media=True
     )
+    with running_page_server() as pages:
+        media_url = media_url.replace("PAGES", pages.url(""))
+        outcome, progress = await publish_story(sandbox, media_url)
+    assert outcome.kind is kind, outcome
+    assert published(sandbox, "photoapp") == []
+    # Nothing irreversible happened: the next attempt makes a container of its own.
+    assert progress.irreversible_calls == 0
+
+
+async def publish_story(sandbox: Sandbox, media_url: str) -> tuple[Any, MemoryProgress]:
+    """One photoapp story attempt with the image at `media_url`: its outcome and progress."""
     async with httpx.AsyncClient(transport=sandbox_transport(sandbox)) as http:
         progress = MemoryProgress({})
         outcome = await photoapp(http).publish(
@@ -249,7 +264,4 @@ async def test_media_the_network_could_not_download_is_retried_not_failed(
             credentials(sandbox, "photoapp", "alice"),
             progress,
         )
-    assert outcome.kind is kind, outcome
-    assert published(sandbox, "photoapp") == []
-    # Nothing irreversible happened: the next attempt makes a container of its own.
-    assert progress.irreversible_calls == 0
+    return outcome, progress
