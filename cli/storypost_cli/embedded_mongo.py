@@ -609,7 +609,8 @@ def record_no_changes_while_nobody_watches() -> None:
     from mongoeco.errors import OperationFailure
 
     def silence(hub: Any) -> dict[str, Any]:
-        # Per hub: whether a write went unrecorded, and the first token delivered since.
+        # Per hub: whether a write went unrecorded, and the token below which resume tokens
+        # are refused (set when the next stream opens).
         state: dict[str, Any] = hub.__dict__.setdefault(
             "_storypost_silence", {"silenced": False, "floor": None}
         )

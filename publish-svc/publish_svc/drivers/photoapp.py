@@ -18,7 +18,6 @@ from publish_svc.drivers.http import PlatformError, StepDriver, while_unsettled
 from publish_svc.model import Kind, Post
 from publish_svc.post_params import Params, ReelParams, SocialParams, StoryParams, expect
 
-# "the media URL answered HTTP 503": our store, for a while; worth another attempt.
 # The network fetched our media URL and got an error status. The URL is ours (a presigned
 # object-store URL), so the status is our store's, not the media's: a 5xx, or a 404 for a
 # moment while SeaweedFS restarts (seen). Retried within the post's window, where media

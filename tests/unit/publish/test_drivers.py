@@ -246,22 +246,15 @@ async def test_media_the_network_could_not_download_is_retried_not_failed(
         secret=SECRET, image_processing_seconds=0.0, video_processing_seconds=0.0, fetch_media=True
     )
     with running_page_server() as pages:
-        media_url = media_url.replace("PAGES", pages.url(""))
-        outcome, progress = await publish_story(sandbox, media_url)
+        async with httpx.AsyncClient(transport=sandbox_transport(sandbox)) as http:
+            progress = MemoryProgress({})
+            outcome = await photoapp(http).publish(
+                post(Kind.STORY),
+                Media(kind="image", url=media_url.replace("PAGES", pages.url(""))),
+                credentials(sandbox, "photoapp", "alice"),
+                progress,
+            )
     assert outcome.kind is kind, outcome
     assert published(sandbox, "photoapp") == []
     # Nothing irreversible happened: the next attempt makes a container of its own.
     assert progress.irreversible_calls == 0
-
-
-async def publish_story(sandbox: Sandbox, media_url: str) -> tuple[Any, MemoryProgress]:
-    """One photoapp story attempt with the image at `media_url`: its outcome and progress."""
-    async with httpx.AsyncClient(transport=sandbox_transport(sandbox)) as http:
-        progress = MemoryProgress({})
-        outcome = await photoapp(http).publish(
-            post(Kind.STORY),
-            Media(kind="image", url=media_url),
-            credentials(sandbox, "photoapp", "alice"),
-            progress,
-        )
-    return outcome, progress
