@@ -25,6 +25,12 @@ class Backend:
     ready: bool = False
     # (started, ended) of every connection this backend served, in monotonic seconds.
     connections: list[tuple[float, float]] = field(default_factory=list)
+    # Start times of the connections open to this backend now.
+    open_since: list[float] = field(default_factory=list)
+
+    def open_for(self, seconds: float) -> bool:
+        """Whether a connection has been open to this backend for at least `seconds`."""
+        return any(time.monotonic() - started >= seconds for started in self.open_since)
 
 
 @component
@@ -71,6 +77,7 @@ class Balancer:
             writer.close()
             return
         up_reader, up_writer = upstream
+        chosen.open_since.append(started)
 
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             with contextlib.suppress(OSError):
@@ -80,7 +87,10 @@ class Balancer:
             with contextlib.suppress(OSError):
                 dst.write_eof()
 
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            chosen.open_since.remove(started)
         chosen.connections.append((started, time.monotonic()))
         for w in (writer, up_writer):
             w.close()

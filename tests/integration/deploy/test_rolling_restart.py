@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import pytest
 from storypost.testing.balancer import Backend, Balancer
 from storypost.testing.stack import Organization, StackHandle
 from storypost_runtime.service_auth import EDGE
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.integration
 DRAIN_SECONDS = 1.0
@@ -129,6 +130,13 @@ class Load:
                 await asyncio.sleep(0.25 if not slow else 0.1)
 
 
+def slow_call_open(backend: Backend) -> Callable[[], Awaitable[bool | None]]:
+    async def check() -> bool | None:
+        return backend.open_for(0.3) or None
+
+    return check
+
+
 async def test_rolling_restart_of_two_edge_replicas_loses_no_call(
     storypost_stack: StackHandle, tmp_path: Path
 ) -> None:
@@ -148,7 +156,10 @@ async def test_rolling_restart_of_two_edge_replicas_loses_no_call(
             exit_codes: list[int] = []
             try:
                 await asyncio.sleep(1.5)
-                for replica in replicas:
+                for replica, backend in zip(replicas, backends, strict=True):
+                    # SIGTERM while a slow upload is mid-body on this replica (the balancer
+                    # may have sent both slow callers to the other one for a while).
+                    await wait_until(slow_call_open(backend), 20, "a slow call", every=0.02)
                     signalled.append(time.monotonic())
                     exit_codes.append(await replica.terminate())
                     await replica.start()
