@@ -188,6 +188,37 @@ def test_a_caller_rotating_its_key_is_answered_with_either_key_while_both_are_li
     assert credential.secret().partition(":")[2] not in repr(credential)
 
 
+def test_a_verified_token_is_answered_again_until_it_expires_and_only_for_its_service(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [time.time()]
+    verifier = CallerVerifier(parse_public_keys(CREDENTIALS[EDGE].public_entry()), lambda: now[0])
+    token = TokenSigner(CREDENTIALS[EDGE], clock=lambda: now[0]).token(SERVICE)
+    decoded = 0
+    real_decode = jwt.decode
+
+    def counting_decode(*args: Any, **kwargs: Any) -> Any:
+        nonlocal decoded
+        decoded += 1
+        return real_decode(*args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counting_decode)
+    for _ in range(5):
+        assert verifier.caller(f"Bearer {token}", SERVICE) == EDGE
+    assert decoded == 1
+    # The same token for another service is checked (and refused) as before.
+    with pytest.raises(CallerRefused):
+        verifier.caller(f"Bearer {token}", "storypost.render.v1.RenderService")
+    # One changed character is another token: checked, refused.
+    tampered = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
+    with pytest.raises(CallerRefused):
+        verifier.caller(f"Bearer {tampered}", SERVICE)
+    # Past its expiry and the leeway, the remembered token is refused like any expired one.
+    now[0] += 300 + 31
+    with pytest.raises(CallerRefused):
+        verifier.caller(f"Bearer {token}", SERVICE)
+
+
 def test_storypost_keys_service_prints_matching_credentials_and_public_keys(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
