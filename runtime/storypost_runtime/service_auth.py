@@ -239,6 +239,8 @@ class CallerVerifier:
         # a caller reuses one token for minutes, and checking its Ed25519 signature on every
         # call was a few percent of each service's CPU. The same string verified before is
         # answered without the signature check until its expiry (same rule, same leeway).
+        # A bounded OrderedDict by hand: the runtime's core install (publish-svc, webhook-svc)
+        # does not carry cachetools, and expiry is per token, not one TTL for all.
         self._verified: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
 
     @property
@@ -252,7 +254,7 @@ class CallerVerifier:
             )
         token = authorization.removeprefix("Bearer ").strip()
         known = self._verified.get((token, service))
-        if known is not None and self.clock() < known[1] + _LEEWAY_SECONDS:
+        if known is not None and self._unexpired(known[1]):
             return known[0]
         try:
             name = jwt.get_unverified_header(token).get("kid")
@@ -267,10 +269,13 @@ class CallerVerifier:
         if expires - self.clock() > TOKEN_SECONDS + _LEEWAY_SECONDS:
             raise CallerRefused(grpc.StatusCode.UNAUTHENTICATED, "caller token lives too long")
         # PyJWT checked the expiry against the system clock; the cache above uses ours.
-        if self.clock() >= expires + _LEEWAY_SECONDS:
+        if not self._unexpired(expires):
             raise CallerRefused(grpc.StatusCode.UNAUTHENTICATED, "caller token expired")
         self._remember((token, service), name, expires)
         return name
+
+    def _unexpired(self, expires: float) -> bool:
+        return self.clock() < expires + _LEEWAY_SECONDS
 
     def _remember(self, key: tuple[str, str], name: str, expires: float) -> None:
         self._verified[key] = (name, expires)
