@@ -106,20 +106,20 @@ class ConnectLinks:
                     ]
                 },
             )
-        existing = await self._stored(organization_id, link_uuid)
-        if existing is not None:
-            return existing
-        # Each lost race on a slot means another link took it: at most LIMIT retries.
+        # Each lost race on a slot means another link took it: at most LIMIT retries. One read
+        # of the organization's links answers both questions, whether this UUID made one
+        # already and which slots are free (a create is two database calls, not three).
         for _ in range(LINK_LIMIT + 10):
-            taken = {
-                doc["slot"]
-                async for doc in self._links.find({"organizationId": organization_id}, {"slot": 1})
-            }
+            links = await self._links.find(
+                {"organizationId": organization_id}, {"slot": 1, "uuid": 1}
+            ).to_list()
+            if any(link["uuid"] == link_uuid for link in links):
+                existing = await self._stored(organization_id, link_uuid)
+                if existing is not None:
+                    return existing
+            taken = {link["slot"] for link in links}
             free = [slot for slot in range(LINK_LIMIT) if slot not in taken]
             if not free:
-                raced = await self._stored(organization_id, link_uuid)
-                if raced is not None:
-                    return raced
                 raise FailedPrecondition(
                     f"an organization can have at most {LINK_LIMIT} connect links and this one "
                     f"has {len(taken)}; no link was created",
@@ -142,10 +142,8 @@ class ConnectLinks:
                 await self._links.insert_one(doc)
                 return self._from_doc(doc)
             except DuplicateKeyError:
-                raced = await self._stored(organization_id, link_uuid)
-                if raced is not None:
-                    return raced
-                # Another link took this slot: look again.
+                # The same UUID or the same slot, created meanwhile: the next read tells.
+                continue
         raise Unavailable("too many connect links are being created at once; retry")
 
     async def list(self, organization_id: str) -> list[ConnectLink]:
