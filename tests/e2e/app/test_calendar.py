@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from edge.web.calendar_span import monday
 from storypost.testing.stack import StackHandle
 from tests.e2e.app.conftest import DESKTOP, Workspace, shoot, sign_in
 from tests.e2e.app.test_drafts import design
@@ -25,8 +26,11 @@ async def test_calendar_shows_every_kind_and_follows_the_time_zone(
 ) -> None:
     photoapp = await connect_account(storypost_stack, workspace.org, "photoapp", "sunny.calendar")
     linknet = await connect_account(storypost_stack, workspace.org, "linknet", "sunny.pages")
-    # Tomorrow at 10:00 UTC and the day after at 15:30 UTC.
+    # Tomorrow at 10:00 UTC and the day after at 15:30 UTC, both in one week of the calendar
+    # (Monday to Sunday): when tomorrow is a Sunday, Monday and Tuesday instead.
     day = (datetime.now(UTC) + timedelta(days=1)).replace(hour=10, minute=0, second=0)
+    if monday(day.date()) != monday((day + timedelta(days=1)).date()):
+        day += timedelta(days=1)
     story_uuid, social_uuid = str(uuid.uuid4()), str(uuid.uuid4())
     story = await api.call(
         workspace.org,
