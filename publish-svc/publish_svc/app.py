@@ -107,7 +107,6 @@ def scheduling(
         used.renderer,
         used.drivers,
         clock,
-        owner=owner,
         window=settings.posting_window,
         lease=lease,
         hold_recheck=timedelta(seconds=settings.hold_recheck_seconds),

@@ -103,6 +103,8 @@ class Post:
     render_state: str = "prepared"
     render_error: str | None = None
     traceparent: str | None = None
+    # Who holds the post's lease: the attempt that claimed it (see scheduler.py).
+    lease_holder: str | None = None
 
     @property
     def deadline_base(self) -> datetime:
@@ -143,4 +145,5 @@ class Post:
             render_state=doc.get("renderState", "prepared"),
             render_error=doc.get("renderError"),
             traceparent=doc.get(TRACEPARENT_FIELD),
+            lease_holder=doc.get("leaseOwner"),
         )

@@ -88,7 +88,6 @@ class PostProcessor:
     drivers: DriverLookup
     clock: Clock
     _: KW_ONLY
-    owner: str
     window: timedelta
     lease: timedelta
     hold_recheck: timedelta
@@ -103,6 +102,15 @@ class PostProcessor:
         self._metrics = self.metrics or PublishMetrics.create(None)
         self._releases = DailyReleases(self.store, self.accounts, self.clock)
         self._spans = self.spans or tracer()
+
+    @staticmethod
+    def _holder(post: Post) -> str:
+        """The lease this attempt holds: every write of the attempt is guarded by it, so an
+        attempt whose lease was taken over (by another replica, or by a later claim of this
+        one) changes nothing any more."""
+        if post.lease_holder is None:
+            raise LeaseLost(post.id)
+        return post.lease_holder
 
     def deadline(self, post: Post) -> datetime:
         return post.deadline_base + self.window
@@ -200,7 +208,9 @@ class PostProcessor:
         if rendering.state != rpb.RENDERING_STATE_FINISHED:
             if rendering.state == rpb.RENDERING_STATE_PREPARED:
                 await self.renderer.finish(post.organization_id, post.id)
-            await self.store.release(post.id, self.owner, due_at=self.clock.now() + RENDER_RECHECK)
+            await self.store.release(
+                post.id, self._holder(post), due_at=self.clock.now() + RENDER_RECHECK
+            )
             return None
         return Media(
             kind="video" if rendering.media_kind == rpb.MEDIA_KIND_VIDEO else "image",
@@ -222,11 +232,11 @@ class PostProcessor:
                     [Status.SCHEDULED],
                     Status.IN_PROGRESS,
                     now=self.clock.now(),
-                    owner=self.owner,
+                    owner=self._holder(post),
                 )
             await self.store.release(
                 post.id,
-                self.owner,
+                self._holder(post),
                 due_at=self.clock.now() + self.hold_recheck,
                 set_fields={"progress.waitingForCredits": True},
             )
@@ -255,7 +265,12 @@ class PostProcessor:
         # Reels and clipapp posts announce in-progress; a social post whose date came does not.
         event = None if post.kind is Kind.SOCIAL else status_event(post, Status.IN_PROGRESS, now)
         moved = await self.store.transition(
-            post.id, [Status.SCHEDULED], Status.IN_PROGRESS, now=now, event=event, owner=self.owner
+            post.id,
+            [Status.SCHEDULED],
+            Status.IN_PROGRESS,
+            now=now,
+            event=event,
+            owner=self._holder(post),
         )
         if moved is None:
             log.info("post changed before publishing", post=post.id)
@@ -301,7 +316,7 @@ class PostProcessor:
         progress = StoredProgress(
             self.store,
             post.id,
-            self.owner,
+            self._holder(post),
             post.progress,
             self.clock,
             self.deadline(post),
@@ -313,12 +328,20 @@ class PostProcessor:
 
     @contextlib.asynccontextmanager
     async def _renewing_lease(self, post: Post) -> AsyncIterator[None]:
+        holder = self._holder(post)
+
         async def renew() -> None:
+            # A failed renewal (the database away for a moment) is tried again at the next
+            # turn: the lease is three turns long, and if it runs out anyway the attempt's
+            # own guarded writes find the post held by another attempt (LeaseLost).
             while True:
                 await asyncio.sleep(self.lease.total_seconds() / 3)
                 until = self.clock.now() + self.lease
-                if not await self.store.renew_lease(post.id, self.owner, until):
-                    return
+                try:
+                    if not await self.store.renew_lease(post.id, holder, until):
+                        return
+                except Exception as error:
+                    log.warning("renewing a post's lease failed", post=post.id, error=str(error))
 
         task = asyncio.create_task(renew())
         try:
@@ -406,7 +429,7 @@ class PostProcessor:
         if outcome.raw_status:
             fields["clipappStatus"] = outcome.raw_status
         await self.store.release(
-            post.id, self.owner, due_at=now + delay, set_fields=fields, inc_attempts=True
+            post.id, self._holder(post), due_at=now + delay, set_fields=fields, inc_attempts=True
         )
         log.info("retry later", post=post.id, error=outcome.message, delay_s=delay.total_seconds())
 
@@ -450,7 +473,7 @@ class PostProcessor:
             OPEN_STATUSES,
             status,
             now=now,
-            owner=self.owner,
+            owner=self._holder(post),
             event=status_event(post, status, now, **details),
             set_fields=set_fields,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from dataclasses import KW_ONLY, field
 from datetime import timedelta
 
@@ -91,7 +92,12 @@ class DueScheduler:
         ids = await self.store.due_ids(now, free)
         claimed = 0
         for record_id in ids:
-            post = await self.store.claim(record_id, self.owner, now, now + self.lease)
+            # Each claim is one attempt's lease, not the replica's: when an attempt outlives
+            # its lease (a renewal lost while the database was away) and this replica claims
+            # the post again, the earlier attempt's guarded writes fail (LeaseLost) instead of
+            # letting two attempts of one replica both publish.
+            holder = f"{self.owner}/{secrets.token_hex(4)}"
+            post = await self.store.claim(record_id, holder, now, now + self.lease)
             if post is None:
                 continue
             claimed += 1

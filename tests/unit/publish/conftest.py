@@ -46,14 +46,13 @@ class Core:
     posts: Posts
     quota: StoryQuota
 
-    def processor(self, owner: str = "replica-a", spans: Tracer | None = None) -> PostProcessor:
+    def processor(self, spans: Tracer | None = None) -> PostProcessor:
         return PostProcessor(
             self.store,
             self.accounts,  # type: ignore[arg-type]
             self.renderer,  # type: ignore[arg-type]
             OneDriver(self.driver),
             self.clock,
-            owner=owner,
             window=WINDOW,
             lease=LEASE,
             hold_recheck=timedelta(seconds=5),
@@ -63,7 +62,7 @@ class Core:
     async def run_due(self, owner: str = "replica-a", spans: Tracer | None = None) -> list[Post]:
         """Claims and processes every due post once, like one scheduler pass."""
         processed: list[Post] = []
-        processor = self.processor(owner, spans)
+        processor = self.processor(spans)
         while True:
             now = self.clock.now()
             post = await self.store.claim_due(owner, now, now + LEASE)

@@ -42,11 +42,11 @@ async def test_a_release_account_svc_missed_is_settled_later_by_any_replica(core
     # The failure is stored with the debt; the reservation is still held.
     assert core.accounts.released == [] and await owed(core, post.id)
     assert [e["status"] for e in await core.events(post)] == ["in-progress", "failed"]
-    assert await core.processor("replica-b").settle_owed() == 0  # not due yet
+    assert await core.processor().settle_owed() == 0  # not due yet
     core.clock.advance(timedelta(seconds=11))
     settled = [
-        await core.processor("replica-b").settle_owed(),
-        await core.processor("replica-c").settle_owed(),
+        await core.processor().settle_owed(),
+        await core.processor().settle_owed(),
     ]
     assert settled == [1, 0]
     assert core.accounts.released == [post.id] and not await owed(core, post.id)

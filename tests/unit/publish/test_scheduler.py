@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from datetime import timedelta
 
-from publish_svc.model import Kind, Status
+from publish_svc.drivers.base import Credentials, Media, Outcome, Progress
+from publish_svc.model import Kind, Post, Status
 from publish_svc.processing import PostProcessor
 from publish_svc.scheduler import DueScheduler
 from storypost_runtime.clock import SystemClock
@@ -13,7 +15,13 @@ from tests.unit.publish.conftest import LEASE, WINDOW, Core
 from tests.unit.publish.fakes import OneDriver
 
 
-def replica(core: Core, owner: str, workers: int) -> DueScheduler:
+def replica(
+    core: Core,
+    owner: str,
+    workers: int,
+    lease: timedelta = LEASE,
+    max_idle: timedelta = timedelta(seconds=30),
+) -> DueScheduler:
     clock = SystemClock()
     processor = PostProcessor(
         core.store,
@@ -21,9 +29,8 @@ def replica(core: Core, owner: str, workers: int) -> DueScheduler:
         core.renderer,  # type: ignore[arg-type]
         OneDriver(core.driver),
         clock,
-        owner=owner,
         window=WINDOW,
-        lease=LEASE,
+        lease=lease,
         hold_recheck=timedelta(seconds=5),
     )
     return DueScheduler(
@@ -32,8 +39,8 @@ def replica(core: Core, owner: str, workers: int) -> DueScheduler:
         clock,
         owner=owner,
         workers=workers,
-        lease=LEASE,
-        max_idle=timedelta(seconds=30),
+        lease=lease,
+        max_idle=max_idle,
     )
 
 
@@ -75,3 +82,68 @@ async def test_wake_starts_a_post_due_now_without_waiting_for_the_idle_timer(cor
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@dataclass
+class OverlappingAttempts:
+    """A platform whose first attempt is held until a second attempt of the same post has
+    started, then sends; the second sends after it. Records which attempts sent."""
+
+    calls: int = 0
+    sent: list[int] = field(default_factory=list)
+    second_started: asyncio.Event = field(default_factory=asyncio.Event)
+    first_done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def publish(
+        self, post: Post, media: Media, credentials: Credentials, progress: Progress
+    ) -> Outcome:
+        attempt, self.calls = self.calls, self.calls + 1
+        if attempt == 0:
+            await asyncio.wait_for(self.second_started.wait(), 20)
+            try:
+                await progress.irreversible()
+                self.sent.append(attempt)
+            finally:
+                self.first_done.set()
+            return Outcome.executed("m-first")
+        self.second_started.set()
+        await asyncio.wait_for(self.first_done.wait(), 20)
+        await progress.irreversible()
+        self.sent.append(attempt)
+        return Outcome.executed(f"m-{attempt}")
+
+    async def reachable(self, credentials: Credentials | None = None) -> bool:
+        return True
+
+
+async def test_an_attempt_that_outlived_its_lease_sends_nothing_after_the_post_is_claimed_again(
+    core: Core,
+) -> None:
+    """The database went away while an attempt renewed its lease: the lease ran out and the
+    same replica claimed the post again. Only the attempt holding the lease may send."""
+    core.intake.clock = SystemClock()
+    platform = OverlappingAttempts()
+    core.driver = platform  # type: ignore[assignment]
+
+    async def renewal_lost(*args: object) -> bool:
+        raise ConnectionError("the database is away")
+
+    core.store.renew_lease = renewal_lost  # type: ignore[method-assign,assignment]
+    lease = timedelta(seconds=0.5)
+    scheduler = replica(core, "a", 4, lease=lease, max_idle=timedelta(seconds=0.05))
+    uuid = "6f1c1f9e-4f0e-4c7a-9d6b-2f6f0a4b9c56"
+    await core.intake.story(core.new(Kind.STORY, uuid), "alice")
+    task = asyncio.create_task(scheduler.run())
+    try:
+        for _ in range(200):
+            post = await core.store.get(Kind.STORY, "org", uuid)
+            if platform.first_done.is_set() and post and post.status is Status.EXECUTED:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert platform.calls >= 2, "the post was not claimed again after its lease ran out"
+    assert post is not None and post.status is Status.EXECUTED
+    # The first attempt lost its lease before it sent: it sent nothing, one later one did.
+    assert len(platform.sent) == 1 and 0 not in platform.sent, platform.sent

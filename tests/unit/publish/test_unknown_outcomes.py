@@ -46,12 +46,12 @@ async def test_a_credit_not_taken_at_publish_time_is_taken_later_by_any_replica(
     assert await owed(core, post.id)
     assert [e["status"] for e in await core.events(post)] == ["in-progress", "executed"]
     # Not yet due for another try.
-    assert await core.processor("replica-b").settle_credits() == 0
+    assert await core.processor().settle_credits() == 0
     core.clock.advance(timedelta(seconds=11))
     # Two replicas settle at once: account-svc takes one credit per post whatever the repeats.
     paid = [
-        await core.processor("replica-b").settle_credits(),
-        await core.processor("replica-c").settle_credits(),
+        await core.processor().settle_credits(),
+        await core.processor().settle_credits(),
     ]
     assert paid == [1, 0]
     assert core.accounts.consumed == [post.id] and core.accounts.balance == 9
