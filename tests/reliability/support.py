@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_runtime.component import component
 from tests.support.api import Api, Org
@@ -97,6 +98,14 @@ async def wait_status(
         return result if result["status"] in want else None
 
     return await wait_until(check, within, f"{procedure} {body} in {want}")
+
+
+async def unfinished(db: AsyncDatabase[dict[str, Any]], key: str) -> str:
+    """A post that never finished as the database holds it (status, attempts, last error,
+    due time, lease) and its rendering: what a test that timed out waiting says."""
+    record = await db["posts"].find_one({"_id": {"$regex": f"{key}$"}}, {"outbox": 0})
+    rendering = await db["renderings"].find_one({"renderingId": {"$regex": key}}, {"outbox": 0})
+    return f"its record {record}; its rendering {rendering}"
 
 
 async def stream_events(nats_url: str, event_types: list[str], organization_id: str) -> list[Any]:

@@ -32,6 +32,7 @@ from tests.reliability.support import (
     future,
     long_run,
     stream_events,
+    unfinished,
     username,
     video_story,
 )
@@ -200,10 +201,8 @@ async def test_kill_9_of_every_service_loses_nothing_and_doubles_nothing(
         try:
             finals[key] = await wait_until(done, 240, f"post {key} to finish")
         except AssertionError:
-            record = await rel_db["posts"].find_one({"_id": {"$regex": f"{key}$"}})
-            rendering = await rel_db["renderings"].find_one({"renderingId": {"$regex": key}})
             raise AssertionError(
-                f"post {key} never finished: {record}; rendering {rendering}; kills {run.kills}"
+                f"post {key} never finished: {await unfinished(rel_db, key)}; kills {run.kills}"
             ) from None
     failed = {k: v for k, v in finals.items() if v["status"] == "failed"}
     assert all(v.get("errorMessage") for v in failed.values()), failed

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost.testing.stack import StackHandle
 from storypost.webhook.v1 import webhook_pb2 as wpb
@@ -32,6 +33,7 @@ from tests.reliability.support import (
     LoopbackReceiver,
     long_run,
     stream_events,
+    unfinished,
     username,
 )
 from tests.support.accounts import connect_account, published
@@ -160,7 +162,10 @@ async def recovered_after(api: Api, org: Org, since: float, within: float = 60.0
 @pytest.mark.reliability_short
 @pytest.mark.timeout(1200)
 async def test_dependency_restarts_under_load_are_503s_then_recovery(
-    rel_stack: StackHandle, rel_api: Api, receiver: LoopbackReceiver
+    rel_stack: StackHandle,
+    rel_api: Api,
+    rel_db: AsyncDatabase[dict[str, Any]],
+    receiver: LoopbackReceiver,
 ) -> None:
     missing = [d for d in DEPENDENCIES if d not in rel_stack.processes.components]
     assert not missing, f"the dependencies run elsewhere here: {missing}"
@@ -207,7 +212,11 @@ async def test_dependency_restarts_under_load_are_503s_then_recovery(
             result: dict[str, Any] = answer.json()
             return result if result["status"] in ("executed", "failed") else None
 
-        done = await wait_until(final, 180, f"story {key}")
+        try:
+            done = await wait_until(final, 180, f"story {key}")
+        except AssertionError as timeout:
+            # What it waits for says why (a retry planned far off, a rendering unfinished...).
+            raise AssertionError(f"{timeout}: {await unfinished(rel_db, key)}") from None
         assert done["status"] == "executed", done
     published_count = 0
     for org in orgs:
