@@ -232,7 +232,7 @@ class PostProcessor:
                     [Status.SCHEDULED],
                     Status.IN_PROGRESS,
                     now=self.clock.now(),
-                    owner=self._holder(post),
+                    holder=self._holder(post),
                 )
             await self.store.release(
                 post.id,
@@ -270,7 +270,7 @@ class PostProcessor:
             Status.IN_PROGRESS,
             now=now,
             event=event,
-            owner=self._holder(post),
+            holder=self._holder(post),
         )
         if moved is None:
             log.info("post changed before publishing", post=post.id)
@@ -466,14 +466,14 @@ class PostProcessor:
         set_fields: Mapping[str, Any],
         **details: str | None,
     ) -> Post | None:
-        """Moves the post this replica holds to a final status: the status, its event (with
+        """Moves the post this attempt holds to a final status: the status, its event (with
         `details`) and `set_fields` in one write; None when it moved meanwhile."""
         return await self.store.transition(
             post.id,
             OPEN_STATUSES,
             status,
             now=now,
-            owner=self._holder(post),
+            holder=self._holder(post),
             event=status_event(post, status, now, **details),
             set_fields=set_fields,
         )

@@ -32,7 +32,7 @@ class Unsettled(Exception):
 class StoredProgress:
     store: PostStore
     record_id: str
-    owner: str
+    holder: str
     # What the attempt recorded so far: a copy of the stored progress that record() and
     # irreversible() keep up to date.
     recorded: Mapping[str, Any]
@@ -60,7 +60,7 @@ class StoredProgress:
         stored = await self.store.update_fields(
             self.record_id,
             {f"progress.{key}": value for key, value in fields.items()},
-            owner=self.owner,
+            holder=self.holder,
         )
         if not stored:
             raise LeaseLost(self.record_id)
@@ -76,7 +76,7 @@ class StoredProgress:
                 raise Unsettled(self.record_id)
             raise TooLate(self.record_id)
         fields = {**fields, SENT_AT: now}
-        current = await self.store.mark_irreversible(self.record_id, self.owner, fields)
+        current = await self.store.mark_irreversible(self.record_id, self.holder, fields)
         if current is None:
             self._recorded.update(fields, irreversible=True)
             return

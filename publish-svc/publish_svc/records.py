@@ -117,17 +117,17 @@ class PostStore:
         now: datetime,
         event: Event | None = None,
         set_fields: Mapping[str, Any] | None = None,
-        owner: str | None = None,
+        holder: str | None = None,
         idle_only: bool = False,
     ) -> Post | None:
         """Moves a post from one of `from_statuses`; None when it was not in one of them.
 
-        `owner` requires this replica's lease; `idle_only` requires that no irreversible
-        driver call is running (cancel must not race a publish).
+        `holder` requires that this attempt still holds the lease; `idle_only` requires that
+        no irreversible driver call is running (cancel must not race a publish).
         """
         query: Document = {"_id": record_id, "status": {"$in": [s.value for s in from_statuses]}}
-        if owner is not None:
-            query["leaseOwner"] = owner
+        if holder is not None:
+            query["leaseOwner"] = holder
         if idle_only:
             query[PHASE_FIELD] = None
         fields: Document = {"status": to_status.value, "updatedAt": now, **(set_fields or {})}
@@ -146,11 +146,11 @@ class PostStore:
         return Post.from_doc(doc)
 
     async def update_fields(
-        self, record_id: str, fields: Mapping[str, Any], *, owner: str | None = None
+        self, record_id: str, fields: Mapping[str, Any], *, holder: str | None = None
     ) -> bool:
         query: Document = {"_id": record_id}
-        if owner is not None:
-            query["leaseOwner"] = owner
+        if holder is not None:
+            query["leaseOwner"] = holder
         result = await self.posts.update_one(query, {"$set": dict(fields)})
         return result.matched_count == 1
 
@@ -171,7 +171,7 @@ class PostStore:
         return [doc["_id"] async for doc in cursor]
 
     async def claim(
-        self, record_id: str, owner: str, now: datetime, lease_until: datetime
+        self, record_id: str, holder: str, now: datetime, lease_until: datetime
     ) -> Post | None:
         """Atomically leases one due post, so no two replicas take one post; None when another
         replica was first (or it changed meanwhile)."""
@@ -182,15 +182,15 @@ class PostStore:
                 "dueAt": {"$lte": now},
                 "leaseUntil": {"$lte": now},
             },
-            {"$set": {"leaseOwner": owner, "leaseUntil": lease_until}},
+            {"$set": {"leaseOwner": holder, "leaseUntil": lease_until}},
             return_document=ReturnDocument.AFTER,
         )
         return Post.from_doc(doc) if doc else None
 
-    async def claim_due(self, owner: str, now: datetime, lease_until: datetime) -> Post | None:
-        """The most overdue claimable post, leased to `owner` (None when there is none)."""
+    async def claim_due(self, holder: str, now: datetime, lease_until: datetime) -> Post | None:
+        """The most overdue claimable post, leased to `holder` (None when there is none)."""
         for record_id in await self.due_ids(now, 4):
-            post = await self.claim(record_id, owner, now, lease_until)
+            post = await self.claim(record_id, holder, now, lease_until)
             if post is not None:
                 return post
         return None
@@ -210,7 +210,7 @@ class PostStore:
     async def release(
         self,
         record_id: str,
-        owner: str,
+        holder: str,
         *,
         due_at: datetime,
         set_fields: Mapping[str, Any] | None = None,
@@ -224,17 +224,17 @@ class PostStore:
         update: Document = {"$set": {"dueAt": due_at, "leaseUntil": NEVER, **(set_fields or {})}}
         if inc_attempts:
             update["$inc"] = {"attempts": 1}
-        result = await self.posts.update_one({"_id": record_id, "leaseOwner": owner}, update)
+        result = await self.posts.update_one({"_id": record_id, "leaseOwner": holder}, update)
         return result.matched_count == 1
 
     async def mark_irreversible(
-        self, record_id: str, owner: str, progress: Mapping[str, Any]
+        self, record_id: str, holder: str, progress: Mapping[str, Any]
     ) -> Post | None:
         """Sets the phase (and progress fields) if the post is still open and ours; else
         returns it as it is."""
         fields = {f"progress.{key}": value for key, value in progress.items()}
         doc = await self.posts.find_one_and_update(
-            {"_id": record_id, "leaseOwner": owner, "status": {"$in": list(OPEN)}},
+            {"_id": record_id, "leaseOwner": holder, "status": {"$in": list(OPEN)}},
             {"$set": {PHASE_FIELD: "publishing", "progress.irreversible": True, **fields}},
             return_document=ReturnDocument.AFTER,
         )
@@ -243,9 +243,9 @@ class PostStore:
         current = await self.posts.find_one({"_id": record_id}, {"outbox": 0})
         return Post.from_doc(current) if current else None
 
-    async def renew_lease(self, record_id: str, owner: str, lease_until: datetime) -> bool:
+    async def renew_lease(self, record_id: str, holder: str, lease_until: datetime) -> bool:
         result = await self.posts.update_one(
-            {"_id": record_id, "leaseOwner": owner}, {"$set": {"leaseUntil": lease_until}}
+            {"_id": record_id, "leaseOwner": holder}, {"$set": {"leaseUntil": lease_until}}
         )
         return result.matched_count == 1
 

@@ -127,7 +127,7 @@ async def test_a_crashed_replica_s_post_is_taken_over_with_its_progress(core: Co
     now = core.clock.now()
     claimed = await core.store.claim_due("crashed", now, now + timedelta(seconds=60))
     assert claimed is not None
-    await core.store.update_fields(claimed.id, {"progress.containerId": "c-1"}, owner="crashed")
+    await core.store.update_fields(claimed.id, {"progress.containerId": "c-1"}, holder="crashed")
     # Nobody else may take it while the lease holds.
     assert await core.run_due("replica-b") == []
     core.clock.advance(timedelta(seconds=61))
