@@ -9,10 +9,9 @@ or an unreachable account-svc in between leaves the debt on the record, and `set
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Awaitable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import KW_ONLY, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -41,6 +40,7 @@ from publish_svc.render_client import RenderClient
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import Clock, iso_utc
 from storypost_runtime.component import component
+from storypost_runtime.leases import renewing
 from storypost_runtime.logs import get_logger
 from storypost_runtime.tracing import context_of_traceparent, tracer
 
@@ -326,30 +326,16 @@ class PostProcessor:
             outcome = await self.driver_for(post).publish(post, media, credentials, progress)
         return outcome, bool(progress.recorded.get("irreversible"))
 
-    @contextlib.asynccontextmanager
-    async def _renewing_lease(self, post: Post) -> AsyncIterator[None]:
+    def _renewing_lease(self, post: Post) -> AbstractAsyncContextManager[None]:
         holder = self._holder(post)
 
-        async def renew() -> None:
-            # A failed renewal (the database away for a moment) is tried again at the next
-            # turn: the lease is three turns long, and if it runs out anyway the attempt's
-            # own guarded writes find the post held by another attempt (LeaseLost).
-            while True:
-                await asyncio.sleep(self.lease.total_seconds() / 3)
-                until = self.clock.now() + self.lease
-                try:
-                    if not await self.store.renew_lease(post.id, holder, until):
-                        return
-                except Exception as error:
-                    log.warning("renewing a post's lease failed", post=post.id, error=str(error))
+        def renew() -> Awaitable[bool]:
+            return self.store.renew_lease(post.id, holder, self.clock.now() + self.lease)
 
-        task = asyncio.create_task(renew())
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        def failed(error: Exception) -> None:
+            log.warning("renewing a post's lease failed", post=post.id, error=str(error))
+
+        return renewing(renew, failed, lease=self.lease, name=f"lease {post.id}")
 
     async def _conclude(self, post: Post, outcome: Outcome, *, sent: bool = False) -> None:
         self._metrics.outcomes.labels(post.account.platform, outcome.kind.value).inc()

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import KW_ONLY, field
 from datetime import timedelta
 from typing import Any
@@ -45,6 +46,7 @@ from render_svc.video_rules import DurationBounds
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.errors import DomainError, NotFound
+from storypost_runtime.leases import renewing
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import MetricsIn
 from storypost_runtime.mongo import Document
@@ -155,33 +157,31 @@ class Finisher:
         rendering = Rendering.from_doc(doc)
         started = time.perf_counter()
         outcome = "failed"
-        heartbeat = asyncio.create_task(self._keep_lease(doc, token))
         try:
-            if await self._finish_one(doc, token, rendering):
-                outcome = "finished"
+            async with self._keeping_lease(doc, token):
+                if await self._finish_one(doc, token, rendering):
+                    outcome = "finished"
         finally:
-            heartbeat.cancel()
             self._durations.labels(rendering.media_kind, outcome).observe(
                 time.perf_counter() - started
             )
 
-    async def _keep_lease(self, doc: Document, token: str) -> None:
+    def _keeping_lease(self, doc: Document, token: str) -> AbstractAsyncContextManager[None]:
         """Renews the lease while the work runs: the lease can stay short, so a replica killed
         mid-finish (kill -9, no shutdown) holds its renderings — and the posts waiting for
         them — for one short lease, not for as long as the longest composite may take."""
-        every = self._lease.total_seconds() / 3
-        while True:
-            await asyncio.sleep(every)
-            try:
-                result = await self.records.renderings.update_one(
-                    {"_id": doc["_id"], "state": FINISHING, "leaseToken": token},
-                    {"$set": {"leaseUntil": self.clock.now() + self._lease}},
-                )
-            except Exception as error:
-                log.warning("renewing a finishing lease failed", error=str(error))
-                continue
-            if result.matched_count == 0:
-                return
+
+        async def renew() -> bool:
+            result = await self.records.renderings.update_one(
+                {"_id": doc["_id"], "state": FINISHING, "leaseToken": token},
+                {"$set": {"leaseUntil": self.clock.now() + self._lease}},
+            )
+            return result.matched_count == 1
+
+        def failed(error: Exception) -> None:
+            log.warning("renewing a finishing lease failed", error=str(error))
+
+        return renewing(renew, failed, lease=self._lease, name=f"lease {doc['_id']}")
 
     async def _finish_one(self, doc: Document, token: str, rendering: Rendering) -> bool:
         """True when the rendering ended FINISHED, False when it ended FAILED."""

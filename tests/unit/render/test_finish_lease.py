@@ -22,13 +22,17 @@ async def test_a_working_finisher_keeps_its_short_lease(db: AsyncDatabase[Docume
     finisher = Finisher(records, none, none, none, none, clock, lease_seconds=0.3)
     doc = {"_id": "org:r1", "state": FINISHING, "leaseToken": "mine", "leaseUntil": clock.now()}
     await records.renderings.insert_one(doc)
-    heartbeat = asyncio.create_task(finisher._keep_lease(doc, "mine"))
-    clock.advance(timedelta(seconds=5))
-    await asyncio.sleep(0.25)
-    renewed = await records.renderings.find_one({"_id": "org:r1"})
-    assert renewed is not None and renewed["leaseUntil"] > datetime(
-        2026, 11, 23, 10, 0, 5, tzinfo=UTC
-    )
-    # Another finisher took it over: the heartbeat stops instead of stealing it back.
-    await records.renderings.update_one({"_id": "org:r1"}, {"$set": {"leaseToken": "theirs"}})
-    await asyncio.wait_for(heartbeat, 2)
+    async with finisher._keeping_lease(doc, "mine"):
+        clock.advance(timedelta(seconds=5))
+        await asyncio.sleep(0.25)
+        renewed = await records.renderings.find_one({"_id": "org:r1"})
+        assert renewed is not None and renewed["leaseUntil"] > datetime(
+            2026, 11, 23, 10, 0, 5, tzinfo=UTC
+        )
+        # Another finisher took it over: a renewal does not steal it back.
+        theirs = {"leaseToken": "theirs", "leaseUntil": clock.now()}
+        await records.renderings.update_one({"_id": "org:r1"}, {"$set": theirs})
+        clock.advance(timedelta(seconds=5))
+        await asyncio.sleep(0.25)
+        after = await records.renderings.find_one({"_id": "org:r1"})
+        assert after is not None and {k: after[k] for k in theirs} == theirs
