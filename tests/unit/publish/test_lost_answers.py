@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
@@ -64,6 +65,18 @@ class World:
     def clipapp(self) -> ClipappDriver:
         return clipapp(self.http)
 
+    def clipapp_post(self, username: str, **fields: Any) -> tuple[Credentials, Post]:
+        """The clipapp account `username` and a clipapp post of it with `fields`."""
+        return credentials(self.sandbox, "clipapp", username), post(
+            Kind.CLIPAPP, "CLIPAPP", **fields
+        )
+
+    def pin(self) -> tuple[Credentials, Post]:
+        """The pinboard account `brand` and a pin of it."""
+        return credentials(self.sandbox, "pinboard", "brand"), post(
+            Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={}
+        )
+
     def calls(self, path: str) -> int:
         return sum(1 for call in self.transport.calls if path in call)
 
@@ -89,8 +102,9 @@ async def world() -> AsyncIterator[World]:
 async def test_clipapp_init_answer_lost_after_posting_is_found_never_posted_again(
     world: World,
 ) -> None:
-    creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="PUBLIC_TO_EVERYONE", title="launch day")
+    creds, item = world.clipapp_post(
+        "clipper", privacy_level="PUBLIC_TO_EVERYONE", title="launch day"
+    )
     progress = MemoryProgress({})
     world.transport.lose[CONTENT_INIT] = "after"
     first = await world.clipapp().publish(item, IMAGE, creds, progress)
@@ -108,8 +122,7 @@ async def test_clipapp_init_answer_lost_after_posting_is_found_never_posted_agai
 
 
 async def test_clipapp_private_post_with_a_lost_answer_fails_as_unknown(world: World) -> None:
-    creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="SELF_ONLY", title="just me")
+    creds, item = world.clipapp_post("clipper", privacy_level="SELF_ONLY", title="just me")
     progress = MemoryProgress({})
     world.transport.lose[CONTENT_INIT] = "after"
     await world.clipapp().publish(item, IMAGE, creds, progress)
@@ -125,8 +138,7 @@ async def test_clipapp_private_post_with_a_lost_answer_fails_as_unknown(world: W
 async def test_clipapp_lost_request_is_looked_for_until_settled_then_unknown(
     world: World,
 ) -> None:
-    creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="PUBLIC_TO_EVERYONE", title="gone")
+    creds, item = world.clipapp_post("clipper", privacy_level="PUBLIC_TO_EVERYONE", title="gone")
     # Another public post of the account with another title is not taken for ours.
     other = MemoryProgress({})
     await world.clipapp().publish(
@@ -147,8 +159,7 @@ async def test_clipapp_lost_request_is_looked_for_until_settled_then_unknown(
 
 
 async def test_clipapp_init_refused_by_the_platform_may_be_sent_again(world: World) -> None:
-    creds = credentials(world.sandbox, "clipapp", "clipper")
-    item = post(Kind.CLIPAPP, "CLIPAPP", privacy_level="SELF_ONLY", title="t")
+    creds, item = world.clipapp_post("clipper", privacy_level="SELF_ONLY", title="t")
     progress = MemoryProgress({})
     world.sandbox.store.set_switch(
         Switch("clipapp", None, "offline", endpoint="post/publish/content/init")
@@ -163,9 +174,8 @@ async def test_clipapp_init_refused_by_the_platform_may_be_sent_again(world: Wor
 
 
 async def test_social_post_found_by_its_key_past_the_deadline(world: World) -> None:
-    creds = credentials(world.sandbox, "pinboard", "brand")
+    creds, pin = world.pin()
     driver = social(world.http, "pinboard")
-    pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     progress = MemoryProgress({})
     world.transport.lose["/pinboard/v1/posts"] = "after"
     lost = await driver.publish(pin, IMAGE, creds, progress)
@@ -179,9 +189,8 @@ async def test_social_post_found_by_its_key_past_the_deadline(world: World) -> N
 
 
 async def test_social_post_never_sent_is_not_sent_late(world: World) -> None:
-    creds = credentials(world.sandbox, "pinboard", "brand")
+    creds, pin = world.pin()
     driver = social(world.http, "pinboard")
-    pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
     progress = MemoryProgress({})
     world.transport.lose["/pinboard/v1/posts"] = "before"
     await driver.publish(pin, IMAGE, creds, progress)
@@ -218,10 +227,8 @@ async def test_a_refused_look_up_after_a_lost_answer_is_looked_at_again_never_fa
     # Each driver: the publishing call performed, its answer lost, then the look-up refused.
     # "failed" would say the post did not go out; it did, so the next attempt finds it.
     photo = credentials(world.sandbox, "photoapp", "alice")
-    pin_creds = credentials(world.sandbox, "pinboard", "brand")
-    pin = post(Kind.SOCIAL, "PINBOARD", post_type="PIN", text="hi", options={})
-    clip_creds = credentials(world.sandbox, "clipapp", "cleo")
-    clip = post(Kind.CLIPAPP, "CLIPAPP", title="found", privacy_level="PUBLIC_TO_EVERYONE")
+    pin_creds, pin = world.pin()
+    clip_creds, clip = world.clipapp_post("cleo", title="found", privacy_level="PUBLIC_TO_EVERYONE")
     cases: list[tuple[Driver, Post, Credentials, str]] = [
         (
             photoapp(world.http),
@@ -253,8 +260,7 @@ async def test_a_refused_look_up_after_a_lost_answer_is_looked_at_again_never_fa
 async def test_a_refused_clipapp_status_after_init_is_looked_at_again_never_failed(
     world: World,
 ) -> None:
-    creds = credentials(world.sandbox, "clipapp", "cleo")
-    item = post(Kind.CLIPAPP, "CLIPAPP", title="status", privacy_level="SELF_ONLY")
+    creds, item = world.clipapp_post("cleo", title="status", privacy_level="SELF_ONLY")
     progress = MemoryProgress({})
     refuse_once(world, "clipapp", "post/publish/status/fetch")
     refused = await world.clipapp().publish(item, IMAGE, creds, progress)
