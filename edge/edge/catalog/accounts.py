@@ -6,10 +6,11 @@ from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
 
 _EXAMPLE_LINKNET_DESTINATION = {
-    "linknetDestinationId": "104857512345678",
+    "linknetDestinationId": f.EXAMPLE_LINKNET_DESTINATION_ID,
     "linknetDestinationName": "Sunny Shop",
     "linknetDestinationType": "page",
 }
+_CLIPAPP_AVATAR_URL = f"https://cdn.clipapp.example/avatars/{f.EXAMPLE_CLIPAPP_ACCOUNT_ID}.jpg"
 
 
 def _listing(
@@ -45,10 +46,8 @@ def _photoapp_user() -> f.Schema:
                 "pattern": f.PHOTOAPP_ID_PATTERN,
                 "description": "Numeric id of the account on photoapp (up to 50 digits).",
             },
-            "photoappUsername": f.string(
-                "Username; pass it as `photoappUsername` to the photoapp procedures.",
-                min_length=1,
-                max_length=64,
+            "photoappUsername": f.photoapp_username(
+                "Username; pass it as `photoappUsername` to the photoapp procedures."
             ),
             "linknetDestinations": f.linknet_destinations(),
         },
@@ -75,7 +74,7 @@ LIST_PHOTOAPP_USERS = _listing(
     example=[
         {
             "photoappId": "17841405822304914",
-            "photoappUsername": "sunnyshop",
+            "photoappUsername": f.EXAMPLE_PHOTOAPP_USERNAME,
             "linknetDestinations": [_EXAMPLE_LINKNET_DESTINATION],
         },
         {"photoappId": "17841463107751230", "photoappUsername": "sunnyshop.outlet"},
@@ -86,10 +85,8 @@ LIST_PHOTOAPP_USERS = _listing(
 def _clipapp_account() -> f.Schema:
     return f.output_object(
         {
-            "clipappAccountId": f.string(
-                "Id of the account; pass it as `clipappAccountId` to `schedule-clipapp-post`.",
-                min_length=1,
-                max_length=128,
+            "clipappAccountId": f.clipapp_account_id(
+                "Id of the account; pass it as `clipappAccountId` to `schedule-clipapp-post`."
             ),
             "clipappAccountName": f.string(
                 "Display name of the account.", min_length=1, max_length=100
@@ -115,9 +112,9 @@ LIST_CLIPAPP_ACCOUNTS = _listing(
     description="The connected clipapp accounts.",
     example=[
         {
-            "clipappAccountId": "7096538120371831814",
+            "clipappAccountId": f.EXAMPLE_CLIPAPP_ACCOUNT_ID,
             "clipappAccountName": "Sunny Shop",
-            "profilePictureUrl": "https://cdn.clipapp.example/avatars/7096538120371831814.jpg",
+            "profilePictureUrl": _CLIPAPP_AVATAR_URL,
         }
     ],
 )
@@ -147,10 +144,8 @@ def _post_type() -> f.Schema:
     seconds = {"type": "number", "minimum": 0}
     return f.output_object(
         {
-            "postType": f.string(
-                "Name of the post type; pass it as `postType` to `schedule-social-post`.",
-                min_length=1,
-                max_length=64,
+            "postType": f.post_type(
+                "Name of the post type; pass it as `postType` to `schedule-social-post`."
             ),
             "procedure": f.string(
                 "The procedure that schedules this post type, e.g. `schedule-social-post`."
@@ -197,10 +192,8 @@ def _post_type() -> f.Schema:
 def _social_account() -> f.Schema:
     return f.output_object(
         {
-            "socialAccountId": f.string(
-                "Id of this connection; pass it as `socialAccountId` to `schedule-social-post`.",
-                min_length=1,
-                max_length=128,
+            "socialAccountId": f.social_account_id(
+                "Id of this connection; pass it as `socialAccountId` to `schedule-social-post`."
             ),
             "platform": f.platform(
                 "Uppercase platform name: "
@@ -338,7 +331,7 @@ LIST_SOCIAL_ACCOUNTS = _listing(
             "connection": "direct",
             "displayName": "Sunny Shop",
             "username": "sunnyshop",
-            "photoappUsername": "sunnyshop",
+            "photoappUsername": f.EXAMPLE_PHOTOAPP_USERNAME,
             "disconnected": False,
             "linknetDestinations": [_EXAMPLE_LINKNET_DESTINATION],
             "postTypes": [
@@ -357,8 +350,8 @@ LIST_SOCIAL_ACCOUNTS = _listing(
             "connection": "direct",
             "displayName": "Sunny Shop",
             "username": "sunnyshop",
-            "profilePictureUrl": "https://cdn.clipapp.example/avatars/7096538120371831814.jpg",
-            "clipappAccountId": "7096538120371831814",
+            "profilePictureUrl": _CLIPAPP_AVATAR_URL,
+            "clipappAccountId": f.EXAMPLE_CLIPAPP_ACCOUNT_ID,
             "disconnected": False,
             "dailyPostLimit": 10,
             "postTypes": [

@@ -12,7 +12,7 @@ def _flag(description: str) -> f.Schema:
     return f.boolean(description, default=False)
 
 
-SCHEDULE_CLIPAPP_POST = Procedure(
+SCHEDULE_CLIPAPP_POST = f.render_procedure(
     name="schedule-clipapp-post",
     rpc="storypost.publish.v1.PublishService/ScheduleClipappPost",
     summary="Renders a page and schedules it as a post on a directly connected clipapp account.",
@@ -36,43 +36,39 @@ SCHEDULE_CLIPAPP_POST = Procedure(
             duration="at most 600 seconds long (the network may allow less for some "
             "accounts; the post then fails when published)"
         )
-        + f"\n\n{f.RETRY_DOC}\n\n{f.LONG_CALL_DOC}"
+        + f"\n\n{f.RETRY_DOC}"
     ),
-    input_schema=f.render_input_object(
-        {
-            "clipappAccountId": f.string(
-                "The clipapp account, as listed by `list-clipapp-accounts`.",
-                min_length=1,
-                max_length=128,
-            ),
-            "clipappPostUuid": f.caller_uuid("clipapp post"),
-            "date": f.date_time("When to publish; omitted means once rendering is complete."),
-            "title": f.string("Title; at most 90 characters for photo posts.", max_length=2200),
-            "description": f.string("Description; use it for longer text.", max_length=2200),
-            "privacyLevel": f.enum(
-                "Who can watch the post.",
-                f.CLIPAPP_PRIVACY_LEVELS,
-                default=f.CLIPAPP_DEFAULT_PRIVACY_LEVEL,
-            ),
-            "videoCoverTimestampMs": f.integer(
-                "Milliseconds into the video of the cover frame; the first frame when "
-                "omitted or invalid.",
-                minimum=0,
-            ),
-            "disableDuet": _flag("Disable duets."),
-            "disableComment": _flag("Disable comments."),
-            "disableStitch": _flag("Disable stitches."),
-            "brandOrganic": _flag("Disclose the post as promoting the creator's own brand."),
-            "brandedContent": _flag("Disclose the post as paid partnership content."),
-            "aiGenerated": _flag("Mark the post as AI-generated."),
-            "autoAudio": _flag("Let the network add audio to a photo post."),
-        },
-        ("clipappAccountId", "clipappPostUuid"),
-    ),
+    properties={
+        "clipappAccountId": f.clipapp_account_id(
+            "The clipapp account, as listed by `list-clipapp-accounts`."
+        ),
+        "clipappPostUuid": f.caller_uuid("clipapp post"),
+        "date": f.date_time("When to publish; omitted means once rendering is complete."),
+        "title": f.string("Title; at most 90 characters for photo posts.", max_length=2200),
+        "description": f.string("Description; use it for longer text.", max_length=2200),
+        "privacyLevel": f.enum(
+            "Who can watch the post.",
+            f.CLIPAPP_PRIVACY_LEVELS,
+            default=f.CLIPAPP_DEFAULT_PRIVACY_LEVEL,
+        ),
+        "videoCoverTimestampMs": f.integer(
+            "Milliseconds into the video of the cover frame; the first frame when "
+            "omitted or invalid.",
+            minimum=0,
+        ),
+        "disableDuet": _flag("Disable duets."),
+        "disableComment": _flag("Disable comments."),
+        "disableStitch": _flag("Disable stitches."),
+        "brandOrganic": _flag("Disclose the post as promoting the creator's own brand."),
+        "brandedContent": _flag("Disclose the post as paid partnership content."),
+        "aiGenerated": _flag("Mark the post as AI-generated."),
+        "autoAudio": _flag("Let the network add audio to a photo post."),
+    },
+    required=("clipappAccountId", "clipappPostUuid"),
     output_schema=f.scheduled_output("clipappPostUuid", "clipapp post"),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
-        "clipappAccountId": "7096538120371831814",
+        "clipappAccountId": f.EXAMPLE_CLIPAPP_ACCOUNT_ID,
         "clipappPostUuid": _POST_UUID,
         "date": "2026-07-03T18:00:00Z",
         "title": "Behind the scenes of our summer collection",
@@ -82,12 +78,10 @@ SCHEDULE_CLIPAPP_POST = Procedure(
         "brandOrganic": True,
     },
     example_output={"clipappPostUuid": _POST_UUID, "status": "scheduled"},
-    render_input=True,
-    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("clipapp",),
 )
 
-STATUS_CLIPAPP_POST = Procedure(
+STATUS_CLIPAPP_POST = f.post_status_procedure(
     name="status-clipapp-post",
     rpc="storypost.publish.v1.PublishService/GetClipappPost",
     summary="Returns the status of a clipapp post.",
@@ -97,16 +91,12 @@ STATUS_CLIPAPP_POST = Procedure(
         "confirmed publishing), `failed` (with `errorMessage`) or `canceled`. "
         "`clipappStatus` is the last raw publish status the network returned, if any."
     ),
-    input_schema=f.uuid_input("clipappPostUuid", "clipapp post"),
-    output_schema=f.post_status_output(
-        "clipappPostUuid",
-        "clipapp post",
-        f.POST_STATUSES,
-        {"clipappStatus": f.string("Last raw publish status returned by the network.")},
-    ),
-    example_input={"clipappPostUuid": _POST_UUID},
+    uuid_name="clipappPostUuid",
+    thing="clipapp post",
+    values=f.POST_STATUSES,
+    extra={"clipappStatus": f.string("Last raw publish status returned by the network.")},
+    example_uuid=_POST_UUID,
     example_output={
-        "clipappPostUuid": _POST_UUID,
         "status": "in-progress",
         "clipappStatus": "PROCESSING_UPLOAD",
     },

@@ -3,9 +3,9 @@ procedure records are built from."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
-from edge.catalog.model import Procedure
+from edge.catalog.model import JsonObject, Procedure
 from storypost_runtime import vocabulary
 from storypost_runtime.vocabulary import PLATFORM_NAMES
 
@@ -124,13 +124,29 @@ def content_type() -> Schema:
     }
 
 
-def photoapp_username() -> Schema:
+# The ids and names a listing answers and the other procedures take back: each bounded once.
+def photoapp_username(
+    description: str = (
+        "Username of a connected photoapp account, as listed by `list-photoapp-users`."
+    ),
+) -> Schema:
     """The username of a connected photoapp account."""
-    return string(
-        "Username of a connected photoapp account, as listed by `list-photoapp-users`.",
-        min_length=1,
-        max_length=64,
-    )
+    return string(description, min_length=1, max_length=64)
+
+
+def clipapp_account_id(description: str) -> Schema:
+    """The id of a directly connected clipapp account."""
+    return string(description, min_length=1, max_length=128)
+
+
+def social_account_id(description: str) -> Schema:
+    """The id of an account's connection, as `list-social-accounts` lists it."""
+    return string(description, min_length=1, max_length=128)
+
+
+def post_type(description: str) -> Schema:
+    """The name of one of an account's post types, as `list-social-accounts` lists it."""
+    return string(description, min_length=1, max_length=64)
 
 
 def page_url() -> Schema:
@@ -201,35 +217,98 @@ def uuid_output(
     return output_object({name: uuid(f"The {thing}'s UUID."), **properties}, (name, *required))
 
 
-def final_status_output(name: str, thing: str, final: str) -> Schema:
-    """The answer of a cancel or a delete: the thing's UUID and the one status it ends in."""
-    return uuid_output(name, thing, {"status": status(f"Always `{final}`.", (final,))})
+class Described(TypedDict):
+    """What every procedure record states for itself: its name, gRPC method, docs and tags."""
+
+    name: str
+    rpc: str
+    summary: str
+    doc: str
+    tags: tuple[str, ...]
+
+
+def uuid_procedure(
+    *,
+    uuid_name: str,
+    thing: str,
+    properties: Schema,
+    example_uuid: str,
+    example_output: JsonObject,
+    **described: Unpack[Described],
+) -> Procedure:
+    """A procedure about one thing its caller named by UUID (`uuid_name`): that UUID in; the
+    UUID, then `properties` (`status` always present), out. Both examples name
+    `example_uuid`; `example_output` is the rest of the example answer."""
+    return Procedure(
+        **described,
+        input_schema=uuid_input(uuid_name, thing),
+        output_schema=uuid_output(uuid_name, thing, properties),
+        example_input={uuid_name: example_uuid},
+        example_output={uuid_name: example_uuid, **example_output},
+    )
 
 
 def final_status_procedure(
-    *,
-    name: str,
-    rpc: str,
-    summary: str,
-    doc: str,
-    uuid_name: str,
-    thing: str,
-    final: str,
-    example_uuid: str,
-    tags: tuple[str, ...],
+    *, uuid_name: str, thing: str, final: str, example_uuid: str, **described: Unpack[Described]
 ) -> Procedure:
     """A cancel or a delete: the thing's UUID (`uuid_name`) in; its UUID and the one status it
     ends in (`final`) out."""
+    return uuid_procedure(
+        uuid_name=uuid_name,
+        thing=thing,
+        properties={"status": status(f"Always `{final}`.", (final,))},
+        example_uuid=example_uuid,
+        example_output={"status": final},
+        **described,
+    )
+
+
+def post_status_procedure(
+    *,
+    uuid_name: str,
+    thing: str,
+    values: tuple[str, ...],
+    extra: Schema | None = None,
+    example_uuid: str,
+    example_output: JsonObject,
+    **described: Unpack[Described],
+) -> Procedure:
+    """A post's status procedure: its UUID in; its UUID, where it stands (one of `values`),
+    why it failed, then the `extra` properties of its kind, out."""
+    return uuid_procedure(
+        uuid_name=uuid_name,
+        thing=thing,
+        properties={
+            "status": standing(thing, values),
+            "errorMessage": error_message(),
+            **(extra or {}),
+        },
+        example_uuid=example_uuid,
+        example_output=example_output,
+        **described,
+    )
+
+
+def render_procedure(
+    *,
+    properties: Schema,
+    required: tuple[str, ...],
+    output_schema: Schema,
+    example_input: JsonObject,
+    example_output: JsonObject,
+    **described: Unpack[Described],
+) -> Procedure:
+    """A procedure that renders a page before it answers: its request is a render request
+    (`render_input_object` of `properties`), its callers wait `LONG_CALL_SECONDS`, and its
+    doc ends with the paragraph that tells them so (`LONG_CALL_DOC`)."""
     return Procedure(
-        name=name,
-        rpc=rpc,
-        summary=summary,
-        doc=doc,
-        input_schema=uuid_input(uuid_name, thing),
-        output_schema=final_status_output(uuid_name, thing, final),
-        example_input={uuid_name: example_uuid},
-        example_output={uuid_name: example_uuid, "status": final},
-        tags=tags,
+        **(described | {"doc": f"{described['doc']}\n\n{LONG_CALL_DOC}"}),
+        input_schema=render_input_object(properties, required),
+        output_schema=output_schema,
+        example_input=example_input,
+        example_output=example_output,
+        render_input=True,
+        client_timeout_seconds=LONG_CALL_SECONDS,
     )
 
 
@@ -243,18 +322,6 @@ def scheduled_output(name: str, thing: str, post_status: Schema | None = None) -
             "status": post_status or status("Always `scheduled`.", ("scheduled",)),
             "warnings": warnings(),
         },
-    )
-
-
-def post_status_output(
-    name: str, thing: str, values: tuple[str, ...], extra: Schema | None = None
-) -> Schema:
-    """A post's status procedure's answer: its UUID, where it stands, why it failed, then the
-    `extra` properties of its kind."""
-    return uuid_output(
-        name,
-        thing,
-        {"status": standing(thing, values), "errorMessage": error_message(), **(extra or {})},
     )
 
 
@@ -342,6 +409,9 @@ def cancel_doc(thing: str) -> str:
 # Values the examples share, so that they tell one consistent story.
 EXAMPLE_APP_URL = "https://storypost.example.com"
 EXAMPLE_ORGANIZATION_ID = "665f1c2a9b3e4d0012a7c5e1"
+EXAMPLE_PHOTOAPP_USERNAME = "sunnyshop"
+EXAMPLE_LINKNET_DESTINATION_ID = "104857512345678"
+EXAMPLE_CLIPAPP_ACCOUNT_ID = "7096538120371831814"
 EXAMPLE_VIDEO_BLOB_UUID = "6b81abc4-0825-4b6c-8c9c-a33d9d55d93e"
 EXAMPLE_VIDEO_BLOB_URL = (
     f"{EXAMPLE_APP_URL}/o/{EXAMPLE_ORGANIZATION_ID}/blobs/{EXAMPLE_VIDEO_BLOB_UUID}"

@@ -143,7 +143,7 @@ UPLOAD_TEMP_BLOB = Procedure(
 )
 
 
-CREATE_DRAFT = Procedure(
+CREATE_DRAFT = f.render_procedure(
     name="create-draft",
     rpc="storypost.render.v1.RenderService/CreateDraft",
     summary="Renders a page and stores it as a draft in the gallery, without posting it.",
@@ -161,24 +161,22 @@ CREATE_DRAFT = Procedure(
         "count. The call past it is answered with HTTP 429, `errorCode` `QUOTA_EXCEEDED` and "
         "a `Retry-After` header (seconds until the oldest draft of the window leaves it); "
         "nothing is stored. A repeat of an existing `draftUuid` never counts.\n\n"
-        f"{f.RETRY_DOC}\n\n{f.LONG_CALL_DOC}"
+        f"{f.RETRY_DOC}"
     ),
-    input_schema=f.render_input_object(
-        {
-            "draftUuid": f.caller_uuid("draft"),
-            "name": f.string(
-                "Name of the draft in the gallery (default `api-story`).",
-                min_length=1,
-                max_length=200,
-            ),
-            "folderName": f.string(
-                "Top-level gallery folder, created if missing; omitted means the top level.",
-                min_length=1,
-                max_length=512,
-            ),
-        },
-        ("draftUuid",),
-    ),
+    properties={
+        "draftUuid": f.caller_uuid("draft"),
+        "name": f.string(
+            "Name of the draft in the gallery (default `api-story`).",
+            min_length=1,
+            max_length=200,
+        ),
+        "folderName": f.string(
+            "Top-level gallery folder, created if missing; omitted means the top level.",
+            min_length=1,
+            max_length=512,
+        ),
+    },
+    required=("draftUuid",),
     output_schema=f.uuid_output(
         "draftUuid",
         "draft",
@@ -195,12 +193,10 @@ CREATE_DRAFT = Procedure(
         "folderName": "Campaigns 2026",
     },
     example_output={"draftUuid": _DRAFT_UUID, "editorUrl": _DRAFT_EDITOR_URL},
-    render_input=True,
-    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("drafts",),
 )
 
-STATUS_DRAFT = Procedure(
+STATUS_DRAFT = f.uuid_procedure(
     name="status-draft",
     rpc="storypost.render.v1.RenderService/GetDraft",
     summary="Returns the status, preview and editor link of a draft.",
@@ -214,21 +210,17 @@ STATUS_DRAFT = Procedure(
         "When a user edited the draft in the editor, the status, `previewUrl` and "
         "`editorUrl` are those of the latest saved version."
     ),
-    input_schema=f.uuid_input("draftUuid", "draft"),
-    output_schema=f.uuid_output(
-        "draftUuid",
-        "draft",
-        {
-            "status": f.standing("draft", f.DRAFT_STATUSES),
-            "previewUrl": f.link(
-                "JPEG preview (download URL valid for one hour); present once `ready`."
-            ),
-            "editorUrl": f.link("Opens the draft in the editor; absent when deleted."),
-        },
-    ),
-    example_input={"draftUuid": _DRAFT_UUID},
+    uuid_name="draftUuid",
+    thing="draft",
+    properties={
+        "status": f.standing("draft", f.DRAFT_STATUSES),
+        "previewUrl": f.link(
+            "JPEG preview (download URL valid for one hour); present once `ready`."
+        ),
+        "editorUrl": f.link("Opens the draft in the editor; absent when deleted."),
+    },
+    example_uuid=_DRAFT_UUID,
     example_output={
-        "draftUuid": _DRAFT_UUID,
         "status": "ready",
         "previewUrl": _DRAFT_PREVIEW_URL,
         "editorUrl": _DRAFT_EDITOR_URL,

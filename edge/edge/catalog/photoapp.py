@@ -11,7 +11,7 @@ _STORY_UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
 _REEL_UUID = "a238d129-05ad-4b23-aafe-f508e44205d6"
 
 
-SCHEDULE_PHOTOAPP_STORY = Procedure(
+SCHEDULE_PHOTOAPP_STORY = f.render_procedure(
     name="schedule-photoapp-story",
     rpc="storypost.publish.v1.PublishService/ScheduleStory",
     summary="Renders a page and schedules it as a story on a connected photoapp account.",
@@ -34,47 +34,43 @@ SCHEDULE_PHOTOAPP_STORY = Procedure(
         "**Quota:** 100 story posts per account per 24 hours. Photoapp itself allows "
         "roughly 15 to 25 stories per account per day; more may cause a cooldown or a "
         "'try again later' failure.\n\n"
-        f"{f.RETRY_DOC}\n\n{f.LONG_CALL_DOC}"
+        f"{f.RETRY_DOC}"
     ),
-    input_schema=f.render_input_object(
-        {
-            "photoappUsername": f.photoapp_username(),
-            "storyPostUuid": f.caller_uuid("story post"),
-            "date": f.date_time("When to post; omitted means at once."),
-            "aiGenerated": f.boolean("Marks the story as AI-generated."),
-            "shareToLinknet": f.boolean("Cross-post the story to a linknet destination."),
-            "linknetDestinationId": {
-                "type": ["string", "integer"],
-                "minLength": 1,
-                "maxLength": 64,
-                "description": (
-                    "Linknet destination to cross-post to when `shareToLinknet` is true; it "
-                    "must be linked to the account. Omitted means the first linked one."
-                ),
-            },
+    properties={
+        "photoappUsername": f.photoapp_username(),
+        "storyPostUuid": f.caller_uuid("story post"),
+        "date": f.date_time("When to post; omitted means at once."),
+        "aiGenerated": f.boolean("Marks the story as AI-generated."),
+        "shareToLinknet": f.boolean("Cross-post the story to a linknet destination."),
+        "linknetDestinationId": {
+            "type": ["string", "integer"],
+            "minLength": 1,
+            "maxLength": 64,
+            "description": (
+                "Linknet destination to cross-post to when `shareToLinknet` is true; it "
+                "must be linked to the account. Omitted means the first linked one."
+            ),
         },
-        ("photoappUsername", "storyPostUuid"),
-    ),
+    },
+    required=("photoappUsername", "storyPostUuid"),
     output_schema=f.scheduled_output("storyPostUuid", "story post"),
     example_input={
         "html": f.EXAMPLE_IMAGE_STORY_HTML,
-        "photoappUsername": "sunnyshop",
+        "photoappUsername": f.EXAMPLE_PHOTOAPP_USERNAME,
         "storyPostUuid": _STORY_UUID,
         "date": "2026-07-01T09:30:00Z",
         "shareToLinknet": True,
-        "linknetDestinationId": "104857512345678",
+        "linknetDestinationId": f.EXAMPLE_LINKNET_DESTINATION_ID,
     },
     example_output={
         "storyPostUuid": _STORY_UUID,
         "status": "scheduled",
         "warnings": ['unknown attribute "size" on <photoapp-hashtag> was ignored'],
     },
-    render_input=True,
-    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("photoapp",),
 )
 
-STATUS_PHOTOAPP_STORY = Procedure(
+STATUS_PHOTOAPP_STORY = f.post_status_procedure(
     name="status-photoapp-story",
     rpc="storypost.publish.v1.PublishService/GetStory",
     summary="Returns the status and preview of a story post.",
@@ -86,23 +82,19 @@ STATUS_PHOTOAPP_STORY = Procedure(
         "There is no fixed time from `scheduled` to `executed`: keep polling (or receive "
         "the `photoapp_story_post.status_changed` webhook) until `executed` or `failed`."
     ),
-    input_schema=f.uuid_input("storyPostUuid", "story post"),
-    output_schema=f.post_status_output(
-        "storyPostUuid",
-        "story post",
-        f.STORY_STATUSES,
-        {"previewUrl": f.link("JPEG preview; present once rendering finished.")},
-    ),
-    example_input={"storyPostUuid": _STORY_UUID},
+    uuid_name="storyPostUuid",
+    thing="story post",
+    values=f.STORY_STATUSES,
+    extra={"previewUrl": f.link("JPEG preview; present once rendering finished.")},
+    example_uuid=_STORY_UUID,
     example_output={
-        "storyPostUuid": _STORY_UUID,
         "status": "executed",
         "previewUrl": f"https://media.storypost.example.com/previews/{_STORY_UUID}.jpg",
     },
     tags=("photoapp",),
 )
 
-CANCEL_PHOTOAPP_STORY = Procedure(
+CANCEL_PHOTOAPP_STORY = f.uuid_procedure(
     name="cancel-photoapp-story",
     rpc="storypost.publish.v1.PublishService/CancelStory",
     summary="Cancels a scheduled story post.",
@@ -110,23 +102,20 @@ CANCEL_PHOTOAPP_STORY = Procedure(
         "Cancels a story post that is still `scheduled`; it becomes `canceled` and the "
         f"webhook event `photoapp_story_post.status_changed` is sent.\n\n{f.cancel_doc('story')}"
     ),
-    input_schema=f.uuid_input("storyPostUuid", "story post"),
-    output_schema=f.uuid_output(
-        "storyPostUuid",
-        "story post",
-        {
-            "status": f.status(
-                "`canceled` on success (executed and failed stories answer with an error).",
-                (PostStatus.CANCELED, PostStatus.EXECUTED, PostStatus.FAILED),
-            )
-        },
-    ),
-    example_input={"storyPostUuid": _STORY_UUID},
-    example_output={"storyPostUuid": _STORY_UUID, "status": "canceled"},
+    uuid_name="storyPostUuid",
+    thing="story post",
+    properties={
+        "status": f.status(
+            "`canceled` on success (executed and failed stories answer with an error).",
+            (PostStatus.CANCELED, PostStatus.EXECUTED, PostStatus.FAILED),
+        )
+    },
+    example_uuid=_STORY_UUID,
+    example_output={"status": "canceled"},
     tags=("photoapp",),
 )
 
-SCHEDULE_PHOTOAPP_REEL = Procedure(
+SCHEDULE_PHOTOAPP_REEL = f.render_procedure(
     name="schedule-photoapp-reel",
     rpc="storypost.publish.v1.PublishService/ScheduleReel",
     summary="Renders a video page and schedules it as a reel on a connected photoapp account.",
@@ -141,39 +130,35 @@ SCHEDULE_PHOTOAPP_REEL = Procedure(
         "the linknet network recommend it; `aiGenerated` marks it as AI-generated.\n\n"
         f"{f.RENDER_INPUT_DOC}\n\n"
         f"{f.VIDEO_DOC.format(duration='0.5 to 180 seconds long')}\n\n"
-        f"{f.RETRY_DOC}\n\n{f.LONG_CALL_DOC}"
+        f"{f.RETRY_DOC}"
     ),
-    input_schema=f.render_input_object(
-        {
-            "photoappUsername": f.photoapp_username(),
-            "reelPostUuid": f.caller_uuid("reel post"),
-            "caption": f.string("Caption published with the reel.", max_length=2200),
-            "date": f.date_time("When to publish; omitted means once rendering is complete."),
-            "shareToFeed": f.boolean("Also show the reel in the feed.", default=False),
-            "aiGenerated": f.boolean("Marks the reel as AI-generated."),
-            "shareToLinknet": f.boolean(
-                "Let the linknet network recommend the reel.",
-                default=vocabulary.REEL_SHARE_TO_LINKNET_DEFAULT,
-            ),
-        },
-        ("photoappUsername", "reelPostUuid"),
-    ),
+    properties={
+        "photoappUsername": f.photoapp_username(),
+        "reelPostUuid": f.caller_uuid("reel post"),
+        "caption": f.string("Caption published with the reel.", max_length=2200),
+        "date": f.date_time("When to publish; omitted means once rendering is complete."),
+        "shareToFeed": f.boolean("Also show the reel in the feed.", default=False),
+        "aiGenerated": f.boolean("Marks the reel as AI-generated."),
+        "shareToLinknet": f.boolean(
+            "Let the linknet network recommend the reel.",
+            default=vocabulary.REEL_SHARE_TO_LINKNET_DEFAULT,
+        ),
+    },
+    required=("photoappUsername", "reelPostUuid"),
     output_schema=f.scheduled_output("reelPostUuid", "reel post"),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
-        "photoappUsername": "sunnyshop",
+        "photoappUsername": f.EXAMPLE_PHOTOAPP_USERNAME,
         "reelPostUuid": _REEL_UUID,
         "caption": "How our summer collection is made #behindthescenes",
         "date": "2026-07-02T17:00:00Z",
         "shareToFeed": True,
     },
     example_output={"reelPostUuid": _REEL_UUID, "status": "scheduled"},
-    render_input=True,
-    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("photoapp",),
 )
 
-STATUS_PHOTOAPP_REEL = Procedure(
+STATUS_PHOTOAPP_REEL = f.post_status_procedure(
     name="status-photoapp-reel",
     rpc="storypost.publish.v1.PublishService/GetReel",
     summary="Returns the status of a reel post.",
@@ -182,11 +167,11 @@ STATUS_PHOTOAPP_REEL = Procedure(
         "rendering), `in-progress` (due and being processed), `executed`, `failed` (with "
         "`errorMessage`) or `canceled`."
     ),
-    input_schema=f.uuid_input("reelPostUuid", "reel post"),
-    output_schema=f.post_status_output("reelPostUuid", "reel post", f.POST_STATUSES),
-    example_input={"reelPostUuid": _REEL_UUID},
+    uuid_name="reelPostUuid",
+    thing="reel post",
+    values=f.POST_STATUSES,
+    example_uuid=_REEL_UUID,
     example_output={
-        "reelPostUuid": _REEL_UUID,
         "status": "failed",
         "errorMessage": "photoapp rejected the video: the account is temporarily restricted",
     },

@@ -12,14 +12,10 @@ TEXT_MAX_CHARS = 63_206
 
 
 def _account_id() -> f.Schema:
-    return f.string(
-        "The account, as `socialAccountId` of `list-social-accounts`.",
-        min_length=1,
-        max_length=128,
-    )
+    return f.social_account_id("The account, as `socialAccountId` of `list-social-accounts`.")
 
 
-SCHEDULE_SOCIAL_POST = Procedure(
+SCHEDULE_SOCIAL_POST = f.render_procedure(
     name="schedule-social-post",
     rpc="storypost.publish.v1.PublishService/ScheduleSocialPost",
     summary="Renders a page and schedules it as a post on any connected social account.",
@@ -49,32 +45,28 @@ SCHEDULE_SOCIAL_POST = Procedure(
         + "\n\n**Idempotency:** repeating a `socialPostUuid` returns success with the "
         "current status of the post, whatever the other parameters are (so `status` may be "
         "any state); a different `socialAccountId` for an existing UUID is an expected "
-        f"error (HTTP 400).\n\n{f.LONG_CALL_DOC}"
+        "error (HTTP 400)."
     ),
-    input_schema=f.render_input_object(
-        {
-            "socialPostUuid": f.caller_uuid("social post"),
-            "socialAccountId": _account_id(),
-            "postType": f.string(
-                "One of the account's `postTypes[].postType`.", min_length=1, max_length=64
-            ),
-            "text": f.string(
-                "Caption, shortened to the post type's `maxCaptionLength`.",
-                max_length=TEXT_MAX_CHARS,
-            ),
-            "options": {
-                "type": "object",
-                "description": (
-                    "Options of the post type, keyed by the option keys that "
-                    "`list-social-accounts` lists for it."
-                ),
-            },
-            "date": f.date_time(
-                "When to publish; omitted or past means as soon as rendering is complete."
+    properties={
+        "socialPostUuid": f.caller_uuid("social post"),
+        "socialAccountId": _account_id(),
+        "postType": f.post_type("One of the account's `postTypes[].postType`."),
+        "text": f.string(
+            "Caption, shortened to the post type's `maxCaptionLength`.",
+            max_length=TEXT_MAX_CHARS,
+        ),
+        "options": {
+            "type": "object",
+            "description": (
+                "Options of the post type, keyed by the option keys that "
+                "`list-social-accounts` lists for it."
             ),
         },
-        ("socialPostUuid", "socialAccountId", "postType"),
-    ),
+        "date": f.date_time(
+            "When to publish; omitted or past means as soon as rendering is complete."
+        ),
+    },
+    required=("socialPostUuid", "socialAccountId", "postType"),
     output_schema=f.scheduled_output(
         "socialPostUuid",
         "social post",
@@ -94,12 +86,10 @@ SCHEDULE_SOCIAL_POST = Procedure(
         "date": "2026-07-04T12:00:00Z",
     },
     example_output={"socialPostUuid": _POST_UUID, "status": "scheduled"},
-    render_input=True,
-    client_timeout_seconds=f.LONG_CALL_SECONDS,
     tags=("social",),
 )
 
-STATUS_SOCIAL_POST = Procedure(
+STATUS_SOCIAL_POST = f.post_status_procedure(
     name="status-social-post",
     rpc="storypost.publish.v1.PublishService/GetSocialPost",
     summary="Returns the status and permalink of a social post.",
@@ -112,24 +102,20 @@ STATUS_SOCIAL_POST = Procedure(
         "The webhook event `social_post.status_changed` carries the same `status`, "
         "`errorMessage` and `permalink` as this procedure at the event's `occurredAt`."
     ),
-    input_schema=f.uuid_input("socialPostUuid", "social post"),
-    output_schema=f.post_status_output(
-        "socialPostUuid",
-        "social post",
-        f.POST_STATUSES,
-        {
-            "permalink": f.link(
-                "Link to the published post; present when executed and the platform reports one."
-            ),
-            "socialAccountId": _account_id(),
-            "platform": f.platform("Uppercase platform name, as in `list-social-accounts`."),
-            "postType": f.string("The post type it was scheduled with."),
-            "date": f.date_time("When it is (or was) due."),
-        },
-    ),
-    example_input={"socialPostUuid": _POST_UUID},
+    uuid_name="socialPostUuid",
+    thing="social post",
+    values=f.POST_STATUSES,
+    extra={
+        "permalink": f.link(
+            "Link to the published post; present when executed and the platform reports one."
+        ),
+        "socialAccountId": _account_id(),
+        "platform": f.platform("Uppercase platform name, as in `list-social-accounts`."),
+        "postType": f.string("The post type it was scheduled with."),
+        "date": f.date_time("When it is (or was) due."),
+    },
+    example_uuid=_POST_UUID,
     example_output={
-        "socialPostUuid": _POST_UUID,
         "status": "executed",
         "permalink": "https://clipapp.example/@sunnyshop/video/7391827364519283746",
         "socialAccountId": _ACCOUNT_ID,

@@ -10,7 +10,7 @@ from typing import Any
 import falcon
 import grpc
 
-from edge.web.base import Form, Page, field
+from edge.web.base import NAV_PATHS, Form, Page, field
 from edge.web.failures import PageError, page_errors, refusal
 from edge.web.session import Viewer
 
@@ -25,6 +25,11 @@ class ActionPage(Page):
     title = ""
     # What the page's form holds before anything was entered.
     blank_form: Mapping[str, Any] = MappingProxyType({})
+
+    @property
+    def path(self) -> str:
+        """Where the page is below /o/<org>: the path NAV lists under its label."""
+        return NAV_PATHS[self.label]
 
     def listing(self, viewer: Viewer) -> dict[str, Any]:
         """The page's own context: what it lists, from the backends."""

@@ -33,6 +33,7 @@ NAV = (
     ("webhooks", "Webhooks", "/settings/webhooks"),
     ("users", "Users", "/settings/users"),
 )
+NAV_PATHS = {key: path for key, _, path in NAV}
 
 
 @dataclass(frozen=True)

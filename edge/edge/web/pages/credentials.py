@@ -76,6 +76,6 @@ class CredentialsPage(ActionPage):
         self.done(
             resp,
             viewer,
-            "/settings/credentials",
+            self.path,
             f"Credential “{revoked.name}” was revoked; its token stops working within seconds.",
         )

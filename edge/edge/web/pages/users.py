@@ -54,7 +54,7 @@ class UsersPage(ActionPage):
         try:
             self.act(req, resp, viewer, form)
         except grpc.RpcError as error:
-            self.refused(resp, viewer, "/settings/users", error, what="This user", shown=(400, 429))
+            self.refused(resp, viewer, self.path, error, what="This user", shown=(400, 429))
 
     def _add(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
         role = ROLES.get(field(form, "role"))
@@ -72,7 +72,7 @@ class UsersPage(ActionPage):
         self.done(
             resp,
             viewer,
-            "/settings/users",
+            self.path,
             f"{added.email} was added as {ROLE_NAME[added.role]}; they can sign in now.",
         )
 
@@ -86,7 +86,7 @@ class UsersPage(ActionPage):
                 user_id=field(form, "user_id"),
             )
         )
-        self.done(resp, viewer, "/settings/users", f"{removed.email} was removed and signed out.")
+        self.done(resp, viewer, self.path, f"{removed.email} was removed and signed out.")
 
     def _password(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
@@ -102,7 +102,7 @@ class UsersPage(ActionPage):
         self.done(
             resp,
             viewer,
-            "/settings/users",
+            self.path,
             f"The password of {changed.email} was set; their other sessions were ended.",
         )
 

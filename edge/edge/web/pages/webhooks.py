@@ -104,7 +104,7 @@ class WebhooksPage(ActionPage):
         except grpc.RpcError as error:
             self.show_refused(req, resp, viewer, error, url=url, chosen=chosen)
             return
-        self.done(resp, viewer, "/settings/webhooks", f"Webhook {url} was added.")
+        self.done(resp, viewer, self.path, f"Webhook {url} was added.")
 
     def _remove(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
@@ -115,7 +115,7 @@ class WebhooksPage(ActionPage):
                     organization_id=viewer.organization_id, webhook_id=field(form, "webhook_id")
                 )
             )
-        self.done(resp, viewer, "/settings/webhooks", f"Webhook {removed.url} was removed.")
+        self.done(resp, viewer, self.path, f"Webhook {removed.url} was removed.")
 
     def _test(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form) -> None:
         with page_errors("This webhook"):
@@ -129,7 +129,7 @@ class WebhooksPage(ActionPage):
         self.done(
             resp,
             viewer,
-            "/settings/webhooks",
+            self.path,
             f"Test to {delivery.url} {outcome(delivery)}.",
             "ok" if ok else "error",
         )
@@ -147,7 +147,7 @@ class WebhooksPage(ActionPage):
         self.done(
             resp,
             viewer,
-            "/settings/webhooks",
+            self.path,
             f"Delivery {delivery.delivery_uuid[:8]}… will be sent again now.",
             "info",
         )
