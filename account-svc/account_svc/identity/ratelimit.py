@@ -13,15 +13,18 @@ instead of a database write; MongoDB takes over while NATS cannot be reached).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from pymongo import ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
+from storypost_runtime.mongo import Document
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,41 @@ class BucketStore(Protocol):
         ...
 
 
+async def take_in_document(
+    collection: AsyncCollection[Document],
+    key: str,
+    request: Take,
+    also: Mapping[str, Any] | None = None,
+) -> tuple[bool, float]:
+    """`BucketStore.take` on a document `{_id: key, tat}` of `collection`: one conditional
+    upsert, which also sets the fields of `also` when it moves the bucket."""
+    now = request.now
+    try:
+        doc = await collection.find_one_and_update(
+            {"_id": key, "tat": {"$lte": request.latest_tat}},
+            [
+                {
+                    "$set": {
+                        "tat": {
+                            "$add": [
+                                {"$max": [{"$ifNull": ["$tat", now]}, now]},
+                                request.interval,
+                            ]
+                        },
+                        **(also or {}),
+                    }
+                }
+            ],
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+    except DuplicateKeyError:
+        current = await collection.find_one({"_id": key})
+        return False, float(current["tat"]) if current else now
+    assert doc is not None
+    return True, float(doc["tat"])
+
+
 @component
 class MongoBuckets:
     """Buckets as documents `{_id: organization id, tat}`: one conditional upsert each."""
@@ -61,30 +99,7 @@ class MongoBuckets:
     records: AccountCollections
 
     async def take(self, key: str, request: Take) -> tuple[bool, float]:
-        now = request.now
-        try:
-            doc = await self.records.rate_buckets.find_one_and_update(
-                {"_id": key, "tat": {"$lte": request.latest_tat}},
-                [
-                    {
-                        "$set": {
-                            "tat": {
-                                "$add": [
-                                    {"$max": [{"$ifNull": ["$tat", now]}, now]},
-                                    request.interval,
-                                ]
-                            }
-                        }
-                    }
-                ],
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
-            )
-        except DuplicateKeyError:
-            current = await self.records.rate_buckets.find_one({"_id": key})
-            return False, float(current["tat"]) if current else now
-        assert doc is not None
-        return True, float(doc["tat"])
+        return await take_in_document(self.records.rate_buckets, key, request)
 
 
 @component

@@ -19,9 +19,7 @@ import math
 from dataclasses import dataclass
 from datetime import timedelta
 
-from pymongo import ReturnDocument
-from pymongo.errors import DuplicateKeyError
-
+from account_svc.identity.ratelimit import Take, take_in_document
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
@@ -92,30 +90,13 @@ class SignInLimits:
         """0 when taken, else whole seconds until an attempt is available."""
         moment = self.clock.now()
         now = moment.timestamp()
+        request = Take(now, bucket.interval, now + (bucket.size - 1) * bucket.interval)
         # The record is useless once the bucket is full again: let the TTL index drop it.
         purge_at = moment + timedelta(seconds=bucket.window_seconds * 2)
-        try:
-            await self.records.signin_limits.find_one_and_update(
-                {"_id": key, "tat": {"$lte": now + (bucket.size - 1) * bucket.interval}},
-                [
-                    {
-                        "$set": {
-                            "tat": {
-                                "$add": [
-                                    {"$max": [{"$ifNull": ["$tat", now]}, now]},
-                                    bucket.interval,
-                                ]
-                            },
-                            "purgeAt": purge_at,
-                        }
-                    }
-                ],
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
-            )
-        except DuplicateKeyError:
-            # The record exists but its bucket is empty.
-            current = await self.records.signin_limits.find_one({"_id": key})
-            tat = float(current["tat"]) if current else now
-            return max(1, math.ceil(tat - now - (bucket.size - 1) * bucket.interval))
-        return 0
+        taken, tat = await take_in_document(
+            self.records.signin_limits, key, request, {"purgeAt": purge_at}
+        )
+        if taken:
+            return 0
+        # The record exists but its bucket is empty.
+        return max(1, math.ceil(tat - now - (bucket.size - 1) * bucket.interval))
