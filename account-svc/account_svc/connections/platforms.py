@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypedDict, Unpack
 
 from storypost_runtime import vocabulary as words
 from storypost_runtime.vocabulary import (
@@ -82,42 +82,39 @@ class Platform:
         return tuple(self.post_types)
 
 
-def _video(
-    post_type: str,
-    procedure: str,
-    seconds: tuple[float, float],
-    caption: int = 0,
-    *,
-    caption_required: bool = False,
-    options: Mapping[str, OptionSpec] | None = None,
-) -> PostTypeSpec:
-    return PostTypeSpec(
-        post_type,
-        procedure,
-        "video",
-        max_caption_length=caption,
-        caption_required=caption_required,
-        min_duration_seconds=seconds[0],
-        max_duration_seconds=seconds[1],
-        options=dict(options or {}),
-    )
+class _Caption(TypedDict, total=False):
+    """What an image and a video post type both may set beyond the caption's length."""
+
+    caption_required: bool
+    options: Mapping[str, OptionSpec]
 
 
 def _image(
-    post_type: str,
-    procedure: str,
-    caption: int = 0,
-    *,
-    caption_required: bool = False,
-    options: Mapping[str, OptionSpec] | None = None,
+    post_type: str, procedure: str, caption: int = 0, **more: Unpack[_Caption]
 ) -> PostTypeSpec:
     return PostTypeSpec(
         post_type,
         procedure,
         "image",
         max_caption_length=caption,
-        caption_required=caption_required,
-        options=dict(options or {}),
+        caption_required=more.get("caption_required", False),
+        options=dict(more.get("options", {})),
+    )
+
+
+def _video(
+    post_type: str,
+    procedure: str,
+    seconds: tuple[float, float],
+    caption: int = 0,
+    **more: Unpack[_Caption],
+) -> PostTypeSpec:
+    """An image post type's fields, with video media and its duration range in seconds."""
+    return replace(
+        _image(post_type, procedure, caption, **more),
+        media="video",
+        min_duration_seconds=seconds[0],
+        max_duration_seconds=seconds[1],
     )
 
 
