@@ -28,6 +28,7 @@ from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.tasks import TaskSet
 from storypost_runtime.tracing import current_traceparent, extract, tracer
+from webhook_svc.backoff import Backoff
 from webhook_svc.deliveries import DeliveryStore, NewDelivery, delivery_uuid
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.dispatcher import Dispatcher
@@ -124,7 +125,7 @@ class EventConsumer:
         self._keepalive = self.ack_wait_seconds / 3
 
     async def run(self) -> None:
-        backoff = 0.2
+        backoff = Backoff()
         try:
             while True:
                 free = self.max_inflight - self._inflight
@@ -137,17 +138,16 @@ class EventConsumer:
                         min(self.batch, free), FETCH_WAIT_SECONDS
                     )
                 except TimeoutError:
-                    backoff = 0.2
+                    backoff.reset()
                     continue
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:
                     # NATS restarting or unreachable: nats-py reconnects; ask again shortly.
                     log.warning("fetching events failed", error=str(error) or type(error).__name__)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
+                    await backoff.wait()
                     continue
-                backoff = 0.2
+                backoff.reset()
                 if messages:
                     self._inflight += len(messages)
                     self._spawn(self._handle(list(messages)))

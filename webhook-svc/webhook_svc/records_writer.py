@@ -6,6 +6,7 @@ import asyncio
 
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
+from webhook_svc.backoff import Backoff
 from webhook_svc.deliveries import DeliveryStore
 
 log = get_logger(__name__)
@@ -48,7 +49,7 @@ class RecordWriter:
 
     async def _write(self, items: list[tuple[list[Document], asyncio.Future[None]]]) -> None:
         docs = [doc for batch, waiter in items if not waiter.done() for doc in batch]
-        delay = 0.2
+        backoff = Backoff()
         while docs:
             try:
                 await self._store.insert_new(docs)
@@ -57,8 +58,7 @@ class RecordWriter:
                 raise
             except Exception as error:
                 log.warning("storing delivery records failed; retrying", error=str(error))
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                await backoff.wait()
         for _, waiter in items:
             if not waiter.done():
                 waiter.set_result(None)
