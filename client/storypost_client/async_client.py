@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
@@ -14,7 +14,6 @@ import httpx
 from storypost_client import bulk, transport
 from storypost_client.bulk import BulkReport
 from storypost_client.client_base import ClientBase
-from storypost_client.errors import StorypostError, UploadError
 from storypost_client.generated.async_methods import AsyncMethods
 from storypost_client.generated.types import (
     StatusClipappPostResponse,
@@ -23,9 +22,8 @@ from storypost_client.generated.types import (
     StatusPhotoappStoryResponse,
     StatusSocialPostResponse,
 )
-from storypost_client.polling import KindName, PollPolicy, Waiting
+from storypost_client.polling import KindName, PollPolicy, StatusHook, Waiting
 from storypost_client.uploads import (
-    INLINE_MAX_BYTES,
     PUT_TIMEOUT,
     Progress,
     StoreUnreachable,
@@ -33,15 +31,15 @@ from storypost_client.uploads import (
     UploadMethod,
     UploadPlan,
     aread_chunks,
+    check_inline_fallback,
     inline_body,
     plan_upload,
     put_retry_wait,
+    sent_whole,
 )
 
 if TYPE_CHECKING:
     from typing import Self, Unpack  # Python 3.11+: annotations only
-
-StatusHook = Callable[[Mapping[str, Any]], None]
 
 
 class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
@@ -77,31 +75,20 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
     async def _call(
         self, procedure: str, body: dict[str, Any], timeout: float | None
     ) -> dict[str, Any]:
-        info = transport.procedure_info(procedure)
-        content = transport.encode_body(body)
-        url = self._endpoint.url(procedure)
-        headers = self._endpoint.headers()
-        limit = self._endpoint.timeout(info, timeout)
+        request = self._endpoint.request(procedure, body, timeout)
         attempt = 0
         while True:
             attempt += 1
             try:
                 response = await self._http.post(
-                    url, content=content, headers=headers, timeout=limit
+                    request.url,
+                    content=request.content,
+                    headers=request.headers,
+                    timeout=request.timeout,
                 )
                 return transport.decode_answer(procedure, response, attempt)
-            except transport.TRANSIENT_TRANSPORT_ERRORS as error:
-                failure: StorypostError = transport.connection_error(procedure, error, attempt)
-                cause: Exception = error
-            except StorypostError as error:
-                failure = cause = error
-            delay = transport.retry_delay(self.retry, info, attempt, failure)
-            if delay is None:
-                if failure is cause:
-                    raise failure
-                raise failure from cause
-            if self._on_retry:
-                self._on_retry(attempt, delay, failure)
+            except transport.ATTEMPT_ERRORS as error:
+                delay = self._retry_wait(request, attempt, error)
             await asyncio.sleep(delay)
 
     # Polling helpers: poll the status procedure with backoff until a final state.
@@ -117,11 +104,9 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
     ) -> dict[str, Any]:
         """Polls `kind` (story, reel, clipapp, social, draft) until a final state; returns the
         last status answer. Raises WaitTimeoutError after `timeout` (default `poll.timeout`)."""
-        waiting = Waiting(kind, uuid, poll or self.poll, timeout)
+        waiting = Waiting(kind, uuid, poll or self.poll, timeout, on_status)
         while True:
             answer = await self._call(waiting.procedure, waiting.body, None)
-            if on_status:
-                on_status(answer)
             pause = waiting.pause(answer)
             if pause is None:
                 return answer
@@ -170,25 +155,8 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         photoapp_username: str,
         **options: Unpack[bulk.StoryRunFields],
     ) -> BulkReport:
-        """Schedules one story per row: `template` with its `{{column}}` placeholders filled
-        with the row's values (HTML-escaped), on `photoapp_username`, at the date in the row's
-        `at_column`, at `start + n * every` for the n-th row, or at once.
-
-        Every row is checked before anything is sent (BadRowsError lists the bad ones, unless
-        `skip_bad_rows`), and the account too (ValueError when it is not connected). Each row's
-        UUID is derived from the template, its values, its date and the account, so running the
-        same rows again sends the same UUIDs and the API makes nothing twice; rows that
-        `previous` results list as done are not sent at all. At most `concurrency` rows are in
-        flight; a 429 pauses every row for as long as the answer asks. `progress(result, done,
-        total)` is called as each row finishes; with `preview`, each row's status is polled
-        until its `previewUrl` is known (at most `preview_timeout` seconds).
-
-        The keywords besides `photoapp_username` are `bulk.StoryRunFields`: the story's
-        (`at_column`, `start`, `every`, `ai_generated`, `share_to_linknet`,
-        `linknet_destination_id`; see `bulk.plan_stories`) and the run's (`skip_bad_rows`,
-        `concurrency`, `progress`, `previous`, `preview`, `preview_timeout`; their defaults
-        are `bulk.RunOptions`').
-        """
+        """Schedules one story per row, at most `concurrency` asyncio tasks at a time; see
+        `StorypostClient.bulk_schedule_stories`."""
         plan, run = bulk.story_run(template, rows, photoapp_username, options)
         return await bulk.run_async(self, plan, run, account=photoapp_username)
 
@@ -201,10 +169,7 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         name: str | None = None,
         **run: Unpack[bulk.RunFields],
     ) -> BulkReport:
-        """Creates one draft per row in the gallery folder `folder_name`; `name` is a plain-text
-        template of each draft's name (`"{{title}}"`). Otherwise like
-        `bulk_schedule_stories` (the UUID is derived from the template, the values, the folder
-        and the name template)."""
+        """Creates one draft per row; see `StorypostClient.bulk_create_drafts`."""
         plan = bulk.plan_drafts(template, rows, folder_name=folder_name, name=name)
         return await bulk.run_async(self, plan, bulk.RunOptions(**run))
 
@@ -232,14 +197,11 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         upload_url = created.get("uploadUrl")
         if upload_url is None:
             # The blob exists already (an earlier call with this UUID): nothing to send.
-            if progress:
-                progress(plan.size, plan.size)
-            return plan.uploaded(created["tempBlobUuid"], created["url"], "existing")
+            return sent_whole(plan, created, "existing", progress)
         try:
             await self._put(upload_url, plan, progress)
         except StoreUnreachable as unreachable:
-            if method == "presigned" or plan.size > INLINE_MAX_BYTES:
-                raise UploadError(f"cannot reach the upload URL: {unreachable}") from unreachable
+            check_inline_fallback(method, plan, unreachable)
             # The blob under `blob_uuid` is reserved (and empty): the inline copy needs its own.
             return await self._upload_inline(plan, transport.new_uuid(), progress)
         return plan.uploaded(created["tempBlobUuid"], created["url"], "presigned")
@@ -251,9 +213,7 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
             progress(0, plan.size)
         body = await asyncio.to_thread(inline_body, plan, blob_uuid)
         answer = await self._call("upload-temp-blob", body, None)
-        if progress:
-            progress(plan.size, plan.size)
-        return plan.uploaded(answer["tempBlobUuid"], answer["url"], "inline")
+        return sent_whole(plan, answer, "inline", progress)
 
     async def _put(self, upload_url: str, plan: UploadPlan, progress: Progress | None) -> None:
         """PUTs the file to the presigned URL, retrying what the retry policy retries."""

@@ -28,7 +28,7 @@ from storypost_client.errors import ApiError, RateLimitedError, StorypostError
 from storypost_client.generated.procedures import ProcedureName
 from storypost_client.generated.types import CreateDraftRequest, SchedulePhotoappStoryRequest
 from storypost_client.isodate import parse_iso
-from storypost_client.polling import KINDS
+from storypost_client.polling import KINDS, PollPolicy
 from storypost_client.retry import RetryPolicy
 from storypost_client.transport import iso_date
 
@@ -627,6 +627,29 @@ def _preview_known(plan: BulkPlan, answer: Mapping[str, Any]) -> bool:
     return bool(answer.get("previewUrl")) or answer.get("status") in plan.facts.final_states
 
 
+class _Previewing:
+    """One sent row's preview polling without its calls and sleeps (which the runners make,
+    blocking or awaited): what to poll, and after each answer how long to sleep."""
+
+    def __init__(self, plan: BulkPlan, result: RowResult, poll: PollPolicy, seconds: float) -> None:
+        self.procedure = plan.facts.status_procedure
+        self.body = {plan.facts.uuid_field: result.uuid}
+        # The row's result as the latest status answer tells it.
+        self.result = result
+        self._plan = plan
+        self._deadline = time.monotonic() + seconds
+        self._intervals = poll.intervals()
+
+    def pause(self, answer: Mapping[str, Any]) -> float | None:
+        """Takes in a status answer; None when the preview is known, the row is final or the
+        time is up, else the seconds to sleep before the next poll."""
+        self.result = _with_status(self._plan, self.result, answer)
+        left = self._deadline - time.monotonic()
+        if _preview_known(self._plan, answer) or left <= 0:
+            return None
+        return min(next(self._intervals), left)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """How a runner sends a plan: the bulk methods' arguments of the same names."""
@@ -808,20 +831,16 @@ async def _send_async(
 async def _preview_async(
     client: AsyncStorypostClient, plan: BulkPlan, result: RowResult, seconds: float
 ) -> RowResult:
-    deadline = time.monotonic() + seconds
-    intervals = client.poll.intervals()
+    previewing = _Previewing(plan, result, client.poll, seconds)
     while True:
         try:
-            answer = await client.call(
-                plan.facts.status_procedure, {plan.facts.uuid_field: result.uuid}
-            )
+            answer = await client.call(previewing.procedure, previewing.body)
         except StorypostError:
-            return result  # the row was sent; its preview is only not known
-        result = _with_status(plan, result, answer)
-        left = deadline - time.monotonic()
-        if _preview_known(plan, answer) or left <= 0:
-            return result
-        await asyncio.sleep(min(next(intervals), left))
+            return previewing.result  # the row was sent; its preview is only not known
+        pause = previewing.pause(answer)
+        if pause is None:
+            return previewing.result
+        await asyncio.sleep(pause)
 
 
 # The thread runner (the sync client: httpx.Client is safe to share between threads).
@@ -893,15 +912,13 @@ def _send_sync(
 def _preview_sync(
     client: StorypostClient, plan: BulkPlan, result: RowResult, seconds: float
 ) -> RowResult:
-    deadline = time.monotonic() + seconds
-    intervals = client.poll.intervals()
+    previewing = _Previewing(plan, result, client.poll, seconds)
     while True:
         try:
-            answer = client.call(plan.facts.status_procedure, {plan.facts.uuid_field: result.uuid})
+            answer = client.call(previewing.procedure, previewing.body)
         except StorypostError:
-            return result
-        result = _with_status(plan, result, answer)
-        left = deadline - time.monotonic()
-        if _preview_known(plan, answer) or left <= 0:
-            return result
-        time.sleep(min(next(intervals), left))
+            return previewing.result  # the row was sent; its preview is only not known
+        pause = previewing.pause(answer)
+        if pause is None:
+            return previewing.result
+        time.sleep(pause)

@@ -1,5 +1,6 @@
-"""What the sync and async clients hold alike: where and as whom they call, their policies,
-their HTTP client. The calls themselves stay in each client (blocking or `await` form)."""
+"""What the sync and async clients hold and decide alike: where and as whom they call, their
+policies, their HTTP client, whether a failed attempt is retried. The calls and sleeps
+themselves stay in each client (blocking or `await` form)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import httpx
 
 from storypost_client import transport
+from storypost_client.errors import StorypostError
 from storypost_client.polling import PollPolicy
 from storypost_client.retry import RetryPolicy
 
@@ -53,3 +55,21 @@ class ClientBase(Generic[HttpClient]):
     @property
     def base_url(self) -> str:
         return self._endpoint.base_url
+
+    def _retry_wait(self, request: transport.Request, attempt: int, error: Exception) -> float:
+        """Seconds to sleep before the attempt after `attempt` (1-based), which failed with
+        `error` (one of `transport.ATTEMPT_ERRORS`), after telling the `on_retry` hook. Raises
+        the error for the caller when the retry policy gives up: `error` itself, or for a
+        transport failure the ApiConnectionError it stands for."""
+        if isinstance(error, StorypostError):
+            failure = error
+        else:
+            failure = transport.connection_error(request.procedure, error, attempt)
+        delay = transport.retry_delay(self.retry, request.info, attempt, failure)
+        if delay is None:
+            if failure is error:
+                raise failure
+            raise failure from error
+        if self._on_retry:
+            self._on_retry(attempt, delay, failure)
+        return delay

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from storypost_client.errors import WaitTimeoutError
 from storypost_client.kinds import KindName
 
-__all__ = ["KINDS", "Kind", "KindName", "PollPolicy", "Waiting", "kind_of"]
+__all__ = ["KINDS", "Kind", "KindName", "PollPolicy", "StatusHook", "Waiting", "kind_of"]
+
+# on_status(answer) of `wait_for`: called with each status answer as it arrives.
+StatusHook = Callable[[Mapping[str, Any]], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +111,14 @@ class Waiting:
     """One `wait_for` without its calls and sleeps (which the clients make, blocking or
     awaited): what to poll, and after each answer how long to sleep."""
 
-    def __init__(self, kind: str, uuid: str, policy: PollPolicy, timeout: float | None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        uuid: str,
+        policy: PollPolicy,
+        timeout: float | None,
+        on_status: StatusHook | None = None,
+    ) -> None:
         what = kind_of(kind)
         self.procedure = what.status_procedure
         self.body = {what.uuid_field: uuid}
@@ -117,10 +127,13 @@ class Waiting:
         self._seconds = policy.timeout if timeout is None else timeout
         self._deadline = time.monotonic() + self._seconds
         self._intervals = policy.intervals()
+        self._on_status = on_status
 
     def pause(self, answer: Mapping[str, Any]) -> float | None:
-        """None when `answer` is final, else the seconds to sleep before the next poll;
-        WaitTimeoutError when the time is up."""
+        """Hands `answer` to the `on_status` hook; then None when it is final, else the
+        seconds to sleep before the next poll; WaitTimeoutError when the time is up."""
+        if self._on_status:
+            self._on_status(answer)
         if answer.get("status") in self._final_states:
             return None
         remaining = self._deadline - time.monotonic()

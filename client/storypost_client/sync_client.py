@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
@@ -13,7 +13,6 @@ import httpx
 from storypost_client import bulk, transport
 from storypost_client.bulk import BulkReport
 from storypost_client.client_base import ClientBase
-from storypost_client.errors import StorypostError, UploadError
 from storypost_client.generated.sync_methods import SyncMethods
 from storypost_client.generated.types import (
     StatusClipappPostResponse,
@@ -22,25 +21,24 @@ from storypost_client.generated.types import (
     StatusPhotoappStoryResponse,
     StatusSocialPostResponse,
 )
-from storypost_client.polling import KindName, PollPolicy, Waiting
+from storypost_client.polling import KindName, PollPolicy, StatusHook, Waiting
 from storypost_client.uploads import (
-    INLINE_MAX_BYTES,
     PUT_TIMEOUT,
     Progress,
     StoreUnreachable,
     UploadedFile,
     UploadMethod,
     UploadPlan,
+    check_inline_fallback,
     inline_body,
     plan_upload,
     put_retry_wait,
     read_chunks,
+    sent_whole,
 )
 
 if TYPE_CHECKING:
     from typing import Self, Unpack  # Python 3.11+: annotations only
-
-StatusHook = Callable[[Mapping[str, Any]], None]
 
 
 class StorypostClient(ClientBase[httpx.Client], SyncMethods):
@@ -77,29 +75,20 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         return self._call(procedure, dict(body or {}), timeout)
 
     def _call(self, procedure: str, body: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        info = transport.procedure_info(procedure)
-        content = transport.encode_body(body)
-        url = self._endpoint.url(procedure)
-        headers = self._endpoint.headers()
-        limit = self._endpoint.timeout(info, timeout)
+        request = self._endpoint.request(procedure, body, timeout)
         attempt = 0
         while True:
             attempt += 1
             try:
-                response = self._http.post(url, content=content, headers=headers, timeout=limit)
+                response = self._http.post(
+                    request.url,
+                    content=request.content,
+                    headers=request.headers,
+                    timeout=request.timeout,
+                )
                 return transport.decode_answer(procedure, response, attempt)
-            except transport.TRANSIENT_TRANSPORT_ERRORS as error:
-                failure: StorypostError = transport.connection_error(procedure, error, attempt)
-                cause: Exception = error
-            except StorypostError as error:
-                failure = cause = error
-            delay = transport.retry_delay(self.retry, info, attempt, failure)
-            if delay is None:
-                if failure is cause:
-                    raise failure
-                raise failure from cause
-            if self._on_retry:
-                self._on_retry(attempt, delay, failure)
+            except transport.ATTEMPT_ERRORS as error:
+                delay = self._retry_wait(request, attempt, error)
             time.sleep(delay)
 
     # Polling helpers: poll the status procedure with backoff until a final state.
@@ -115,11 +104,9 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
     ) -> dict[str, Any]:
         """Polls `kind` (story, reel, clipapp, social, draft) until a final state; returns the
         last status answer. Raises WaitTimeoutError after `timeout` (default `poll.timeout`)."""
-        waiting = Waiting(kind, uuid, poll or self.poll, timeout)
+        waiting = Waiting(kind, uuid, poll or self.poll, timeout, on_status)
         while True:
             answer = self._call(waiting.procedure, waiting.body, None)
-            if on_status:
-                on_status(answer)
             pause = waiting.pause(answer)
             if pause is None:
                 return answer
@@ -232,14 +219,11 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         upload_url = created.get("uploadUrl")
         if upload_url is None:
             # The blob exists already (an earlier call with this UUID): nothing to send.
-            if progress:
-                progress(plan.size, plan.size)
-            return plan.uploaded(created["tempBlobUuid"], created["url"], "existing")
+            return sent_whole(plan, created, "existing", progress)
         try:
             self._put(upload_url, plan, progress)
         except StoreUnreachable as unreachable:
-            if method == "presigned" or plan.size > INLINE_MAX_BYTES:
-                raise UploadError(f"cannot reach the upload URL: {unreachable}") from unreachable
+            check_inline_fallback(method, plan, unreachable)
             # The blob under `blob_uuid` is reserved (and empty): the inline copy needs its own.
             return self._upload_inline(plan, transport.new_uuid(), progress)
         return plan.uploaded(created["tempBlobUuid"], created["url"], "presigned")
@@ -250,9 +234,7 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         if progress:
             progress(0, plan.size)
         answer = self._call("upload-temp-blob", inline_body(plan, blob_uuid), None)
-        if progress:
-            progress(plan.size, plan.size)
-        return plan.uploaded(answer["tempBlobUuid"], answer["url"], "inline")
+        return sent_whole(plan, answer, "inline", progress)
 
     def _put(self, upload_url: str, plan: UploadPlan, progress: Progress | None) -> None:
         """PUTs the file to the presigned URL, retrying what the retry policy retries."""

@@ -39,6 +39,9 @@ TRANSIENT_TRANSPORT_ERRORS: tuple[type[Exception], ...] = (
     httpx.NetworkError,
     httpx.RemoteProtocolError,
 )
+# What one attempt of a call may raise that the retry policy decides on: an error answer
+# (decoded into a StorypostError) or a transient transport failure.
+ATTEMPT_ERRORS: tuple[type[Exception], ...] = (StorypostError, *TRANSIENT_TRANSPORT_ERRORS)
 
 
 def new_uuid() -> str:
@@ -65,6 +68,18 @@ def body_of(**fields: Any) -> dict[str, Any]:
 
 def procedure_info(name: str) -> ProcedureInfo:
     return PROCEDURES.get(name) or unknown_procedure(name)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call of a procedure, built once: every attempt sends exactly the same request."""
+
+    procedure: str
+    info: ProcedureInfo
+    url: str
+    content: bytes
+    headers: dict[str, str]
+    timeout: httpx.Timeout
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,18 @@ class Endpoint:
     def timeout(self, info: ProcedureInfo, override: float | None) -> httpx.Timeout:
         seconds = override if override is not None else info.client_timeout_seconds
         return httpx.Timeout(seconds, connect=min(self.connect_timeout, seconds))
+
+    def request(self, procedure: str, body: Mapping[str, Any], timeout: float | None) -> Request:
+        """The call of `procedure` with `body`; `timeout` overrides the procedure's."""
+        info = procedure_info(procedure)
+        return Request(
+            procedure=procedure,
+            info=info,
+            url=self.url(procedure),
+            content=encode_body(body),
+            headers=self.headers(),
+            timeout=self.timeout(info, timeout),
+        )
 
 
 def encode_body(body: Mapping[str, Any]) -> bytes:

@@ -6,13 +6,14 @@ import asyncio
 import base64
 import mimetypes
 import re
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, TypedDict
+from typing import Any, BinaryIO, Literal, TypedDict
 
 import httpx
 
+from storypost_client.errors import UploadError
 from storypost_client.retry import RetryPolicy
 from storypost_client.transport import upload_refused
 
@@ -27,6 +28,8 @@ PUT_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 # progress(bytes_sent, total_bytes): called as the bytes go out (and once at the end).
 Progress = Callable[[int, int], None]
 UploadMethod = Literal["auto", "presigned", "inline"]
+# How a blob got to the store (UploadedFile's `method`).
+UploadedBy = Literal["presigned", "inline", "existing"]
 
 
 class UploadedFile(TypedDict):
@@ -39,7 +42,7 @@ class UploadedFile(TypedDict):
     sizeBytes: int
     # `presigned` (PUT to uploadUrl), `inline` (upload-temp-blob) or `existing` (the UUID
     # was already uploaded: nothing was sent).
-    method: Literal["presigned", "inline", "existing"]
+    method: UploadedBy
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,7 @@ class UploadPlan:
         # Exactly what the presigned URL was signed for; no Authorization (it is not ours).
         return {"Content-Type": self.content_type, "Content-Length": str(self.size)}
 
-    def uploaded(
-        self, temp_blob_uuid: str, url: str, method: Literal["presigned", "inline", "existing"]
-    ) -> UploadedFile:
+    def uploaded(self, temp_blob_uuid: str, url: str, method: UploadedBy) -> UploadedFile:
         return UploadedFile(
             tempBlobUuid=temp_blob_uuid,
             url=url,
@@ -140,6 +141,25 @@ def put_retry_wait(
     if outcome.status_code in retry.statuses and attempt < retry.max_attempts:
         return retry.delay(attempt) or 0.0
     raise upload_refused(outcome)
+
+
+def sent_whole(
+    plan: UploadPlan, answer: Mapping[str, Any], method: UploadedBy, progress: Progress | None
+) -> UploadedFile:
+    """The blob that `answer` (of create-temp-blob-upload-url or upload-temp-blob) names, sent
+    in one piece (`inline`) or earlier (`existing`): `progress` hears that all bytes are in."""
+    if progress:
+        progress(plan.size, plan.size)
+    return plan.uploaded(answer["tempBlobUuid"], answer["url"], method)
+
+
+def check_inline_fallback(
+    method: UploadMethod, plan: UploadPlan, unreachable: StoreUnreachable
+) -> None:
+    """Raises UploadError unless an upload whose URL cannot be reached may go inline instead
+    (method `auto`, a file of at most INLINE_MAX_BYTES)."""
+    if method == "presigned" or plan.size > INLINE_MAX_BYTES:
+        raise UploadError(f"cannot reach the upload URL: {unreachable}") from unreachable
 
 
 def inline_body(plan: UploadPlan, temp_blob_uuid: str) -> dict[str, str]:

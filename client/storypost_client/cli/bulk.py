@@ -33,9 +33,7 @@ def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
             at_column=args.at,
             start=args.start,
             every=args.every,
-            ai_generated=args.ai_generated or None,
-            share_to_linknet=args.share_to_linknet or None,
-            linknet_destination_id=args.linknet_destination,
+            **inputs.story_fields(args),
             **run,
         )
 
@@ -221,11 +219,7 @@ def register(commands: Subparsers) -> None:
         "--start", metavar="ISO", help="the first row's date (with --every), e.g. 2026-07-01T09:00Z"
     )
     story.add_argument("--every", metavar="DURATION", help="between rows: 1d, 6h, 1h30m, 90s")
-    story.add_argument("--ai-generated", action="store_true", help="mark them AI-generated")
-    story.add_argument(
-        "--share-to-linknet", action="store_true", help="cross-post to a linknet destination"
-    )
-    story.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
+    inputs.add_story_options(story, "them")
 
     draft = add_command(
         subcommands(commands, "draft"),

@@ -1,4 +1,5 @@
-"""Options several caller commands share: the page (--html/--url), --at, --wait, --option."""
+"""Options several caller commands share: the page (--html/--url), --at, --wait, --option,
+a story's own options."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from storypost_client.cli import render
 from storypost_client.cli.exits import EXIT_NOT_PUBLISHED
@@ -39,6 +40,33 @@ def read_text(name: str) -> str:
     if not text.strip():
         raise ValueError(f"{'standard input' if name == '-' else name} is empty")
     return text
+
+
+class StoryFields(TypedDict):
+    """A story's own fields (of schedule-photoapp-story and each row of a story bulk run)."""
+
+    ai_generated: bool | None
+    share_to_linknet: bool | None
+    linknet_destination_id: str | None
+
+
+def add_story_options(parser: argparse.ArgumentParser, them: str) -> None:
+    """A story's own options, as `story_fields` reads them; `them` is what they mark ("it",
+    one story, or "them", a bulk run's)."""
+    parser.add_argument("--ai-generated", action="store_true", help=f"mark {them} AI-generated")
+    parser.add_argument(
+        "--share-to-linknet", action="store_true", help="cross-post to a linknet destination"
+    )
+    parser.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
+
+
+def story_fields(args: argparse.Namespace) -> StoryFields:
+    """The fields of `add_story_options`' options; a flag not given is left to the API."""
+    return StoryFields(
+        ai_generated=args.ai_generated or None,
+        share_to_linknet=args.share_to_linknet or None,
+        linknet_destination_id=args.linknet_destination,
+    )
 
 
 def add_date_option(parser: argparse.ArgumentParser, what: str) -> None:

@@ -43,9 +43,7 @@ def _send_story(
         **page,
         photoapp_username=args.account,
         story_post_uuid=args.uuid,
-        ai_generated=args.ai_generated or None,
-        share_to_linknet=args.share_to_linknet or None,
-        linknet_destination_id=args.linknet_destination,
+        **inputs.story_fields(args),
     )
 
 
@@ -143,11 +141,7 @@ def register(commands: Subparsers) -> None:
 
 
 def _story_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ai-generated", action="store_true", help="mark it AI-generated")
-    parser.add_argument(
-        "--share-to-linknet", action="store_true", help="cross-post to a linknet destination"
-    )
-    parser.add_argument("--linknet-destination", metavar="ID", help="linknetDestinationId")
+    inputs.add_story_options(parser, "it")
 
 
 def _reel_options(parser: argparse.ArgumentParser) -> None:

@@ -283,3 +283,29 @@ async def test_async_client_gives_up_and_does_not_retry_a_400() -> None:
     assert unavailable.value.attempts == 5
     assert len(server.seen) == 6
     assert bad.value.validation_error_explanation == {"storyPostUuid": ["not a valid uuid"]}
+
+
+def test_the_retry_decision_of_both_clients_needs_no_call() -> None:
+    retries: list[int] = []
+    client = StorypostClient(
+        "http://127.0.0.1:9/api/v1",
+        TOKEN,
+        retry=RetryPolicy(max_attempts=2, base_delay=0.5, jitter=0.0),
+        on_retry=lambda attempt, _delay, _error: retries.append(attempt),
+    )
+    with client:
+        known = client._endpoint.request("generate-uuid", {}, None)
+        refused = httpx.ConnectError("refused")
+        assert client._retry_wait(known, 1, refused) == 0.5
+        assert retries == [1]
+        with pytest.raises(ApiConnectionError) as caught:
+            client._retry_wait(known, 2, refused)
+        assert caught.value.__cause__ is refused
+        # A procedure newer than the client is never retried; its API error is raised as is.
+        newer = client._endpoint.request("some-new-procedure", {"a": 1}, None)
+        busy_answer = UnavailableError(procedure="some-new-procedure", status=503, body={})
+        with pytest.raises(UnavailableError) as unretried:
+            client._retry_wait(newer, 1, busy_answer)
+        assert unretried.value is busy_answer
+    assert retries == [1]
+    assert newer.content == b'{"a":1}'

@@ -14,9 +14,13 @@ import pytest
 from storypost_client import AsyncStorypostClient, RetryPolicy, StorypostClient, UploadError
 from storypost_client.uploads import (
     CHUNK_BYTES,
+    INLINE_MAX_BYTES,
     StoreUnreachable,
     UploadChangedError,
+    UploadMethod,
+    UploadPlan,
     aread_chunks,
+    check_inline_fallback,
     put_retry_wait,
     read_chunks,
 )
@@ -254,3 +258,24 @@ def test_what_follows_a_put_attempt(
             put_retry_wait(RETRY_TWICE, attempt, outcome)
     else:
         assert put_retry_wait(RETRY_TWICE, attempt, outcome) == expected
+
+
+@pytest.mark.parametrize(
+    ("method", "size", "falls_back"),
+    [
+        pytest.param("auto", INLINE_MAX_BYTES, True, id="auto, small enough"),
+        pytest.param("auto", INLINE_MAX_BYTES + 1, False, id="auto, too large for inline"),
+        pytest.param("presigned", 1, False, id="forced presigned"),
+    ],
+)
+def test_when_an_unreachable_store_falls_back_to_inline(
+    method: UploadMethod, size: int, falls_back: bool
+) -> None:
+    plan = UploadPlan(Path("clip.mp4"), size, "video/mp4")
+    unreachable = StoreUnreachable("ConnectError('refused')")
+    if falls_back:
+        check_inline_fallback(method, plan, unreachable)
+        return
+    with pytest.raises(UploadError, match="cannot reach the upload URL") as caught:
+        check_inline_fallback(method, plan, unreachable)
+    assert caught.value.__cause__ is unreachable
