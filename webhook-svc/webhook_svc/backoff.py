@@ -4,13 +4,15 @@ doubled after each failure up to 5 s, and back to 0.2 s once a call succeeds."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 FIRST_SECONDS = 0.2
 MOST_SECONDS = 5.0
 
 
 class Backoff:
-    def __init__(self) -> None:
+    def __init__(self, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self._sleep = sleep
         self._next = FIRST_SECONDS
 
     def reset(self) -> None:
@@ -19,5 +21,5 @@ class Backoff:
 
     async def wait(self) -> None:
         """A call failed: waits, and doubles the next wait (up to the most)."""
-        await asyncio.sleep(self._next)
+        await self._sleep(self._next)
         self._next = min(self._next * 2, MOST_SECONDS)

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-
-import pytest
-
 from webhook_svc.backoff import Backoff
 
 
-async def test_doubles_up_to_the_most_and_starts_over_after_a_success(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_doubles_up_to_the_most_and_starts_over_after_a_success() -> None:
     waits: list[float] = []
 
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    monkeypatch.setattr(asyncio, "sleep", sleep)
-    backoff = Backoff()
+    # The sleep is passed in: patching asyncio.sleep would also hand it to every other task of
+    # the session's shared event loop (PyMongo's monitors spin on it and block the loop).
+    backoff = Backoff(sleep)
     for _ in range(7):
         await backoff.wait()
     backoff.reset()
