@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from prometheus_client import Counter, Histogram
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-
-from storypost_runtime.metrics import MetricsIn
+from storypost_runtime.metrics import Metrics, counter, histogram
 
 LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600)
 
 
-@dataclass(frozen=True)
-class PublishMetrics:
+class PublishMetrics(Metrics):
     # Publish time minus due time of each executed post (the scheduler's lag).
-    lag: Histogram
+    lag: Histogram = histogram(
+        "storypost_publish_lag_seconds",
+        "Seconds from a post's due time to its publication",
+        "kind",
+        buckets=LAG_BUCKETS,
+    )
     # Attempt outcomes by platform: executed, failed, retry, held (credits, rendering).
-    outcomes: Counter
-
-    @classmethod
-    def create(cls, registry: CollectorRegistry | None = None) -> PublishMetrics:
-        declare = MetricsIn(registry)
-        return cls(
-            lag=declare.histogram(
-                "storypost_publish_lag_seconds",
-                "Seconds from a post's due time to its publication",
-                "kind",
-                buckets=LAG_BUCKETS,
-            ),
-            outcomes=declare.counter(
-                "storypost_publish_attempts",
-                "Publish attempts by platform and outcome",
-                "platform",
-                "outcome",
-            ),
-        )
+    outcomes: Counter = counter(
+        "storypost_publish_attempts",
+        "Publish attempts by platform and outcome",
+        "platform",
+        "outcome",
+    )

@@ -22,7 +22,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import Counter, Gauge
 from pymongo.asynchronous.collection import AsyncCollection
 
 from storypost_runtime.bus import event_subject
@@ -31,7 +31,7 @@ from storypost_runtime.component import component
 from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
 from storypost_runtime.documents import from_document
 from storypost_runtime.logs import get_logger
-from storypost_runtime.metrics import MetricsIn
+from storypost_runtime.metrics import Metrics, counter, gauge
 from storypost_runtime.tasks import run_passes
 from storypost_runtime.tracing import current_traceparent, in_stored_trace
 
@@ -125,39 +125,28 @@ class Publisher(Protocol):
     async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None: ...
 
 
-@dataclass(frozen=True)
-class OutboxMetrics:
+class OutboxMetrics(Metrics):
     """The relay's backlog and throughput, per collection (pass one to OutboxRelay)."""
 
-    published: Counter
-    failures: Counter
-    backlog: Gauge
-    oldest_age: Gauge
-
-    @classmethod
-    def create(cls, registry: CollectorRegistry) -> OutboxMetrics:
-        declare = MetricsIn(registry)
-        return cls(
-            published=declare.counter(
-                "storypost_outbox_events_published",
-                "Events the outbox relay published to the bus",
-                "collection",
-            ),
-            failures=declare.counter(
-                "storypost_outbox_relay_failures",
-                "Relay passes that failed (bus or database unavailable)",
-            ),
-            backlog=declare.gauge(
-                "storypost_outbox_backlog_records",
-                "Records with unsent events at the latest pass (at most the batch size)",
-                "collection",
-            ),
-            oldest_age=declare.gauge(
-                "storypost_outbox_oldest_event_age_seconds",
-                "Age of the oldest unsent event at the latest pass (0 when none)",
-                "collection",
-            ),
-        )
+    published: Counter = counter(
+        "storypost_outbox_events_published",
+        "Events the outbox relay published to the bus",
+        "collection",
+    )
+    failures: Counter = counter(
+        "storypost_outbox_relay_failures",
+        "Relay passes that failed (bus or database unavailable)",
+    )
+    backlog: Gauge = gauge(
+        "storypost_outbox_backlog_records",
+        "Records with unsent events at the latest pass (at most the batch size)",
+        "collection",
+    )
+    oldest_age: Gauge = gauge(
+        "storypost_outbox_oldest_event_age_seconds",
+        "Age of the oldest unsent event at the latest pass (0 when none)",
+        "collection",
+    )
 
 
 def _age_seconds(occurred_at: datetime, now: datetime) -> float:

@@ -2,42 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from prometheus_client import Counter, Histogram
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-
-from storypost_runtime.metrics import MetricsIn
+from storypost_runtime.metrics import Metrics, counter, histogram
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600)
 
 
-@dataclass(frozen=True)
-class WebhookMetrics:
+class WebhookMetrics(Metrics):
     # Attempts by outcome: success, http_error, timeout, connect_error, refused.
-    attempts: Counter
+    attempts: Counter = counter(
+        "storypost_webhook_attempts", "webhook delivery attempts, by outcome", "outcome"
+    )
     # Seconds from the status change (occurredAt) to the end of the first attempt.
-    first_attempt_lag: Histogram
+    first_attempt_lag: Histogram = histogram(
+        "storypost_webhook_first_attempt_lag_seconds",
+        "seconds from the status change to the end of a delivery's first attempt",
+        buckets=LAG_BUCKETS,
+    )
     # Bus events by what came of them: delivered, no_subscriber, duplicate, invalid.
-    events: Counter
-
-    @classmethod
-    def create(cls, registry: CollectorRegistry) -> WebhookMetrics:
-        declare = MetricsIn(registry)
-        return cls(
-            attempts=declare.counter(
-                "storypost_webhook_attempts", "webhook delivery attempts, by outcome", "outcome"
-            ),
-            first_attempt_lag=declare.histogram(
-                "storypost_webhook_first_attempt_lag_seconds",
-                "seconds from the status change to the end of a delivery's first attempt",
-                buckets=LAG_BUCKETS,
-            ),
-            events=declare.counter(
-                "storypost_webhook_events",
-                "status events taken from the bus, by what came of them",
-                "result",
-            ),
-        )
+    events: Counter = counter(
+        "storypost_webhook_events",
+        "status events taken from the bus, by what came of them",
+        "result",
+    )
 
 
 def attempt_outcome(ok: bool, status_code: int, error: str) -> str:
