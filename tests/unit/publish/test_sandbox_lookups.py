@@ -50,6 +50,26 @@ def photo_init(title: str, privacy: str) -> dict[str, Any]:
     }
 
 
+def answer_pins_late(client: falcon.testing.TestClient, seconds: float, **scope: Any) -> None:
+    """A late-answer switch on pinboard's `posts` endpoint (`scope`: account=, times=)."""
+    client.simulate_put(
+        "/_sandbox/switches",
+        json={
+            "platform": "pinboard",
+            "mode": "late-answer",
+            "seconds": seconds,
+            "endpoint": "posts",
+            **scope,
+        },
+    )
+
+
+def post_pin(client: falcon.testing.TestClient, headers: dict[str, str]) -> falcon.testing.Result:
+    """Pins an image on pinboard (the `posts` call a late-answer switch holds up)."""
+    body = {"media_type": "image", "media_url": "http://m.test/a.jpg", "post_type": "PIN"}
+    return client.simulate_post("/pinboard/v1/posts", json=body, headers=headers)
+
+
 def wait_published(sandbox: Sandbox, count: int) -> None:
     for _ in range(200):
         if len(sandbox.store.published) >= count:
@@ -97,16 +117,9 @@ def test_late_answer_performs_first_then_answers(
     sandbox: Sandbox, client: falcon.testing.TestClient
 ) -> None:
     headers = bearer(sandbox, "pinboard", "pia")
-    client.simulate_put(
-        "/_sandbox/switches",
-        json={"platform": "pinboard", "mode": "late-answer", "seconds": 0.3, "endpoint": "posts"},
-    )
+    answer_pins_late(client, 0.3)
     started = time.monotonic()
-    answer = client.simulate_post(
-        "/pinboard/v1/posts",
-        json={"media_type": "image", "media_url": "http://m.test/a.jpg", "post_type": "PIN"},
-        headers=headers,
-    )
+    answer = post_pin(client, headers)
     assert answer.status_code == 201 and time.monotonic() - started >= 0.3
     assert len(sandbox.store.published) == 1
 
@@ -132,24 +145,9 @@ def test_a_held_answer_is_listed_and_released_on_demand(
     sandbox: Sandbox, client: falcon.testing.TestClient
 ) -> None:
     headers = bearer(sandbox, "pinboard", "pia")
-    client.simulate_put(
-        "/_sandbox/switches",
-        json={
-            "platform": "pinboard",
-            "account": "pia",
-            "mode": "late-answer",
-            "seconds": 60,
-            "endpoint": "posts",
-            "times": 1,
-        },
-    )
+    answer_pins_late(client, 60, account="pia", times=1)
     answers: list[int] = []
-    body = {"media_type": "image", "media_url": "http://m.test/a.jpg", "post_type": "PIN"}
-    caller = threading.Thread(
-        target=lambda: answers.append(
-            client.simulate_post("/pinboard/v1/posts", json=body, headers=headers).status_code
-        )
-    )
+    caller = threading.Thread(target=lambda: answers.append(post_pin(client, headers).status_code))
     started = time.monotonic()
     caller.start()
     held: list[dict[str, Any]] = []
