@@ -6,13 +6,15 @@ from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
 
 _POST_UUID = "54ba01fa-7f90-4e90-95c7-961c8cd5ceee"
+_POST = f.Subject("clipappPostUuid", "clipapp post", _POST_UUID, "clipapp")
 
 
 def _flag(description: str) -> f.Schema:
     return f.boolean(description, default=False)
 
 
-SCHEDULE_CLIPAPP_POST = f.render_procedure(
+SCHEDULE_CLIPAPP_POST = f.schedule_procedure(
+    _POST,
     name="schedule-clipapp-post",
     rpc="storypost.publish.v1.PublishService/ScheduleClipappPost",
     summary="Renders a page and schedules it as a post on a directly connected clipapp account.",
@@ -65,7 +67,6 @@ SCHEDULE_CLIPAPP_POST = f.render_procedure(
         "autoAudio": _flag("Let the network add audio to a photo post."),
     },
     required=("clipappAccountId", "clipappPostUuid"),
-    output_schema=f.scheduled_output("clipappPostUuid", "clipapp post"),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
         "clipappAccountId": f.EXAMPLE_CLIPAPP_ACCOUNT_ID,
@@ -77,11 +78,10 @@ SCHEDULE_CLIPAPP_POST = f.render_procedure(
         "disableDuet": True,
         "brandOrganic": True,
     },
-    example_output={"clipappPostUuid": _POST_UUID, "status": "scheduled"},
-    tags=("clipapp",),
 )
 
 STATUS_CLIPAPP_POST = f.post_status_procedure(
+    _POST,
     name="status-clipapp-post",
     rpc="storypost.publish.v1.PublishService/GetClipappPost",
     summary="Returns the status of a clipapp post.",
@@ -91,19 +91,16 @@ STATUS_CLIPAPP_POST = f.post_status_procedure(
         "confirmed publishing), `failed` (with `errorMessage`) or `canceled`. "
         "`clipappStatus` is the last raw publish status the network returned, if any."
     ),
-    uuid_name="clipappPostUuid",
-    thing="clipapp post",
     values=f.POST_STATUSES,
     extra={"clipappStatus": f.string("Last raw publish status returned by the network.")},
-    example_uuid=_POST_UUID,
     example_output={
         "status": "in-progress",
         "clipappStatus": "PROCESSING_UPLOAD",
     },
-    tags=("clipapp",),
 )
 
 CANCEL_CLIPAPP_POST = f.final_status_procedure(
+    _POST,
     name="cancel-clipapp-post",
     rpc="storypost.publish.v1.PublishService/CancelClipappPost",
     summary="Cancels a scheduled or in-progress clipapp post.",
@@ -111,11 +108,7 @@ CANCEL_CLIPAPP_POST = f.final_status_procedure(
         "Cancels a clipapp post that is `scheduled` or `in-progress`; it becomes "
         f"`canceled`.\n\n{f.cancel_doc('post')}"
     ),
-    uuid_name="clipappPostUuid",
-    thing="clipapp post",
     final="canceled",
-    example_uuid=_POST_UUID,
-    tags=("clipapp",),
 )
 
 PROCEDURES: tuple[Procedure, ...] = (

@@ -3,6 +3,7 @@ procedure records are built from."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 
 from edge.catalog.model import JsonObject, Procedure
@@ -217,75 +218,88 @@ def uuid_output(
     return output_object({name: uuid(f"The {thing}'s UUID."), **properties}, (name, *required))
 
 
-class Described(TypedDict):
-    """What every procedure record states for itself: its name, gRPC method, docs and tags."""
+class Named(TypedDict):
+    """What every procedure record states for itself: its name, gRPC method and docs."""
 
     name: str
     rpc: str
     summary: str
     doc: str
+
+
+class Described(Named):
+    """A record's own statements and its tags (a `Subject`'s records take its tag)."""
+
     tags: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What a family of procedures is about (a post kind, the drafts), stated once for all
+    of them: the key its caller names it by (`uuid_name`), what the docs call it (`thing`),
+    the UUID the examples name and the tag its records are listed under."""
+
+    uuid_name: str
+    thing: str
+    example_uuid: str
+    tag: str
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return (self.tag,)
+
+
 def uuid_procedure(
+    subject: Subject,
     *,
-    uuid_name: str,
-    thing: str,
     properties: Schema,
-    example_uuid: str,
     example_output: JsonObject,
-    **described: Unpack[Described],
+    **named: Unpack[Named],
 ) -> Procedure:
-    """A procedure about one thing its caller named by UUID (`uuid_name`): that UUID in; the
-    UUID, then `properties` (`status` always present), out. Both examples name
-    `example_uuid`; `example_output` is the rest of the example answer."""
+    """A procedure about one `subject` its caller named by UUID: that UUID in; the UUID, then
+    `properties` (`status` always present), out. Both examples name the subject's example
+    UUID; `example_output` is the rest of the example answer."""
+    key, thing, example_uuid = subject.uuid_name, subject.thing, subject.example_uuid
     return Procedure(
-        **described,
-        input_schema=uuid_input(uuid_name, thing),
-        output_schema=uuid_output(uuid_name, thing, properties),
-        example_input={uuid_name: example_uuid},
-        example_output={uuid_name: example_uuid, **example_output},
+        **named,
+        input_schema=uuid_input(key, thing),
+        output_schema=uuid_output(key, thing, properties),
+        example_input={key: example_uuid},
+        example_output={key: example_uuid, **example_output},
+        tags=subject.tags,
     )
 
 
-def final_status_procedure(
-    *, uuid_name: str, thing: str, final: str, example_uuid: str, **described: Unpack[Described]
-) -> Procedure:
-    """A cancel or a delete: the thing's UUID (`uuid_name`) in; its UUID and the one status it
-    ends in (`final`) out."""
+def final_status_procedure(subject: Subject, *, final: str, **named: Unpack[Named]) -> Procedure:
+    """A cancel or a delete: the `subject`'s UUID in; its UUID and the one status it ends in
+    (`final`) out."""
     return uuid_procedure(
-        uuid_name=uuid_name,
-        thing=thing,
+        subject,
         properties={"status": status(f"Always `{final}`.", (final,))},
-        example_uuid=example_uuid,
         example_output={"status": final},
-        **described,
+        **named,
     )
 
 
 def post_status_procedure(
+    subject: Subject,
     *,
-    uuid_name: str,
-    thing: str,
     values: tuple[str, ...],
     extra: Schema | None = None,
-    example_uuid: str,
     example_output: JsonObject,
-    **described: Unpack[Described],
+    **named: Unpack[Named],
 ) -> Procedure:
     """A post's status procedure: its UUID in; its UUID, where it stands (one of `values`),
     why it failed, then the `extra` properties of its kind, out."""
     return uuid_procedure(
-        uuid_name=uuid_name,
-        thing=thing,
+        subject,
         properties={
-            "status": standing(thing, values),
+            "status": standing(subject.thing, values),
             "errorMessage": error_message(),
             **(extra or {}),
         },
-        example_uuid=example_uuid,
         example_output=example_output,
-        **described,
+        **named,
     )
 
 
@@ -312,16 +326,43 @@ def render_procedure(
     )
 
 
-def scheduled_output(name: str, thing: str, post_status: Schema | None = None) -> Schema:
+def scheduled_output(post: Subject, post_status: Schema | None = None) -> Schema:
     """A schedule procedure's answer: the post's UUID, its status (always `scheduled` unless
     `post_status` says otherwise) and the render warnings."""
     return uuid_output(
-        name,
-        thing,
+        post.uuid_name,
+        post.thing,
         {
             "status": post_status or status("Always `scheduled`.", ("scheduled",)),
             "warnings": warnings(),
         },
+    )
+
+
+def schedule_procedure(
+    post: Subject,
+    *,
+    properties: Schema,
+    required: tuple[str, ...],
+    example_input: JsonObject,
+    post_status: Schema | None = None,
+    example_output: JsonObject | None = None,
+    **named: Unpack[Named],
+) -> Procedure:
+    """A render procedure that schedules a `post`: it answers `scheduled_output` (with
+    `post_status`, when given); the example answer names the post's example UUID, then
+    `example_output` (default: `scheduled`)."""
+    return render_procedure(
+        **named,
+        properties=properties,
+        required=required,
+        output_schema=scheduled_output(post, post_status),
+        example_input=example_input,
+        example_output={
+            post.uuid_name: post.example_uuid,
+            **(example_output or {"status": "scheduled"}),
+        },
+        tags=post.tags,
     )
 
 

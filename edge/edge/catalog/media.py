@@ -7,6 +7,7 @@ from edge.catalog.model import Procedure
 
 _IMAGE_BLOB_UUID = "c1acb880-3bbc-4958-b1c0-4606411bf8f6"
 _DRAFT_UUID = "a1ff09d9-2879-43cc-8f85-10e8326f954d"
+_DRAFT = f.Subject("draftUuid", "draft", _DRAFT_UUID, "drafts")
 _BLOBS = f"{f.EXAMPLE_APP_URL}/o/{f.EXAMPLE_ORGANIZATION_ID}/blobs"
 # The last path segment of a blob URL is a 128-bit random key: the URL is the permission.
 _IMAGE_BLOB_URL = f"{_BLOBS}/{_IMAGE_BLOB_UUID}/Xq3VfL0c9aJk2mT7pR1wZg"
@@ -193,10 +194,11 @@ CREATE_DRAFT = f.render_procedure(
         "folderName": "Campaigns 2026",
     },
     example_output={"draftUuid": _DRAFT_UUID, "editorUrl": _DRAFT_EDITOR_URL},
-    tags=("drafts",),
+    tags=_DRAFT.tags,
 )
 
 STATUS_DRAFT = f.uuid_procedure(
+    _DRAFT,
     name="status-draft",
     rpc="storypost.render.v1.RenderService/GetDraft",
     summary="Returns the status, preview and editor link of a draft.",
@@ -210,8 +212,6 @@ STATUS_DRAFT = f.uuid_procedure(
         "When a user edited the draft in the editor, the status, `previewUrl` and "
         "`editorUrl` are those of the latest saved version."
     ),
-    uuid_name="draftUuid",
-    thing="draft",
     properties={
         "status": f.standing("draft", f.DRAFT_STATUSES),
         "previewUrl": f.link(
@@ -219,16 +219,15 @@ STATUS_DRAFT = f.uuid_procedure(
         ),
         "editorUrl": f.link("Opens the draft in the editor; absent when deleted."),
     },
-    example_uuid=_DRAFT_UUID,
     example_output={
         "status": "ready",
         "previewUrl": _DRAFT_PREVIEW_URL,
         "editorUrl": _DRAFT_EDITOR_URL,
     },
-    tags=("drafts",),
 )
 
 DELETE_DRAFT = f.final_status_procedure(
+    _DRAFT,
     name="delete-draft",
     rpc="storypost.render.v1.RenderService/DeleteDraft",
     summary="Deletes a draft from the gallery.",
@@ -240,11 +239,7 @@ DELETE_DRAFT = f.final_status_procedure(
         "expected error (HTTP 400) is returned and the draft is unchanged: cancel the post "
         "in the app first. A deleted draft still counts for the draft quota."
     ),
-    uuid_name="draftUuid",
-    thing="draft",
     final="deleted",
-    example_uuid=_DRAFT_UUID,
-    tags=("drafts",),
 )
 
 PROCEDURES: tuple[Procedure, ...] = (

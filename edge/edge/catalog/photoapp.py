@@ -9,9 +9,12 @@ from storypost_runtime.vocabulary import PostStatus
 
 _STORY_UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
 _REEL_UUID = "a238d129-05ad-4b23-aafe-f508e44205d6"
+_STORY = f.Subject("storyPostUuid", "story post", _STORY_UUID, "photoapp")
+_REEL = f.Subject("reelPostUuid", "reel post", _REEL_UUID, "photoapp")
 
 
-SCHEDULE_PHOTOAPP_STORY = f.render_procedure(
+SCHEDULE_PHOTOAPP_STORY = f.schedule_procedure(
+    _STORY,
     name="schedule-photoapp-story",
     rpc="storypost.publish.v1.PublishService/ScheduleStory",
     summary="Renders a page and schedules it as a story on a connected photoapp account.",
@@ -53,7 +56,6 @@ SCHEDULE_PHOTOAPP_STORY = f.render_procedure(
         },
     },
     required=("photoappUsername", "storyPostUuid"),
-    output_schema=f.scheduled_output("storyPostUuid", "story post"),
     example_input={
         "html": f.EXAMPLE_IMAGE_STORY_HTML,
         "photoappUsername": f.EXAMPLE_PHOTOAPP_USERNAME,
@@ -63,14 +65,13 @@ SCHEDULE_PHOTOAPP_STORY = f.render_procedure(
         "linknetDestinationId": f.EXAMPLE_LINKNET_DESTINATION_ID,
     },
     example_output={
-        "storyPostUuid": _STORY_UUID,
         "status": "scheduled",
         "warnings": ['unknown attribute "size" on <photoapp-hashtag> was ignored'],
     },
-    tags=("photoapp",),
 )
 
 STATUS_PHOTOAPP_STORY = f.post_status_procedure(
+    _STORY,
     name="status-photoapp-story",
     rpc="storypost.publish.v1.PublishService/GetStory",
     summary="Returns the status and preview of a story post.",
@@ -82,19 +83,16 @@ STATUS_PHOTOAPP_STORY = f.post_status_procedure(
         "There is no fixed time from `scheduled` to `executed`: keep polling (or receive "
         "the `photoapp_story_post.status_changed` webhook) until `executed` or `failed`."
     ),
-    uuid_name="storyPostUuid",
-    thing="story post",
     values=f.STORY_STATUSES,
     extra={"previewUrl": f.link("JPEG preview; present once rendering finished.")},
-    example_uuid=_STORY_UUID,
     example_output={
         "status": "executed",
         "previewUrl": f"https://media.storypost.example.com/previews/{_STORY_UUID}.jpg",
     },
-    tags=("photoapp",),
 )
 
 CANCEL_PHOTOAPP_STORY = f.uuid_procedure(
+    _STORY,
     name="cancel-photoapp-story",
     rpc="storypost.publish.v1.PublishService/CancelStory",
     summary="Cancels a scheduled story post.",
@@ -102,20 +100,17 @@ CANCEL_PHOTOAPP_STORY = f.uuid_procedure(
         "Cancels a story post that is still `scheduled`; it becomes `canceled` and the "
         f"webhook event `photoapp_story_post.status_changed` is sent.\n\n{f.cancel_doc('story')}"
     ),
-    uuid_name="storyPostUuid",
-    thing="story post",
     properties={
         "status": f.status(
             "`canceled` on success (executed and failed stories answer with an error).",
             (PostStatus.CANCELED, PostStatus.EXECUTED, PostStatus.FAILED),
         )
     },
-    example_uuid=_STORY_UUID,
     example_output={"status": "canceled"},
-    tags=("photoapp",),
 )
 
-SCHEDULE_PHOTOAPP_REEL = f.render_procedure(
+SCHEDULE_PHOTOAPP_REEL = f.schedule_procedure(
+    _REEL,
     name="schedule-photoapp-reel",
     rpc="storypost.publish.v1.PublishService/ScheduleReel",
     summary="Renders a video page and schedules it as a reel on a connected photoapp account.",
@@ -145,7 +140,6 @@ SCHEDULE_PHOTOAPP_REEL = f.render_procedure(
         ),
     },
     required=("photoappUsername", "reelPostUuid"),
-    output_schema=f.scheduled_output("reelPostUuid", "reel post"),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
         "photoappUsername": f.EXAMPLE_PHOTOAPP_USERNAME,
@@ -154,11 +148,10 @@ SCHEDULE_PHOTOAPP_REEL = f.render_procedure(
         "date": "2026-07-02T17:00:00Z",
         "shareToFeed": True,
     },
-    example_output={"reelPostUuid": _REEL_UUID, "status": "scheduled"},
-    tags=("photoapp",),
 )
 
 STATUS_PHOTOAPP_REEL = f.post_status_procedure(
+    _REEL,
     name="status-photoapp-reel",
     rpc="storypost.publish.v1.PublishService/GetReel",
     summary="Returns the status of a reel post.",
@@ -167,18 +160,15 @@ STATUS_PHOTOAPP_REEL = f.post_status_procedure(
         "rendering), `in-progress` (due and being processed), `executed`, `failed` (with "
         "`errorMessage`) or `canceled`."
     ),
-    uuid_name="reelPostUuid",
-    thing="reel post",
     values=f.POST_STATUSES,
-    example_uuid=_REEL_UUID,
     example_output={
         "status": "failed",
         "errorMessage": "photoapp rejected the video: the account is temporarily restricted",
     },
-    tags=("photoapp",),
 )
 
 CANCEL_PHOTOAPP_REEL = f.final_status_procedure(
+    _REEL,
     name="cancel-photoapp-reel",
     rpc="storypost.publish.v1.PublishService/CancelReel",
     summary="Cancels a scheduled reel post.",
@@ -188,11 +178,7 @@ CANCEL_PHOTOAPP_REEL = f.final_status_procedure(
         "**Errors:** once posting started (`in-progress`), succeeded (`executed`) or failed "
         "(`failed`), an expected error (HTTP 400) is returned and the reel is unchanged."
     ),
-    uuid_name="reelPostUuid",
-    thing="reel post",
     final="canceled",
-    example_uuid=_REEL_UUID,
-    tags=("photoapp",),
 )
 
 PROCEDURES: tuple[Procedure, ...] = (

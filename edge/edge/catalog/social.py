@@ -6,6 +6,7 @@ from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
 
 _POST_UUID = "6e3ad904-5df2-4afb-a744-18c526bb4e39"
+_POST = f.Subject("socialPostUuid", "social post", _POST_UUID, "social")
 _ACCOUNT_ID = "sa_01jz8m0t6b1w"
 # The longest caption any supported platform takes; each post type shortens it further.
 TEXT_MAX_CHARS = 63_206
@@ -15,7 +16,8 @@ def _account_id() -> f.Schema:
     return f.social_account_id("The account, as `socialAccountId` of `list-social-accounts`.")
 
 
-SCHEDULE_SOCIAL_POST = f.render_procedure(
+SCHEDULE_SOCIAL_POST = f.schedule_procedure(
+    _POST,
     name="schedule-social-post",
     rpc="storypost.publish.v1.PublishService/ScheduleSocialPost",
     summary="Renders a page and schedules it as a post on any connected social account.",
@@ -67,15 +69,6 @@ SCHEDULE_SOCIAL_POST = f.render_procedure(
         ),
     },
     required=("socialPostUuid", "socialAccountId", "postType"),
-    output_schema=f.scheduled_output(
-        "socialPostUuid",
-        "social post",
-        f.status(
-            "`scheduled` for a future `date`, `in-progress` otherwise; a repeated UUID "
-            "answers with the post's current status.",
-            f.POST_STATUSES,
-        ),
-    ),
     example_input={
         "html": f.EXAMPLE_VIDEO_HTML,
         "socialPostUuid": _POST_UUID,
@@ -85,11 +78,15 @@ SCHEDULE_SOCIAL_POST = f.render_procedure(
         "options": {"privacyLevel": "PUBLIC_TO_EVERYONE", "disableComment": False},
         "date": "2026-07-04T12:00:00Z",
     },
-    example_output={"socialPostUuid": _POST_UUID, "status": "scheduled"},
-    tags=("social",),
+    post_status=f.status(
+        "`scheduled` for a future `date`, `in-progress` otherwise; a repeated UUID answers "
+        "with the post's current status.",
+        f.POST_STATUSES,
+    ),
 )
 
 STATUS_SOCIAL_POST = f.post_status_procedure(
+    _POST,
     name="status-social-post",
     rpc="storypost.publish.v1.PublishService/GetSocialPost",
     summary="Returns the status and permalink of a social post.",
@@ -102,8 +99,6 @@ STATUS_SOCIAL_POST = f.post_status_procedure(
         "The webhook event `social_post.status_changed` carries the same `status`, "
         "`errorMessage` and `permalink` as this procedure at the event's `occurredAt`."
     ),
-    uuid_name="socialPostUuid",
-    thing="social post",
     values=f.POST_STATUSES,
     extra={
         "permalink": f.link(
@@ -114,7 +109,6 @@ STATUS_SOCIAL_POST = f.post_status_procedure(
         "postType": f.string("The post type it was scheduled with."),
         "date": f.date_time("When it is (or was) due."),
     },
-    example_uuid=_POST_UUID,
     example_output={
         "status": "executed",
         "permalink": "https://clipapp.example/@sunnyshop/video/7391827364519283746",
@@ -123,10 +117,10 @@ STATUS_SOCIAL_POST = f.post_status_procedure(
         "postType": "VIDEO",
         "date": "2026-07-04T12:00:00Z",
     },
-    tags=("social",),
 )
 
 CANCEL_SOCIAL_POST = f.final_status_procedure(
+    _POST,
     name="cancel-social-post",
     rpc="storypost.publish.v1.PublishService/CancelSocialPost",
     summary="Cancels a scheduled or in-progress social post.",
@@ -138,11 +132,7 @@ CANCEL_SOCIAL_POST = f.final_status_procedure(
         "the answer is HTTP 429 and the post is not canceled until a retry succeeds: retry "
         f"after a minute.\n\n{f.cancel_doc('post')}"
     ),
-    uuid_name="socialPostUuid",
-    thing="social post",
     final="canceled",
-    example_uuid=_POST_UUID,
-    tags=("social",),
 )
 
 PROCEDURES: tuple[Procedure, ...] = (
