@@ -73,7 +73,7 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, _p
 
 def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeApp:
     accounts = deps.backends.account_stub
-    app = falcon.App(middleware=[AccessLog(EdgeMetrics(deps.registry))], cors_enable=False)
+    app = falcon.App(middleware=[AccessLog(EdgeMetrics.create(deps.registry))], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _http_error)

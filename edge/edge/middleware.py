@@ -12,12 +12,12 @@ from typing import Any
 import falcon
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Tracer
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from storypost_runtime.component import component
 from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
-from storypost_runtime.metrics import LATENCY_BUCKETS
+from storypost_runtime.metrics import LATENCY_BUCKETS, Metrics, counter, gauge, histogram
 from storypost_runtime.tracing import extract, tracer
 
 log = get_logger("edge.access")
@@ -108,24 +108,20 @@ class RequestScopeApp:
             return list(self.app(environ, start_response))
 
 
-class EdgeMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
-            "storypost_edge_requests",
-            "HTTP requests answered, by procedure and status",
-            ["procedure", "status"],
-            registry=registry,
-        )
-        self.latency = Histogram(
-            "storypost_edge_request_seconds",
-            "HTTP request latency, by procedure",
-            ["procedure"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
-        )
-        self.in_flight = Gauge(
-            "storypost_edge_requests_in_flight", "requests being served", registry=registry
-        )
+class EdgeMetrics(Metrics):
+    requests: Counter = counter(
+        "storypost_edge_requests",
+        "HTTP requests answered, by procedure and status",
+        "procedure",
+        "status",
+    )
+    latency: Histogram = histogram(
+        "storypost_edge_request_seconds",
+        "HTTP request latency, by procedure",
+        "procedure",
+        buckets=LATENCY_BUCKETS,
+    )
+    in_flight: Gauge = gauge("storypost_edge_requests_in_flight", "requests being served")
 
 
 def _name_span(req: falcon.Request, label: str, status: int) -> None:

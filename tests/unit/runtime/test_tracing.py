@@ -228,7 +228,7 @@ def test_the_edge_span_is_named_after_the_procedure_and_carries_the_request_id(
     traces: tuple[TracerProvider, InMemorySpanExporter],
 ) -> None:
     provider, exporter = traces
-    inner = falcon.App(middleware=[AccessLog(EdgeMetrics(CollectorRegistry()))])
+    inner = falcon.App(middleware=[AccessLog(EdgeMetrics.create(CollectorRegistry()))])
     inner.add_route("/o/{org}/api/v1/{name}", Procedure())
     app = RequestScopeApp(inner, InFlight(), tracer(provider))
     caller_trace = "0af7651916cd43dd8448eb211c80319c"
