@@ -181,7 +181,7 @@ def refuse_published_secret(
     """
     if settings.environment == DEVELOPMENT:
         return
-    variable = f"{settings.model_config.get('env_prefix', '')}{field.upper()}"
+    variable = env_variable(settings, field)
     where = f"STORYPOST_ENVIRONMENT={settings.environment}"
     if field not in settings.model_fields_set or not any(v.strip() for v in values):
         raise ValueError(
@@ -193,6 +193,12 @@ def refuse_published_secret(
             f"{variable} is the published development {noun}, refused with {where}; "
             f"set a secret one ({how})"
         )
+
+
+def env_variable(settings: BaseSettings | type[BaseSettings], field: str) -> str:
+    """The environment variable a settings field is read from (STORYPOST_MONGO_URL for
+    MongoSettings' `mongo_url`)."""
+    return f"{settings.model_config.get('env_prefix', '')}{field.upper()}"
 
 
 def load_settings[T: BaseSettings](cls: type[T]) -> T:

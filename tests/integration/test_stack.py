@@ -12,15 +12,18 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import aioboto3
 import httpx
 import nats
 import pytest
-from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_cli.stack import EmbeddedStack, StackError, StackPorts
+from storypost_runtime.mongo import Document
+from tests.support.mongo import stack_database
 
 pytestmark = pytest.mark.integration
 
@@ -48,8 +51,8 @@ async def gone_within(pids: list[int], seconds: float) -> bool:
     return False
 
 
-def mongo_client(stack: EmbeddedStack) -> AsyncMongoClient[dict[str, object]]:
-    return AsyncMongoClient(stack.env()["STORYPOST_MONGO_URL"], serverSelectionTimeoutMS=5000)
+def mongo_database(stack: EmbeddedStack) -> AbstractAsyncContextManager[AsyncDatabase[Document]]:
+    return stack_database(stack.env(), serverSelectionTimeoutMS=5000)
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +66,11 @@ async def deps(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Embedd
 
 
 async def test_mongo_answers_ping(deps: EmbeddedStack) -> None:
-    client = mongo_client(deps)
-    try:
-        assert (await client.admin.command("ping"))["ok"] == 1
-        collection = client[deps.env()["STORYPOST_MONGO_DATABASE"]]["stack_test"]
+    async with mongo_database(deps) as database:
+        assert (await database.client.admin.command("ping"))["ok"] == 1
+        collection = database["stack_test"]
         await collection.insert_one({"_id": "a", "n": 1})
         assert await collection.find_one({"_id": "a"}) == {"_id": "a", "n": 1}
-    finally:
-        await client.close()
 
 
 async def test_nats_jetstream_takes_a_stream_and_a_message(deps: EmbeddedStack) -> None:
@@ -162,15 +162,17 @@ async def test_stop_leaves_no_process_and_no_socket(deps: EmbeddedStack) -> None
 
 
 async def test_mongo_data_survives_a_restart(tmp_path: Path) -> None:
-    async with EmbeddedStack(tmp_path, StackPorts.free(), components={"mongo"}) as first:
-        client = mongo_client(first)
-        await client.storypost.things.insert_one({"_id": "kept", "v": 42})
-        await client.close()
+    async with (
+        EmbeddedStack(tmp_path, StackPorts.free(), components={"mongo"}) as first,
+        mongo_database(first) as database,
+    ):
+        await database.things.insert_one({"_id": "kept", "v": 42})
     # Other ports on purpose: only the data directory carries over.
-    async with EmbeddedStack(tmp_path, StackPorts.free(), components={"mongo"}) as second:
-        client = mongo_client(second)
-        assert await client.storypost.things.find_one({"_id": "kept"}) == {"_id": "kept", "v": 42}
-        await client.close()
+    async with (
+        EmbeddedStack(tmp_path, StackPorts.free(), components={"mongo"}) as second,
+        mongo_database(second) as database,
+    ):
+        assert await database.things.find_one({"_id": "kept"}) == {"_id": "kept", "v": 42}
 
 
 async def test_a_component_that_crashes_at_start_raises_with_its_log(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost.testing.plugin import stack_as_asked
@@ -29,6 +28,7 @@ from tests.reliability.support import (
     make_receiver_certificates,
 )
 from tests.support.api import Api, Org, stack_api
+from tests.support.mongo import stack_database
 from tests.support.pages import PageServer, running_page_server
 
 LONG = "reliability_long"
@@ -135,11 +135,8 @@ async def rel_org(rel_api: Api) -> Org:
 @pytest.fixture(scope="session")
 async def rel_db(rel_stack: StackHandle) -> AsyncIterator[AsyncDatabase[dict[str, Any]]]:
     """The stack's MongoDB database, read directly to count records."""
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        rel_stack.env["STORYPOST_MONGO_URL"], timeoutMS=30_000
-    )
-    yield client[rel_stack.env.get("STORYPOST_MONGO_DATABASE", "storypost")]
-    await client.close()
+    async with stack_database(rel_stack.env, timeoutMS=30_000) as db:
+        yield db
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from mongoeco.engines.memory import MemoryEngine
@@ -14,7 +15,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_runtime.mongo import Document, mongo_client
-from storypost_runtime.settings import MongoSettings
+from storypost_runtime.settings import MongoSettings, env_variable
 
 
 @asynccontextmanager
@@ -36,6 +37,31 @@ async def fresh_database(url: str) -> AsyncIterator[AsyncDatabase[Document]]:
     try:
         yield client[settings.mongo_database]
         await client.drop_database(settings.mongo_database)
+    finally:
+        await client.close()
+
+
+def stack_mongo_url(env: Mapping[str, str]) -> str:
+    """The MongoDB URL of the stack whose client environment is `env` (a StackHandle's `env`,
+    an EmbeddedStack's `env()`)."""
+    return env[env_variable(MongoSettings, "mongo_url")]
+
+
+def stack_database_name(env: Mapping[str, str]) -> str:
+    """The database the stack's services use: as set in `env`, else MongoSettings' default."""
+    default: str = MongoSettings.model_fields["mongo_database"].default
+    return env.get(env_variable(MongoSettings, "mongo_database"), default)
+
+
+@asynccontextmanager
+async def stack_database(
+    env: Mapping[str, str], **client_options: Any
+) -> AsyncIterator[AsyncDatabase[Document]]:
+    """The database of the stack whose client environment is `env`, read and written directly;
+    `client_options` go to AsyncMongoClient as given. The client is closed afterwards."""
+    client: AsyncMongoClient[Document] = AsyncMongoClient(stack_mongo_url(env), **client_options)
+    try:
+        yield client[stack_database_name(env)]
     finally:
         await client.close()
 

@@ -29,6 +29,7 @@ from storypost_runtime.clock import FrozenClock
 from storypost_runtime.mongo import Document
 from storypost_runtime.settings import NatsSettings
 from storypost_runtime.tasks import background
+from tests.support.mongo import stack_mongo_url
 from tests.support.ratelimit import full_bucket_then_refuses_then_refills
 
 pytestmark = pytest.mark.integration
@@ -50,7 +51,7 @@ async def deps(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Embedd
 
 @pytest.fixture
 async def records(deps: EmbeddedStack) -> AsyncIterator[AccountCollections]:
-    client: AsyncMongoClient[Document] = AsyncMongoClient(deps.env()["STORYPOST_MONGO_URL"])
+    client: AsyncMongoClient[Document] = AsyncMongoClient(stack_mongo_url(deps.env()))
     collections = AccountCollections.of(client["rate_bucket_tests"])
     await collections.rate_buckets.delete_many({})
     yield collections

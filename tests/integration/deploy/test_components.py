@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from storypost.testing.stack import StackHandle
 from tests.support.accounts import connect_account, published, sandbox_switch
 from tests.support.api import Api, Org
+from tests.support.mongo import stack_mongo_url
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[3]
@@ -100,7 +101,7 @@ async def test_the_image_healthcheck_reports_each_component(storypost_stack: Sta
         assert check("grpc", {"STORYPOST_GRPC_PORT": port}) == 0, component
     assert check("edge", {"STORYPOST_EDGE_PORT": str(ports.edge)}) == 0
     assert check("sandbox", {"STORYPOST_SANDBOX_PORT": str(ports.sandbox)}) == 0
-    mongo = storypost_stack.env["STORYPOST_MONGO_URL"]
+    mongo = stack_mongo_url(storypost_stack.env)
     assert check("mongo", {"MONGO_PORT": mongo.split(":")[2].split("/")[0]}) == 0
     # And it says no where nothing answers.
     assert check("grpc", {"STORYPOST_GRPC_PORT": "1"}) == 1

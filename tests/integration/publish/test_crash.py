@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any
-
-from pymongo import AsyncMongoClient
 
 from storypost.testing.stack import StackHandle
 from tests.integration.publish.conftest import IMAGE_STORY
 from tests.reliability.support import wait_status
 from tests.support.accounts import published, sandbox_switch
 from tests.support.api import Api, Org
+from tests.support.mongo import stack_database
 
 
 async def test_kill_9_mid_publish_publishes_exactly_once(
@@ -25,11 +23,8 @@ async def test_kill_9_mid_publish_publishes_exactly_once(
         "html": IMAGE_STORY,
     }
     record_id = f"story:{fresh_org.organization_id}:{body['storyPostUuid']}"
-    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        storypost_stack.env["STORYPOST_MONGO_URL"]
-    )
-    posts = mongo[storypost_stack.env.get("STORYPOST_MONGO_DATABASE", "storypost")]["posts"]
-    try:
+    async with stack_database(storypost_stack.env) as database:
+        posts = database["posts"]
         # Every photoapp call takes 3 s: the replica is killed between container and publish.
         async with sandbox_switch(
             storypost_stack, "photoapp", "slow", account=photoapp_user, seconds=3
@@ -55,5 +50,3 @@ async def test_kill_9_mid_publish_publishes_exactly_once(
         assert (
             final is not None and final["progress"]["containerId"] == doc["progress"]["containerId"]
         )
-    finally:
-        await mongo.close()

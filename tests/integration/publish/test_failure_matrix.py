@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from nats.aio.client import Client as NatsClient
-from pymongo import AsyncMongoClient
 
 from publish_svc.model import EVENT_TYPE, UUID_FIELD, Kind
 from storypost.testing.stack import StackHandle
@@ -47,6 +46,7 @@ from tests.reliability.support import future
 from tests.support.accounts import held, release_held, reset_switches, switches
 from tests.support.api import Api, only_in_passes
 from tests.support.failure_matrix import CELLS, Cell, Expect, Mode
+from tests.support.mongo import stack_database
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -67,23 +67,17 @@ KILL_DUE_SECONDS = 45.0
 SETUP_CONCURRENCY = 24
 SETTLE_WITHIN_SECONDS = 300.0
 
-Document = dict[str, Any]
-
 
 @pytest.fixture
 async def stores(storypost_stack: StackHandle) -> AsyncIterator[Stores]:
-    client: AsyncMongoClient[Document] = AsyncMongoClient(
-        storypost_stack.env["STORYPOST_MONGO_URL"], tz_aware=True
-    )
-    db = client[storypost_stack.env.get("STORYPOST_MONGO_DATABASE", "storypost")]
-    yield Stores(
-        db["posts"],
-        db["credit_balances"],
-        db["credit_consumptions"],
-        db["daily_post_counters"],
-        db["story_quota"],
-    )
-    await client.close()
+    async with stack_database(storypost_stack.env, tz_aware=True) as db:
+        yield Stores(
+            db["posts"],
+            db["credit_balances"],
+            db["credit_consumptions"],
+            db["daily_post_counters"],
+            db["story_quota"],
+        )
 
 
 async def each[T](items: Iterable[T], work: Callable[[T], Awaitable[Any]]) -> list[Any]:

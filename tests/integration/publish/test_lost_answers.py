@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 from nats.aio.client import Client as NatsClient
-from pymongo import AsyncMongoClient
 
 from storypost.testing.stack import StackHandle
 from tests.integration.publish.conftest import IMAGE_STORY, events_of, platform_timeout, username
 from tests.support.accounts import connect_account, published, reset_switches, set_switch
 from tests.support.api import Api, Org
+from tests.support.mongo import stack_database
 from tests.support.polling import wait_until
 
 CLIPAPP_EVENT = "clipapp_post.status_changed"
@@ -35,11 +35,8 @@ Document = dict[str, Any]
 
 @pytest.fixture
 async def database(storypost_stack: StackHandle) -> AsyncIterator[Any]:
-    client: AsyncMongoClient[Document] = AsyncMongoClient(
-        storypost_stack.env["STORYPOST_MONGO_URL"], tz_aware=True
-    )
-    yield client[storypost_stack.env.get("STORYPOST_MONGO_DATABASE", "storypost")]
-    await client.close()
+    async with stack_database(storypost_stack.env, tz_aware=True) as db:
+        yield db
 
 
 async def call(api: Api, org: Org, procedure: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from pymongo import AsyncMongoClient
 
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
@@ -20,6 +19,7 @@ from tests.integration.render.conftest import QUOTA, Videos
 from tests.integration.render.rendering import story_page
 from tests.integration.render.support import decode_rgb, mean_color, probe
 from tests.support.api import Api, Org, upload_blob
+from tests.support.mongo import stack_database
 
 pytestmark = pytest.mark.integration
 
@@ -181,23 +181,17 @@ async def test_warnings_unknown_drafts_and_video_rules(api: Api, org: Org, video
 async def test_the_101st_draft_of_a_day_is_a_429(
     api: Api, fresh_org: Org, storypost_stack: StackHandle
 ) -> None:
-    env = storypost_stack.env
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        env["STORYPOST_MONGO_URL"], tz_aware=True
-    )
     now = datetime.now(UTC)
     org_id = fresh_org.organization_id
-    try:
+    async with stack_database(storypost_stack.env, tz_aware=True) as database:
         # 100 drafts earlier today (deleted or not, they hold the quota's slots).
-        await client[env["STORYPOST_MONGO_DATABASE"]]["draft_quota_slots"].insert_many(
+        await database["draft_quota_slots"].insert_many(
             [
                 {"_id": f"{org_id}:{n}", "organizationId": org_id, "slot": n, "takenAt": now,
                  "draftUuid": str(uuid.uuid4())}
                 for n in range(100)
             ]
         )  # fmt: skip
-    finally:
-        await client.close()
     draft_uuid = str(uuid.uuid4())
     refused = await api.call(
         fresh_org, "create-draft", {"draftUuid": draft_uuid, "html": story_page("<p>one more</p>")}

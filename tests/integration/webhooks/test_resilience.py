@@ -8,12 +8,12 @@ import time
 from collections import defaultdict
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from storypost_cli.stack import EmbeddedStack
 from tests.integration.webhooks.conftest import ATTEMPT_TIMEOUT
 from tests.integration.webhooks.harness import Harness
 from tests.support.events import story_event
+from tests.support.mongo import stack_database
 from tests.support.webhook_receiver import Answer
 
 pytestmark = pytest.mark.integration
@@ -89,11 +89,8 @@ async def test_no_loss_and_no_second_delivery_id_across_crash_and_bus_restart(
     assert len(delivery_ids) == BURST
 
     # Exactly one stored delivery per event, each of them succeeded.
-    client: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
-        webhook_stack.env()["STORYPOST_MONGO_URL"], tz_aware=True
-    )
-    try:
-        collection = client[webhook_stack.env()["STORYPOST_MONGO_DATABASE"]]["webhook_deliveries"]
+    async with stack_database(webhook_stack.env(), tz_aware=True) as database:
+        collection = database["webhook_deliveries"]
         async with asyncio.timeout(60):
             while True:
                 stored = await collection.find(
@@ -103,5 +100,3 @@ async def test_no_loss_and_no_second_delivery_id_across_crash_and_bus_restart(
                     break
                 await asyncio.sleep(0.5)
         assert {doc["_id"] for doc in stored} == delivery_ids
-    finally:
-        await client.close()
