@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from pydantic import SecretStr
 
-from storypost_runtime.settings import BaseServiceSettings, refuse_published_secret
+from storypost_runtime.settings import BaseServiceSettings, env_variable, refuse_published_secret
 
 # How to make a key: every refusal of a key setting says it.
 GENERATE_KEY = (
@@ -46,8 +46,7 @@ def setting_keys(settings: BaseServiceSettings, field: str, development_key: str
     refuse_published_secret(
         settings, field, keys, published=[development_key], how=f"generate: {GENERATE_KEY}"
     )
-    variable = f"{settings.model_config.get('env_prefix', '')}{field.upper()}"
-    check_keys(keys, variable)
+    check_keys(keys, env_variable(settings, field))
     return keys
 
 

@@ -206,10 +206,9 @@ def load_settings[T: BaseSettings](cls: type[T]) -> T:
     try:
         return cls()
     except ValidationError as error:
-        prefix = str(cls.model_config.get("env_prefix", ""))
         # A check across settings (a model validator) has no location: its message names them.
         lines = [
-            f"  {prefix}{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            f"  {env_variable(cls, '.'.join(str(p) for p in e['loc']))}: {e['msg']}"
             if e["loc"]
             else f"  {e['msg'].removeprefix('Value error, ')}"
             for e in error.errors()

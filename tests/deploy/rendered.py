@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic_settings import BaseSettings
 
+from storypost_runtime.settings import env_variable
 from tests.deploy.support import of_kind
 
 SECRET_PLACEHOLDER = "<secret>"
@@ -93,8 +94,7 @@ def settings_classes() -> dict[str, type[BaseSettings]]:
 
 def setting(cls: type[BaseSettings], env: dict[str, str], field: str) -> Any:
     """A field's value as the process would read it: the environment's, else the default."""
-    prefix = str(cls.model_config.get("env_prefix", ""))
-    raw = env.get(f"{prefix}{field}".upper())
+    raw = env.get(env_variable(cls, field))
     info = cls.model_fields[field]
     if raw is None:
         return info.default

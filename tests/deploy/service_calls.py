@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic_settings import BaseSettings
 
-from storypost_runtime.settings import ServiceAddresses
+from storypost_runtime.settings import ServiceAddresses, env_variable
 from tests.deploy.k8s_eval import selector_matches
 from tests.deploy.rendered import deployment_envs, settings_classes
 from tests.deploy.support import ROOT, of_kind
@@ -130,11 +130,11 @@ def _calls(
         package = package_dir(caller)
         if not package.is_dir():
             continue
-        prefix = str(settings[caller].model_config.get("env_prefix", ""))
         grpc_fields = channel_settings(package)
         read = attributes_read(package)
         for field in settings[caller].model_fields:
-            value = env.get(f"{prefix}{field}".upper())
+            variable = env_variable(settings[caller], field)
+            value = env.get(variable)
             is_url = value is not None and value.startswith(("http://", "https://"))
             if not value or not (field in grpc_fields or (is_url and field in read)):
                 continue
@@ -147,7 +147,7 @@ def _calls(
                 if selector_matches({"matchLabels": service["spec"]["selector"]}, labels):
                     landing = _landing_port(service, port or _default_port(value), target)
                     assert landing is not None, f"{caller}: {value} names no port of {callee}"
-                    found.add(Call(caller, callee, landing, f"{prefix}{field}".upper()))
+                    found.add(Call(caller, callee, landing, variable))
     return sorted(found)
 
 

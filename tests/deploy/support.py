@@ -13,6 +13,8 @@ import pytest
 import yaml
 from pydantic_settings import BaseSettings
 
+from storypost_runtime.settings import env_variable
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 DOCKERFILES = DEPLOY / "docker"
@@ -57,8 +59,7 @@ def setting_names(*classes: type[BaseSettings]) -> set[str]:
     """The environment variable of every field of the given settings classes."""
     names: set[str] = set()
     for cls in classes:
-        prefix = str(cls.model_config.get("env_prefix", ""))
-        names |= {f"{prefix}{field}".upper() for field in cls.model_fields}
+        names |= {env_variable(cls, field) for field in cls.model_fields}
     return names
 
 

@@ -9,6 +9,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from pydantic import SecretStr
 
+from storypost_runtime.settings import env_variable
 from tests.deploy.rendered import containers, effective_env, settings_classes
 from tests.deploy.support import (
     DOCKERFILES,
@@ -252,9 +253,8 @@ def test_secret_settings_are_wired_from_the_secret(
         if name == "sandbox-net":
             continue  # development only: its secret signs the sandbox's own tokens
         cls = classes[name]
-        prefix = str(cls.model_config.get("env_prefix", ""))
         secret = {
-            f"{prefix}{field}".upper()
+            env_variable(cls, field)
             for field, info in cls.model_fields.items()
             if info.annotation is SecretStr or info.repr is False
         }
