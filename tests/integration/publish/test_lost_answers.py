@@ -20,6 +20,7 @@ import pytest
 from nats.aio.client import Client as NatsClient
 
 from storypost.testing.stack import StackHandle
+from storypost_runtime.mongo import Document
 from tests.integration.publish.conftest import IMAGE_STORY, events_of, platform_timeout, username
 from tests.support.accounts import connect_account, published, reset_switches, set_switch
 from tests.support.api import Api, Org
@@ -29,8 +30,6 @@ from tests.support.polling import wait_until
 CLIPAPP_EVENT = "clipapp_post.status_changed"
 SOCIAL_EVENT = "social_post.status_changed"
 PHOTO_INIT = "post/publish/content/init"
-
-Document = dict[str, Any]
 
 
 @pytest.fixture
