@@ -130,7 +130,10 @@ def _failure(method: str, error: Exception) -> _Answer:
         return _Answer(status.code, status.details, status.trailing_metadata)
     if isinstance(error, grpc.aio.AioRpcError):
         return _downstream_failure(method, error)
-    if isinstance(error, _DEPENDENCY_DOWN):
+    # PyMongo marks every error a time limit caused (`timeout`), beyond the classes above: a
+    # write concern not met in time (replicas behind), an operation cancelled by the client's
+    # deadline. The database was slow, not wrong: the caller retries with the same UUID.
+    if isinstance(error, _DEPENDENCY_DOWN) or (isinstance(error, PyMongoError) and error.timeout):
         log.warning("dependency unavailable", method=method, error=str(error))
         return _Answer(grpc.StatusCode.UNAVAILABLE, STORE_DOWN_MESSAGE)
     if isinstance(error, PyMongoError):

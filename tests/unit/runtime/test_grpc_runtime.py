@@ -9,7 +9,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
-from pymongo.errors import ServerSelectionTimeoutError
+from pymongo.errors import ServerSelectionTimeoutError, WTimeoutError
 
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
@@ -41,7 +41,10 @@ class Faulty(account_pb2_grpc.AccountServiceServicer):
     async def CreateUser(self, request: Any, context: Any) -> Any:
         raise RuntimeError("secret internals /path/to/file.py line 3")
 
-    CreateApiCredential = ListApiCredentials = RevokeApiCredential = VerifyUserPassword = CreateUser
+    async def ListApiCredentials(self, request: Any, context: Any) -> Any:
+        raise WTimeoutError("waiting for replication timed out", 64)
+
+    CreateApiCredential = RevokeApiCredential = VerifyUserPassword = CreateUser
 
 
 @pytest.fixture
@@ -85,6 +88,10 @@ async def test_database_down_is_unavailable_and_crashes_hide_internals(
     with pytest.raises(grpc.aio.AioRpcError) as down:
         await stub.Authenticate(pb.AuthenticateRequest(token="t"))
     assert down.value.code() == grpc.StatusCode.UNAVAILABLE
+    # A write its replicas did not confirm in time: slow, not broken (retry, same UUID).
+    with pytest.raises(grpc.aio.AioRpcError) as slow:
+        await stub.ListApiCredentials(pb.ListApiCredentialsRequest())
+    assert slow.value.code() == grpc.StatusCode.UNAVAILABLE
     with pytest.raises(grpc.aio.AioRpcError) as crash:
         await stub.CreateUser(pb.CreateUserRequest())
     assert crash.value.code() == grpc.StatusCode.INTERNAL
