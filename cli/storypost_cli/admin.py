@@ -12,7 +12,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import CliSettings
 from storypost_cli.output import fail, fail_rpc, print_json
-from storypost_cli.parsers import command_group, subcommand
+from storypost_cli.parsers import add_org, command_group, subcommand
 from storypost_runtime.grpc_client import sync_channel
 from storypost_runtime.settings import load_settings
 
@@ -116,7 +116,7 @@ def register(subparsers: AdminCommands) -> AdminCommands:
         "create an API token (shown once)",
         "storypost admin create-token --org org_1f2e3d --name ci",
     )
-    p.add_argument("--org", required=True, help="organization id")
+    add_org(p)
     p.add_argument("--name", default="api", help="label of the credential")
 
     p = subcommand(
@@ -126,7 +126,7 @@ def register(subparsers: AdminCommands) -> AdminCommands:
         "list API credentials (never their tokens)",
         "storypost admin list-tokens --org org_1f2e3d --all",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
     p.add_argument("--all", action="store_true", help="include revoked credentials")
 
     p = subcommand(
@@ -136,7 +136,7 @@ def register(subparsers: AdminCommands) -> AdminCommands:
         "revoke an API credential",
         "storypost admin revoke-token --org org_1f2e3d --credential CREDENTIAL_ID",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
     p.add_argument("--credential", required=True, help="credential id (see list-tokens)")
 
     p = subcommand(
@@ -147,7 +147,7 @@ def register(subparsers: AdminCommands) -> AdminCommands:
         "printenv USER_PASSWORD | storypost admin create-user --org org_1f2e3d "
         "--email ann@example.com --password-stdin",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
     p.add_argument("--email", required=True)
     p.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
     return commands

@@ -9,7 +9,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost_cli.admin import AdminCommands, Stub
 from storypost_cli.config import CliSettings
 from storypost_cli.output import print_json
-from storypost_cli.parsers import subcommand
+from storypost_cli.parsers import add_org, subcommand
 
 
 def set_credits(args: argparse.Namespace, settings: CliSettings, accounts: Stub) -> None:
@@ -71,7 +71,7 @@ def register(commands: AdminCommands) -> None:
         "set an organization's credit balance",
         "storypost admin set-credits --org org_1f2e3d --credits 500",
     )
-    p.add_argument("--org", required=True, help="organization id")
+    add_org(p)
     p.add_argument("--credits", required=True, type=int, help="the new balance")
 
     p = subcommand(
@@ -81,7 +81,7 @@ def register(commands: AdminCommands) -> None:
         "show an organization's credit balance",
         "storypost admin credits --org org_1f2e3d",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
 
     p = subcommand(
         commands,
@@ -90,7 +90,7 @@ def register(commands: AdminCommands) -> None:
         "list an organization's connected accounts",
         "storypost admin list-accounts --org org_1f2e3d --platform PHOTOAPP",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
     p.add_argument("--platform", help="only this platform, e.g. PHOTOAPP")
 
     p = subcommand(
@@ -116,5 +116,5 @@ def register(commands: AdminCommands) -> None:
 
 def _add_account(parser: argparse.ArgumentParser) -> None:
     """The options naming one connected account, as `_ref` reads them."""
-    parser.add_argument("--org", required=True)
+    add_org(parser)
     parser.add_argument("--account", required=True, help="socialAccountId (sa_…)")

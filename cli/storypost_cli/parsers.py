@@ -31,3 +31,8 @@ def subcommand(
     parser = commands.add_parser(name, help=help, epilog=example(*examples))
     parser.set_defaults(run=run)
     return parser
+
+
+def add_org(parser: argparse.ArgumentParser) -> None:
+    """The `--org` option of every command that acts on one organization (`args.org`)."""
+    parser.add_argument("--org", required=True, help="organization id")

@@ -18,7 +18,7 @@ from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_cli.config import CliSettings
 from storypost_cli.output import EXIT_UNAVAILABLE, fail, fail_rpc, print_json
-from storypost_cli.parsers import command_group, subcommand
+from storypost_cli.parsers import add_org, command_group, subcommand
 from storypost_client.cli.parsing import Subparsers
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.settings import load_settings
@@ -205,7 +205,7 @@ def _add_connect(commands: Subparsers) -> None:
         "connect a sandbox account to an organization (the OAuth-like flow, no browser)",
         "storypost sandbox connect --org org_1f2e3d --platform photoapp --username alice",
     )
-    p.add_argument("--org", required=True, help="organization id")
+    add_org(p)
     p.add_argument("--platform", required=True, choices=PLATFORMS)
     p.add_argument("--username", required=True, help="the account's username on the platform")
     p.add_argument("--display-name", help="display name (default: the username)")

@@ -17,7 +17,7 @@ from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_cli.admin import AdminCommands, Stub
 from storypost_cli.config import CliSettings
 from storypost_cli.output import fail, print_json
-from storypost_cli.parsers import subcommand
+from storypost_cli.parsers import add_org, subcommand
 from storypost_runtime.grpc_client import sync_channel
 from storypost_runtime.vocabulary import DEFAULT_EVENTS, OPT_IN_EVENTS
 
@@ -152,7 +152,7 @@ def _add_webhook_commands(commands: AdminCommands) -> None:
         "add a webhook URL (at most 5, https only)",
         "storypost admin add-webhook --org org_1f2e3d --url https://hooks.example.com/storypost",
     )
-    p.add_argument("--org", required=True, help="organization id")
+    add_org(p)
     p.add_argument("--url", required=True, help="the https URL deliveries are POSTed to")
     p.add_argument("--events", nargs="+", metavar="EVENT", help=events_help)
     p.add_argument(
@@ -169,7 +169,7 @@ def _add_webhook_commands(commands: AdminCommands) -> None:
         "list the organization's webhook URLs",
         "storypost admin list-webhooks --org org_1f2e3d",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
 
     p = subcommand(
         commands,
@@ -199,7 +199,7 @@ def _add_delivery_commands(commands: AdminCommands) -> None:
         "the latest deliveries, newest first",
         "storypost admin list-deliveries --org org_1f2e3d --limit 5",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
     p.add_argument("--webhook", help="only deliveries to this webhook id")
     p.add_argument("--limit", type=int, default=20, help="at most this many (1-200)")
 
@@ -210,11 +210,11 @@ def _add_delivery_commands(commands: AdminCommands) -> None:
         "deliver one delivery again (same delivery id)",
         "storypost admin redeliver --org org_1f2e3d --delivery DELIVERY_UUID",
     )
-    p.add_argument("--org", required=True)
+    add_org(p)
     p.add_argument("--delivery", required=True, help="delivery uuid (see list-deliveries)")
 
 
 def _add_webhook(parser: argparse.ArgumentParser) -> None:
     """The options naming one of an organization's webhooks."""
-    parser.add_argument("--org", required=True)
+    add_org(parser)
     parser.add_argument("--webhook", required=True, help="webhook id (see list-webhooks)")

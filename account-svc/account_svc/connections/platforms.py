@@ -92,14 +92,8 @@ class _Caption(TypedDict, total=False):
 def _image(
     post_type: str, procedure: str, caption: int = 0, **more: Unpack[_Caption]
 ) -> PostTypeSpec:
-    return PostTypeSpec(
-        post_type,
-        procedure,
-        "image",
-        max_caption_length=caption,
-        caption_required=more.get("caption_required", False),
-        options=dict(more.get("options", {})),
-    )
+    # What is not given keeps PostTypeSpec's own default.
+    return PostTypeSpec(post_type, procedure, "image", max_caption_length=caption, **more)
 
 
 def _video(
