@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import os
 import random
 import sys
@@ -350,6 +351,11 @@ async def main() -> int:
         action="store_true",
         help="leave out the calls that render (schedule, cancel, create-draft)",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="run the stack in this folder and keep it (its logs, its database) after the run",
+    )
     parser.add_argument("--edge-url", help="a running stack's edge (with --account-addr)")
     parser.add_argument(
         "--account-addr",
@@ -364,11 +370,18 @@ async def main() -> int:
         external = {"STORYPOST_ACCOUNT_ADDR": args.account_addr}
         external["STORYPOST_SERVICE_KEY"] = signer_key or ""
         return await run(args, args.edge_url.rstrip("/"), external)
-    with tempfile.TemporaryDirectory(prefix="storypost-load-") as tmp:
+    with contextlib.ExitStack() as cleanup:
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            folder = args.keep
+        else:
+            folder = Path(
+                cleanup.enter_context(tempfile.TemporaryDirectory(prefix="storypost-load-"))
+            )
         stack = EmbeddedStack(
-            Path(tmp), StackPorts.free(), extra_env={"STORYPOST_LOG_LEVEL": "warning"}
+            folder, StackPorts.free(), extra_env={"STORYPOST_LOG_LEVEL": "warning"}
         )
-        print("starting the stack ...", file=sys.stderr, flush=True)
+        print(f"starting the stack in {folder} ...", file=sys.stderr, flush=True)
         async with stack:
             return await run(args, stack.edge_url, stack.env())
 
