@@ -125,6 +125,11 @@ def _all_slots_busy() -> ResourceExhausted:
     )
 
 
+def _setter(event: asyncio.Event) -> Callable[[object], None]:
+    """A listener that sets `event`, whatever the emitter passes."""
+    return lambda _emitted: event.set()
+
+
 async def _close_quietly(browser: Browser) -> None:
     """Closes a browser, waiting at most 10 s; one already gone or wedged is left to exit."""
     with contextlib.suppress(PlaywrightError, TimeoutError):
@@ -344,25 +349,20 @@ class BrowserPool:
 
     @staticmethod
     async def _retire(browser: Browser) -> None:
-        """Closes a replaced browser once its last context has closed (or it is gone)."""
-        left = set(browser.contexts)
-        done = asyncio.Event()
+        """Closes a replaced browser once no context is open on it (or it is gone).
 
-        def closed(context: BrowserContext) -> None:
-            left.discard(context)
-            if not left:
-                done.set()
-
-        for context in list(left):
-            context.once("close", closed)
-        browser.once("disconnected", lambda _browser: done.set())
-        # Contexts that closed before their listener was added.
-        left.intersection_update(browser.contexts)
-        if not left or not browser.is_connected():
-            done.set()
+        Its contexts are looked at anew after each one closes, not once: a render that took
+        the slot's browser just before the replacement may still open a context on it, and
+        closing the browser then would end that render under it (a 500 seen under load).
+        """
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(RETIRE_SECONDS):
-                await done.wait()
+                while browser.is_connected() and browser.contexts:
+                    changed = asyncio.Event()
+                    for context in browser.contexts:
+                        context.once("close", _setter(changed))
+                    browser.once("disconnected", _setter(changed))
+                    await changed.wait()
         await _close_quietly(browser)
 
     def _on_disconnect(self, slot: _Slot, browser: Browser) -> None:
@@ -484,9 +484,14 @@ class BrowserPool:
                 handed = await self._await_spare(slot)
                 if handed is not None and not handed.page.is_closed():
                     return handed
+            # Waiting for a spare took time: the slot's browser may have been replaced since.
+            if slot.browser is not browser:
+                continue
             try:
                 return await self._new_lease(browser)
             except PlaywrightError as error:
+                if slot.browser is not browser:
+                    continue  # replaced meanwhile and closed: the next attempt uses its successor
                 # The browser died between the check and now: relaunch once.
                 log.warning("new context failed; relaunching the browser", error=str(error))
                 await self._close_browser(slot)
@@ -543,13 +548,17 @@ class BrowserPool:
                 async with asyncio.timeout(10):
                     await lease.context.close()
             except (PlaywrightError, TimeoutError) as error:
-                # A context that will not close means a wedged browser: replace it.
-                log.warning(
-                    "closing a render context failed; restarting the browser", error=str(error)
-                )
-                await self._close_browser(slot)
-                self._schedule_refill(slot)
-                return
+                # A context that will not close means a wedged browser: replace it. Not so
+                # when its browser is no longer the slot's (replaced, then closed or retiring):
+                # closing the slot's browser would end the renders running on the successor.
+                if lease.context.browser is slot.browser:
+                    log.warning(
+                        "closing a render context failed; restarting the browser",
+                        error=str(error),
+                    )
+                    await self._close_browser(slot)
+                    self._schedule_refill(slot)
+                    return
         slot.renders += 1
         if slot.renders >= self.settings.max_renders and not slot.replacing:
             slot.replacing = True

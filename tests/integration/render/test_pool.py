@@ -152,6 +152,30 @@ async def test_a_browser_past_its_render_limit_is_replaced_while_renders_go_on()
             await lease.document.set_content("<p>on the successor</p>")
 
 
+async def test_a_replaced_browser_stays_open_while_any_context_on_it_is_open() -> None:
+    """A render that took the slot's browser just before its replacement may open its context
+    after the retirement began: the old browser waits for that context too, not only for
+    those it had when it was retired (closing it under that render was a 500 under load)."""
+    async with running_pool(concurrency=1, spare_pages=0) as pool:
+        async with pool.lease(ORG) as lease:
+            browser = lease.context.browser
+        assert browser is not None
+        for kept in browser.contexts:  # the pool's own page: this test's browser holds only its
+            await kept.close()
+        first = await browser.new_context()
+        retiring = asyncio.create_task(BrowserPool._retire(browser))
+        await asyncio.sleep(0.2)
+        late = await browser.new_context()
+        page = await late.new_page()
+        await first.close()
+        await asyncio.sleep(0.5)
+        assert browser.is_connected() and not retiring.done()
+        await page.set_content("<p>the late render goes on</p>")
+        await late.close()
+        await asyncio.wait_for(retiring, 20)
+        assert not browser.is_connected()
+
+
 async def test_a_page_where_a_document_came_from_an_address_is_not_reused() -> None:
     async with running_pool(concurrency=1, spare_pages=1) as pool:
         async with pool.lease(ORG) as lease:
