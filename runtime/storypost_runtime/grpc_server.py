@@ -12,7 +12,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry.trace import TracerProvider
-from pymongo.errors import ConnectionFailure, ExecutionTimeout, NetworkTimeout, PyMongoError
+from pymongo.errors import ConnectionFailure, PyMongoError
 
 from storypost_runtime.context import request_id_from_metadata, request_scope
 from storypost_runtime.errors import DomainError
@@ -42,12 +42,8 @@ except ImportError:  # pragma: no cover - a service without the s3 extra
     _StoreError = None  # type: ignore[assignment,misc]
     _STORE_DOWN = ()
 
-_DEPENDENCY_DOWN: tuple[type[Exception], ...] = (
-    ConnectionFailure,
-    ExecutionTimeout,
-    NetworkTimeout,
-    *_STORE_DOWN,
-)
+# A database that does not answer (its time limits are PyMongo's `timeout`, in `_failure`).
+_DEPENDENCY_DOWN: tuple[type[Exception], ...] = (ConnectionFailure, *_STORE_DOWN)
 STORE_DOWN_MESSAGE = "a storage dependency is unavailable; retry later"
 
 
@@ -130,9 +126,9 @@ def _failure(method: str, error: Exception) -> _Answer:
         return _Answer(status.code, status.details, status.trailing_metadata)
     if isinstance(error, grpc.aio.AioRpcError):
         return _downstream_failure(method, error)
-    # PyMongo marks every error a time limit caused (`timeout`), beyond the classes above: a
-    # write concern not met in time (replicas behind), an operation cancelled by the client's
-    # deadline. The database was slow, not wrong: the caller retries with the same UUID.
+    # PyMongo marks every error a time limit caused (`timeout`): a server-side time limit
+    # (ExecutionTimeout), a socket timeout, a write concern not met in time (replicas
+    # behind). The database was slow, not wrong: the caller retries with the same UUID.
     if isinstance(error, _DEPENDENCY_DOWN) or (isinstance(error, PyMongoError) and error.timeout):
         log.warning("dependency unavailable", method=method, error=str(error))
         return _Answer(grpc.StatusCode.UNAVAILABLE, STORE_DOWN_MESSAGE)
