@@ -160,7 +160,8 @@ async def test_a_replaced_browser_stays_open_while_any_context_on_it_is_open() -
         async with pool.lease(ORG) as lease:
             browser = lease.context.browser
         assert browser is not None
-        for kept in browser.contexts:  # the pool's own page: this test's browser holds only its
+        # The pool keeps the used page open: closed, only the test's own contexts remain.
+        for kept in browser.contexts:
             await kept.close()
         first = await browser.new_context()
         retiring = asyncio.create_task(BrowserPool._retire(browser))
