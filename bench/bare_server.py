@@ -1,4 +1,5 @@
-"""Baselines for bench/edge.py: a bare Falcon+waitress route, optionally doing the auth calls."""
+"""Baselines for bench/edge.py: a bare Falcon route on the edge's own HTTP server (edge/serve.py),
+optionally doing the auth calls."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import os
 import uuid
 
 import falcon
-import waitress
 
+from edge.config import EdgeSettings
+from edge.serve import create_server
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.grpc_client import sync_channel
@@ -55,7 +57,7 @@ def main() -> None:
         app.add_route("/noop", Authenticated(stub, args.org))
     else:
         app.add_route("/noop", Plain())
-    waitress.serve(app, host="127.0.0.1", port=args.port, threads=args.threads, _quiet=True)
+    create_server(app, EdgeSettings(edge_port=args.port, edge_threads=args.threads)).serve()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""Edge overhead: generate-uuid through the edge vs bare Falcon+waitress routes, side by side.
+"""Edge overhead: generate-uuid through the edge vs bare Falcon routes, side by side.
 
 Three targets are loaded in turn, in rounds, within one run (so machine noise hits them alike):
-  bare       a Falcon+waitress route that returns a uuid
+  bare       a Falcon route on the edge's HTTP server (edge/serve.py) that returns a uuid
   bare+auth  the same route doing the two account-svc calls every authenticated request needs
   edge       POST /o/<org>/api/v1/generate-uuid (auth cache, shared rate limit, validation)
 Prints throughput and p50/p99 per target, then the ratios edge/bare and edge/bare+auth last.

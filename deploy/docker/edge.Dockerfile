@@ -1,4 +1,4 @@
-# edge: the HTTP edge (Falcon on waitress): auth, rate limit, validation, JSON to gRPC.
+# edge: the HTTP edge (Falcon on cheroot): auth, rate limit, validation, JSON to gRPC.
 # Build from the repository root after `make wheels` (build/wheels + build/dist):
 #   docker build -f deploy/docker/edge.Dockerfile -t storypost/edge:VERSION .
 # Pin the base by digest in production: --build-arg BASE_IMAGE=debian:trixie-slim@sha256:…

@@ -10,11 +10,12 @@ from storypost_runtime.settings import BaseServiceSettings, ServiceAddresses
 class EdgeSettings(BaseServiceSettings, ServiceAddresses):
     edge_host: str = "127.0.0.1"
     edge_port: int = Field(default=8080, ge=0, le=65535)
-    # Worker threads of waitress: concurrent requests in flight per replica. Each waits on
-    # its gRPC call, so a replica answers at most threads / latency requests per second.
+    # Worker threads of the HTTP server (edge/serve.py): concurrent requests in flight per
+    # replica. Each waits on its gRPC call, so a replica answers at most threads / latency
+    # requests per second.
     edge_threads: int = Field(default=64, ge=1, le=512)
-    # Open connections a replica accepts (idle keep-alive ones included); past it waitress
-    # stops accepting, and new connections wait in the kernel until one closes.
+    # Idle keep-alive connections a replica keeps open; past it an answer closes its
+    # connection (the caller opens a new one for its next call).
     edge_connection_limit: int = Field(default=1000, ge=1, le=100_000)
     # The proxy in front of the edge (the ingress) whose X-Forwarded-For/-Proto are believed:
     # its address, or "*" when only the proxy can reach the edge (a NetworkPolicy admits the

@@ -55,8 +55,8 @@ def as_datetime(moment: Timestamp | datetime | None) -> datetime | None:
     return moment.astimezone(UTC)
 
 
-# The signed-in user's time zone while a page renders (each waitress thread renders one page
-# at a time): every date a template shows goes through `when`, so none is missed.
+# The signed-in user's time zone while a page renders (each worker thread of the edge renders one
+# page at a time): every date a template shows goes through `when`, so none is missed.
 _ZONE: ContextVar[ZoneInfo | None] = ContextVar("zone", default=None)
 UTC_ZONE = ZoneInfo("UTC")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import falcon
 import httpx
@@ -23,13 +22,13 @@ class Echo:
 def running(settings: EdgeSettings) -> Iterator[str]:
     app = falcon.App()
     app.add_route("/echo", Echo())
-    server: Any = create_server(app, settings)
-    thread = threading.Thread(target=server.run, daemon=True)
+    server = create_server(app, settings)
+    thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.effective_port}/echo"
+        yield f"http://127.0.0.1:{server.bind_addr[1]}/echo"
     finally:
-        server.close()
+        server.stop()
         thread.join(5)
 
 

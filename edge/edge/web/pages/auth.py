@@ -20,7 +20,8 @@ WORKSPACE_SHAPE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def client_address(req: falcon.Request) -> str:
-    # waitress drops untrusted proxy headers, so this is the peer as the edge saw it.
+    # Untrusted proxy headers are dropped (edge/serve.py), so this is the peer as the edge saw
+    # it, or the address the trusted ingress forwarded.
     return req.remote_addr or ""
 
 
