@@ -3,7 +3,6 @@ the ingress is the trusted proxy, the socket's peer otherwise, never a caller's 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import falcon
@@ -11,7 +10,7 @@ import httpx
 import pytest
 
 from edge.config import EdgeSettings
-from edge.serve import create_server
+from tests.support.edge_server import serving
 
 
 class Echo:
@@ -22,14 +21,8 @@ class Echo:
 def running(settings: EdgeSettings) -> Iterator[str]:
     app = falcon.App()
     app.add_route("/echo", Echo())
-    server = create_server(app, settings)
-    thread = threading.Thread(target=server.serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.bind_addr[1]}/echo"
-    finally:
-        server.stop()
-        thread.join(5)
+    for base in serving(app, settings):
+        yield f"{base}/echo"
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 from edge.body import read_json_object
 from edge.config import EdgeSettings
 from edge.errors import ApiError
-from edge.serve import create_server
+from tests.support.edge_server import serving
 
 LIMIT = 4096
 
@@ -35,14 +34,9 @@ def url() -> Iterator[str]:
     app = falcon.App()
     app.add_route("/echo", Echo())
     # Few threads: a connection that holds one shows at once.
-    server = create_server(app, EdgeSettings(edge_port=0, edge_threads=2, max_body_bytes=LIMIT))
-    thread = threading.Thread(target=server.serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.bind_addr[1]}/echo"
-    finally:
-        server.stop()
-        thread.join(5)
+    settings = EdgeSettings(edge_port=0, edge_threads=2, max_body_bytes=LIMIT)
+    for base in serving(app, settings):
+        yield f"{base}/echo"
 
 
 def chunked(*parts: bytes) -> Iterator[bytes]:
