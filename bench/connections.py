@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import aiohttp
+
+from render_svc.browser.memory import process
+from storypost_cli.stack.ports import free_ports
 
 SERVER = """
 import sys, falcon
@@ -45,16 +46,11 @@ else:
 RATE = 100
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def cpu_seconds(pid: int) -> float:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / 100
+    found = process(pid)
+    if found is None:
+        raise RuntimeError(f"the server (pid {pid}) has exited")
+    return found.cpu_seconds
 
 
 async def wait_ready(url: str) -> None:
@@ -98,9 +94,9 @@ async def measure(
         await wait_ready(url)
     figures: dict[tuple[str, int], list[float]] = {}
     for _ in range(args.rounds):
-        for name, (url, process) in servers.items():
+        for name, (url, server) in servers.items():
             for connections in (args.few, args.many):
-                ms = await cpu_per_request(url, process.pid, connections, args.seconds)
+                ms = await cpu_per_request(url, server.pid, connections, args.seconds)
                 figures.setdefault((name, connections), []).append(ms)
                 print(f"{name:9} {connections:4} connections: {ms:.2f} ms CPU a request")
     return figures
@@ -115,15 +111,14 @@ def main() -> None:
     args = parser.parse_args()
     servers: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}
     try:
-        for name in ("edge", "waitress"):
-            port = free_port()
-            process = subprocess.Popen([sys.executable, "-c", SERVER, name, str(port)])
-            servers[name] = (f"http://127.0.0.1:{port}/x", process)
+        for name, port in zip(("edge", "waitress"), free_ports(2), strict=True):
+            server = subprocess.Popen([sys.executable, "-c", SERVER, name, str(port)])
+            servers[name] = (f"http://127.0.0.1:{port}/x", server)
         figures = asyncio.run(measure(servers, args))
     finally:
-        for _url, process in servers.values():
-            process.terminate()
-            process.wait(10)
+        for _url, server in servers.values():
+            server.terminate()
+            server.wait(10)
 
     def growth(name: str) -> float:
         many, few = figures[name, args.many], figures[name, args.few]

@@ -44,28 +44,34 @@ def _read(path: Path) -> str | None:
 
 def processes(proc: Path = Path("/proc")) -> dict[int, Process]:
     """Every process /proc shows: parent, resident size and CPU time."""
-    found: dict[int, Process] = {}
     try:
-        names = [entry.name for entry in proc.iterdir() if entry.name.isdigit()]
+        pids = [int(entry.name) for entry in proc.iterdir() if entry.name.isdigit()]
     except OSError:
-        return found
-    for name in names:
-        stat = _read(proc / name / "stat")
-        statm = _read(proc / name / "statm")
-        if not stat or not statm:
-            continue
-        # The command name may hold spaces and parentheses: fields follow the last ')'.
-        fields = stat.rsplit(")", 1)[-1].split()
-        try:
-            found[int(name)] = Process(
-                int(name),
-                ppid=int(fields[1]),
-                rss_bytes=int(statm.split()[1]) * PAGE_SIZE,
-                cpu_seconds=(int(fields[11]) + int(fields[12])) / TICKS,
-            )
-        except (IndexError, ValueError):
-            continue
-    return found
+        return {}
+    table: dict[int, Process] = {}
+    for pid in pids:
+        if (found := process(pid, proc)) is not None:
+            table[pid] = found
+    return table
+
+
+def process(pid: int, proc: Path = Path("/proc")) -> Process | None:
+    """One process's parent, resident size and CPU time; None once it has ended."""
+    stat = _read(proc / str(pid) / "stat")
+    statm = _read(proc / str(pid) / "statm")
+    if not stat or not statm:
+        return None
+    # The command name may hold spaces and parentheses: fields follow the last ')'.
+    fields = stat.rsplit(")", 1)[-1].split()
+    try:
+        return Process(
+            pid,
+            ppid=int(fields[1]),
+            rss_bytes=int(statm.split()[1]) * PAGE_SIZE,
+            cpu_seconds=(int(fields[11]) + int(fields[12])) / TICKS,
+        )
+    except (IndexError, ValueError):
+        return None
 
 
 def descendants(root: int, table: dict[int, Process]) -> list[int]:
