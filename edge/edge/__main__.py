@@ -10,7 +10,6 @@ from edge.app import EdgeDependencies, create_app
 from edge.backends import Backends
 from edge.catalog import build_catalog
 from edge.config import EdgeSettings
-from edge.middleware import InFlight
 from edge.procedures import all_handlers
 from edge.serve import serve
 from storypost_runtime.logs import configure_logging
@@ -33,10 +32,9 @@ def main() -> None:
         handlers=all_handlers(catalog.names(), backends, settings),
         registry=registry,
         draining=threading.Event(),
-        in_flight=InFlight(),
     )
     serve_metrics(registry, settings.metrics_host, settings.metrics_port)
-    serve(create_app(settings, deps), settings, deps.draining, deps.in_flight)
+    serve(create_app(settings, deps), settings, deps.draining)
     backends.close()
     if traces is not None:
         traces.shutdown()  # exports the spans still batched

@@ -15,7 +15,7 @@ from edge.backends import Backends
 from edge.catalog import Catalog
 from edge.config import EdgeSettings
 from edge.errors import INTERNAL_ERROR, ApiError
-from edge.middleware import AccessLog, EdgeMetrics, InFlight, RequestScopeApp
+from edge.middleware import AccessLog, EdgeMetrics, RequestScopeApp
 from edge.procedures.base import Handler
 from edge.resources import (
     CatalogResource,
@@ -37,7 +37,6 @@ class EdgeDependencies:
     handlers: Mapping[str, Handler]
     registry: CollectorRegistry
     draining: threading.Event
-    in_flight: InFlight
 
 
 def _api_error(req: falcon.Request, resp: falcon.Response, error: ApiError, _params: Any) -> None:
@@ -93,4 +92,4 @@ def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeAp
     app.add_route("/healthz", Liveness())
     app.add_route("/readyz", Readiness(deps.draining))
     add_routes(app, deps.backends, settings)
-    return RequestScopeApp(app, deps.in_flight)
+    return RequestScopeApp(app)

@@ -3,7 +3,6 @@ count."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import field
@@ -41,27 +40,6 @@ def loggable_path(req: falcon.Request) -> str:
     )
 
 
-class InFlight:
-    """Counts requests being served, so shutdown can wait for them."""
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._cond = threading.Condition()
-
-    def __enter__(self) -> None:
-        with self._cond:
-            self._count += 1
-
-    def __exit__(self, *_exc: object) -> None:
-        with self._cond:
-            self._count -= 1
-            self._cond.notify_all()
-
-    def wait_idle(self, timeout: float) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: self._count == 0, timeout=timeout)
-
-
 def _trace_headers(environ: dict[str, Any]) -> dict[str, str]:
     """A caller's W3C trace context, so a traced caller sees our spans under its own."""
     return {
@@ -80,7 +58,6 @@ class RequestScopeApp:
     for the whole process: the access log names the span after the procedure it resolved."""
 
     app: Callable[..., Iterable[bytes]]
-    in_flight: InFlight
     spans: Tracer | None = None
     # `spans`, or the process's tracer when none is given.
     _tracer: Tracer = field(init=False)
@@ -95,7 +72,6 @@ class RequestScopeApp:
         environ[REQUEST_ID_ENV] = request_id
         method = str(environ.get("REQUEST_METHOD", "GET"))
         with (
-            self.in_flight,
             self._tracer.start_as_current_span(
                 method,
                 context=extract(_trace_headers(environ)),

@@ -3,7 +3,9 @@
 SIGTERM: /readyz turns 503 at once (load balancers stop sending); after the drain time the
 listener closes and idle keep-alive connections are closed; requests in flight get the grace
 time to finish (also those whose body is still arriving, and answers still being sent); then
-the process exits 0.
+the process exits 0. A request still inside the app past the grace time (waiting on a gRPC
+call) is waited for until that call returns: the calls' deadlines bound it (the render
+procedures' 110 s), which Kubernetes' grace period covers (deploy/k8s/base/edge.yaml).
 
 Why cheroot and not waitress: waitress's loop looks at every open connection on each event
 (`poll()` over all of them, and `readable()`/`writable()` asked of each channel in Python), so
@@ -36,7 +38,6 @@ from cheroot.errors import MaxSizeExceeded
 from waitress.proxy_headers import proxy_headers_middleware
 
 from edge.config import EdgeSettings
-from edge.middleware import InFlight
 from storypost_runtime.logs import get_logger
 
 log = get_logger(__name__)
@@ -146,15 +147,17 @@ def _error_log(msg: str = "", level: int = logging.INFO, traceback: bool = False
     log.log(level, "http server", detail=msg, exc_info=traceback)
 
 
-def serve(app: Any, settings: EdgeSettings, draining: threading.Event, in_flight: InFlight) -> None:
+def serve(app: Any, settings: EdgeSettings, draining: threading.Event) -> None:
     server = create_server(app, settings)
 
     def shut_down() -> None:
         time.sleep(settings.shutdown_drain_seconds)
-        # Closes the listener and the idle connections, then waits up to the grace time for
-        # the worker threads to finish the requests they hold.
+        # Closes the listener and the idle connections, then gives the worker threads the
+        # grace time to finish the requests they hold. A thread still reading or writing
+        # after it has its socket shut (its read fails at once); one still inside the app
+        # (a gRPC call) is waited for until the call returns, within the call's own deadline.
         server.stop()
-        log.info("drained", idle=in_flight.wait_idle(0))
+        log.info("drained")
 
     stopper = threading.Thread(target=shut_down, name="edge-shutdown", daemon=True)
 

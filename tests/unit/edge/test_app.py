@@ -17,7 +17,6 @@ from edge.auth import bearer_token
 from edge.backends import Backends
 from edge.catalog import build_catalog
 from edge.config import EdgeSettings
-from edge.middleware import InFlight
 from edge.procedures import HandlerMismatch, all_handlers, build_handlers, misc
 from edge.procedures.base import CallContext, Handler, JsonObject
 from storypost.account.v1 import account_pb2 as pb
@@ -98,7 +97,6 @@ def make_client(accounts: FakeAccounts, **handlers: Any) -> falcon.testing.TestC
         handlers=with_unused(catalog.names(), handlers),
         registry=CollectorRegistry(),
         draining=threading.Event(),
-        in_flight=InFlight(),
     )
     return falcon.testing.TestClient(create_app(EdgeSettings(auth_cache_seconds=60), deps))
 
@@ -241,7 +239,6 @@ def test_body_too_large_is_413(accounts: FakeAccounts) -> None:
         handlers=with_unused(catalog.names(), {}),
         registry=CollectorRegistry(),
         draining=threading.Event(),
-        in_flight=InFlight(),
     )
     client = falcon.testing.TestClient(create_app(EdgeSettings(max_body_bytes=1024), deps))
     result = client.simulate_post(

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from prometheus_client import CollectorRegistry
 
-from edge.middleware import AccessLog, EdgeMetrics, InFlight, RequestScopeApp
+from edge.middleware import AccessLog, EdgeMetrics, RequestScopeApp
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.bus import JetStreamPublisher
@@ -230,7 +230,7 @@ def test_the_edge_span_is_named_after_the_procedure_and_carries_the_request_id(
     provider, exporter = traces
     inner = falcon.App(middleware=[AccessLog(EdgeMetrics.create(CollectorRegistry()))])
     inner.add_route("/o/{org}/api/v1/{name}", Procedure())
-    app = RequestScopeApp(inner, InFlight(), tracer(provider))
+    app = RequestScopeApp(inner, tracer(provider))
     caller_trace = "0af7651916cd43dd8448eb211c80319c"
     client = falcon.testing.TestClient(app)
     result = client.simulate_post(
