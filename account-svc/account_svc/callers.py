@@ -29,6 +29,7 @@ RESTRICTIONS = restrict(
     CreateOrganization=_ADMIN,
     CreateUser=_ADMIN,
     Authenticate=_EDGE,
+    ListRevokedCredentials=_EDGE,
     ConsumeRateLimit=_EDGE,
     VerifyUserPassword=_EDGE,
     SignIn=_EDGE,

@@ -62,6 +62,8 @@ class AccountCollections:
                 IndexModel(
                     [("organizationId", ASCENDING), ("createdAt", DESCENDING)], name="org_created"
                 ),
+                # The edge's revocation feed (ListRevokedCredentials); active ones have none.
+                IndexModel([("revokedAt", ASCENDING)], sparse=True, name="revoked"),
             ],
         )
         await ensure_indexes(

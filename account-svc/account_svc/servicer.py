@@ -43,7 +43,7 @@ from account_svc.identity.workspace_users import WorkspaceUsers
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.component import component
-from storypost_runtime.protobuf import timestamp
+from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import PHOTOAPP
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -106,6 +106,17 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     ) -> pb.ApiCredential:
         revoked = await self.credentials.revoke(request.organization_id, request.credential_id)
         return credential_pb(revoked)
+
+    async def ListRevokedCredentials(
+        self, request: pb.ListRevokedCredentialsRequest, context: Context
+    ) -> pb.ListRevokedCredentialsResponse:
+        since = to_datetime(request.since) if request.HasField("since") else None
+        found = await self.credentials.revoked_since(since)
+        return pb.ListRevokedCredentialsResponse(
+            credential_ids=found.credential_ids,
+            truncated=found.truncated,
+            as_of=timestamp(found.as_of),
+        )
 
     async def Authenticate(
         self, request: pb.AuthenticateRequest, context: Context

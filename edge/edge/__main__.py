@@ -7,6 +7,7 @@ import threading
 from prometheus_client import CollectorRegistry
 
 from edge.app import EdgeDependencies, create_app
+from edge.auth import Authenticator, revocation_feed
 from edge.backends import Backends
 from edge.catalog import build_catalog
 from edge.config import EdgeSettings
@@ -26,15 +27,22 @@ def main() -> None:
     registry = CollectorRegistry()
     catalog = build_catalog()
     backends = Backends.connect(settings)
+    authenticator = Authenticator(backends.account_stub, settings.auth_cache_seconds)
     deps = EdgeDependencies(
         backends=backends,
+        authenticator=authenticator,
         catalog=catalog,
         handlers=all_handlers(catalog.names(), backends, settings),
         registry=registry,
         draining=threading.Event(),
     )
     serve_metrics(registry, settings.metrics_host, settings.metrics_port)
+    feed = revocation_feed(backends.account_stub, authenticator, settings.auth_cache_seconds)
+    if feed is not None:
+        feed.start()
     serve(create_app(settings, deps), settings, deps.draining)
+    if feed is not None:
+        feed.stop()
     backends.close()
     if traces is not None:
         traces.shutdown()  # exports the spans still batched

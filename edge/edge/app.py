@@ -33,6 +33,7 @@ log = get_logger(__name__)
 @dataclass(frozen=True)
 class EdgeDependencies:
     backends: Backends
+    authenticator: Authenticator
     catalog: Catalog
     handlers: Mapping[str, Handler]
     registry: CollectorRegistry
@@ -83,7 +84,7 @@ def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeAp
             settings,
             deps.catalog,
             deps.handlers,
-            Authenticator(accounts, settings.auth_cache_seconds),
+            deps.authenticator,
             RateLimitGate(accounts),
         ),
     )

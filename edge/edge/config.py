@@ -26,7 +26,10 @@ class EdgeSettings(BaseServiceSettings, ServiceAddresses):
     edge_trusted_proxy_count: int = Field(default=1, ge=1, le=10)
     # Scheme, host and port callers use to reach the edge; base URLs are built from it.
     public_url: str = "http://127.0.0.1:8080"
-    # How long a token check (valid or not) is remembered by this replica.
+    # A revoked token stops working within this time (0: every call asks account-svc). A
+    # valid token's check is remembered up to 10 minutes while account-svc's revocation feed,
+    # read every third of this time, is current, and this long when it is not; an invalid
+    # token's for this long (edge/auth.py).
     auth_cache_seconds: float = Field(default=5.0, ge=0, le=300)
     # Largest request body: upload-temp-blob's 41,943,040 base64 characters plus room for JSON.
     max_body_bytes: int = Field(default=48 * 1024 * 1024, ge=1024)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
+from storypost.testing.stack import StackHandle
 from tests.support.api import Api, Org
 
 NOT_AUTHENTICATED = {"errorMessage": "not authenticated"}
@@ -59,6 +62,46 @@ async def test_revoked_token_stops_working(api: Api, org: Org) -> None:
     assert response.status_code == 401
     assert response.json() == NOT_AUTHENTICATED
     assert (await api.call(org, "generate-uuid", {})).status_code == 200
+
+
+async def authenticate_calls(stack: StackHandle) -> float:
+    """Authenticate calls account-svc's replicas answered so far."""
+    total = 0.0
+    async with httpx.AsyncClient(timeout=10, trust_env=False) as http:
+        for url in stack.metrics_urls("account"):
+            for metric in text_string_to_metric_families((await http.get(url)).text):
+                total += sum(
+                    sample.value
+                    for sample in metric.samples
+                    if sample.name == "storypost_grpc_requests_total"
+                    and sample.labels["method"].endswith("/Authenticate")
+                )
+    return total
+
+
+async def test_a_token_in_steady_use_is_checked_once_and_still_revoked_in_time(
+    api: Api, org: Org, storypost_stack: StackHandle
+) -> None:
+    # The edge reuses a valid token's check while account-svc's revocation feed is current,
+    # and drops it when the feed lists the credential (edge/auth.py).
+    cache_seconds = float(storypost_stack.env.get("STORYPOST_AUTH_CACHE_SECONDS", "5"))
+    extra = await api.admin.create_token(org.organization_id)
+    before = await authenticate_calls(storypost_stack)
+    used_until = time.monotonic() + 3 * cache_seconds
+    while time.monotonic() < used_until:
+        assert (await api.call(org, "generate-uuid", {}, token=extra.token)).status_code == 200
+        await asyncio.sleep(cache_seconds / 4)
+    # Each edge replica asked once (an expiring cache would have asked three times each).
+    edges = len(storypost_stack.metrics_urls("edge"))
+    assert await authenticate_calls(storypost_stack) - before <= edges + 1
+    await api.admin.revoke_token(org.organization_id, extra.credential_id)
+    revoked = time.monotonic()
+    while time.monotonic() < revoked + cache_seconds:
+        await asyncio.sleep(cache_seconds / 10)
+    # Every call begun a cache time after the revocation is refused, on every replica.
+    for _ in range(2 * edges):
+        response = await api.call(org, "generate-uuid", {}, token=extra.token)
+        assert response.status_code == 401 and response.json() == NOT_AUTHENTICATED
 
 
 async def test_unknown_key_gets_the_validation_body(api: Api, org: Org) -> None:

@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from pymongo import DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
 
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
@@ -22,6 +22,8 @@ TOKEN_PREFIX = "sp_"  # noqa: S105 - a public prefix, not a secret
 TOKEN_LENGTH = len(TOKEN_PREFIX) + 43
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 NOT_AUTHENTICATED = "not authenticated"
+# Most revocations one ListRevokedCredentials answer lists; past it the edge forgets all.
+REVOKED_PAGE = 1000
 
 
 def hash_token(token: str) -> str:
@@ -46,6 +48,15 @@ class Credential:
     @classmethod
     def from_doc(cls, doc: Document) -> Credential:
         return from_document(cls, doc, credential_id=doc["_id"])
+
+
+@dataclass(frozen=True)
+class Revocations:
+    credential_ids: list[str]
+    # More were revoked than listed (REVOKED_PAGE).
+    truncated: bool
+    # This service's clock before the read began.
+    as_of: datetime
 
 
 @component
@@ -94,6 +105,18 @@ class Credentials:
             if doc is None:
                 raise NotFound(f"credential {credential_id} not found")
         return Credential.from_doc(doc)
+
+    async def revoked_since(self, since: datetime | None) -> Revocations:
+        """The credentials revoked at or after `since` (None: ever), oldest first."""
+        as_of = self.clock.now()
+        query: Document = {"revokedAt": {"$ne": None} if since is None else {"$gte": since}}
+        cursor = (
+            self.records.credentials.find(query, {"_id": 1})
+            .sort("revokedAt", ASCENDING)
+            .limit(REVOKED_PAGE + 1)
+        )
+        ids = [doc["_id"] async for doc in cursor]
+        return Revocations(ids[:REVOKED_PAGE], len(ids) > REVOKED_PAGE, as_of)
 
     async def authenticate(self, token: str) -> Credential:
         """The active credential of a token, or Unauthenticated (same answer for every cause)."""

@@ -74,6 +74,39 @@ async def test_unknown_malformed_and_revoked_tokens_are_refused(
     assert len(await credentials.list(org_id, include_revoked=True)) == 1
 
 
+async def test_revocations_are_listed_since_a_time_oldest_first_across_organizations(
+    records: AccountCollections, clock: FrozenClock
+) -> None:
+    org_a, credentials, first, _ = await issued(records, clock, "a")
+    org_b, _, second, _ = await issued(records, clock, "b")
+    _, _, kept, _ = await issued(records, clock, "kept")
+    assert (await credentials.revoked_since(None)).credential_ids == []
+    await credentials.revoke(org_a, first.credential_id)
+    clock.advance(timedelta(seconds=10))
+    await credentials.revoke(org_b, second.credential_id)
+    everything = await credentials.revoked_since(None)
+    assert everything.credential_ids == [first.credential_id, second.credential_id]
+    assert not everything.truncated and everything.as_of == START + timedelta(seconds=10)
+    # `since` is inclusive: a revocation at that very instant is listed.
+    later = await credentials.revoked_since(START + timedelta(seconds=10))
+    assert later.credential_ids == [second.credential_id]
+    assert (await credentials.revoked_since(START + timedelta(seconds=11))).credential_ids == []
+    assert kept.credential_id not in everything.credential_ids
+
+
+async def test_a_long_list_of_revocations_is_cut_and_says_so(
+    records: AccountCollections, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("account_svc.identity.credentials.REVOKED_PAGE", 2)
+    org_id, credentials, _, _ = await issued(records, clock, "")
+    made = [(await credentials.create(org_id, f"c{n}"))[0] for n in range(3)]
+    for credential in made:
+        clock.advance(timedelta(seconds=1))
+        await credentials.revoke(org_id, credential.credential_id)
+    page = await credentials.revoked_since(None)
+    assert page.credential_ids == [c.credential_id for c in made[:2]] and page.truncated
+
+
 async def test_last_used_is_written_at_most_once_a_minute(
     records: AccountCollections, clock: FrozenClock
 ) -> None:

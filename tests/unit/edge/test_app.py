@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from edge.app import EdgeDependencies, create_app
-from edge.auth import bearer_token
+from edge.auth import Authenticator, bearer_token
 from edge.backends import Backends
 from edge.catalog import build_catalog
 from edge.config import EdgeSettings
@@ -89,16 +89,23 @@ def with_unused(names: Iterable[str], handlers: Mapping[str, Handler]) -> dict[s
     return {name: given.get(name, unused) for name in names}
 
 
-def make_client(accounts: FakeAccounts, **handlers: Any) -> falcon.testing.TestClient:
+def client_of(settings: EdgeSettings, handlers: Mapping[str, Handler]) -> falcon.testing.TestClient:
+    """The edge's app over fake backends (the `accounts` fixture's account-svc)."""
     catalog = build_catalog()
+    backends = Backends.connect(EdgeSettings(account_addr="127.0.0.1:1"))
     deps = EdgeDependencies(
-        backends=Backends.connect(EdgeSettings(account_addr="127.0.0.1:1")),
+        backends=backends,
+        authenticator=Authenticator(backends.account_stub, settings.auth_cache_seconds),
         catalog=catalog,
         handlers=with_unused(catalog.names(), handlers),
         registry=CollectorRegistry(),
         draining=threading.Event(),
     )
-    return falcon.testing.TestClient(create_app(EdgeSettings(auth_cache_seconds=60), deps))
+    return falcon.testing.TestClient(create_app(settings, deps))
+
+
+def make_client(accounts: FakeAccounts, **handlers: Any) -> falcon.testing.TestClient:
+    return client_of(EdgeSettings(auth_cache_seconds=60), handlers)
 
 
 def post(
@@ -232,15 +239,7 @@ def test_rate_limited_is_429_before_validation(accounts: FakeAccounts) -> None:
 
 
 def test_body_too_large_is_413(accounts: FakeAccounts) -> None:
-    catalog = build_catalog()
-    deps = EdgeDependencies(
-        backends=Backends.connect(EdgeSettings(account_addr="127.0.0.1:1")),
-        catalog=catalog,
-        handlers=with_unused(catalog.names(), {}),
-        registry=CollectorRegistry(),
-        draining=threading.Event(),
-    )
-    client = falcon.testing.TestClient(create_app(EdgeSettings(max_body_bytes=1024), deps))
+    client = client_of(EdgeSettings(max_body_bytes=1024), {})
     result = client.simulate_post(
         f"/o/{ORG}/api/v1/generate-uuid",
         body=b"{" + b" " * 2000 + b"}",

@@ -1466,6 +1466,66 @@ class RevokeApiCredentialRequest(_message.Message):
 Global___RevokeApiCredentialRequest: _TypeAlias = RevokeApiCredentialRequest  # noqa: Y015
 
 @_typing.final
+class ListRevokedCredentialsRequest(_message.Message):
+    """Input of ListRevokedCredentials."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SINCE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def since(self) -> _timestamp_pb2.Timestamp:
+        """Revocations at or after this instant (account-svc's clock); unset: every revocation."""
+
+    def __init__(
+        self,
+        *,
+        since: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["since", b"since"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["since", b"since"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRevokedCredentialsRequest: _TypeAlias = ListRevokedCredentialsRequest  # noqa: Y015
+
+@_typing.final
+class ListRevokedCredentialsResponse(_message.Message):
+    """Output of ListRevokedCredentials."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CREDENTIAL_IDS_FIELD_NUMBER: _builtins.int
+    TRUNCATED_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    truncated: _builtins.bool
+    """True when more were revoked than listed: the caller forgets every remembered check."""
+    @_builtins.property
+    def credential_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The revoked credentials' ids, oldest revocation first, at most 1,000."""
+
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp:
+        """account-svc's clock when it began reading: the next call's `since`, less an overlap
+        that covers revocations written with an earlier time but committed after the read.
+        """
+
+    def __init__(
+        self,
+        *,
+        credential_ids: _abc.Iterable[_builtins.str] | None = ...,
+        truncated: _builtins.bool = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "credential_ids", b"credential_ids", "truncated", b"truncated"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListRevokedCredentialsResponse: _TypeAlias = ListRevokedCredentialsResponse  # noqa: Y015
+
+@_typing.final
 class AuthenticateRequest(_message.Message):
     """Input of Authenticate."""
 

@@ -68,6 +68,11 @@ class AccountServiceStub:
                 request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.RevokeApiCredentialRequest.SerializeToString,
                 response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ApiCredential.FromString,
                 _registered_method=True)
+        self.ListRevokedCredentials = channel.unary_unary(
+                '/storypost.account.v1.AccountService/ListRevokedCredentials',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ListRevokedCredentialsRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ListRevokedCredentialsResponse.FromString,
+                _registered_method=True)
         self.Authenticate = channel.unary_unary(
                 '/storypost.account.v1.AccountService/Authenticate',
                 request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.AuthenticateRequest.SerializeToString,
@@ -252,8 +257,17 @@ class AccountServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RevokeApiCredential(self, request, context):
-        """Revokes a credential: its token stops working within the edge's auth cache time.
-        Revoking an already revoked credential succeeds.
+        """Revokes a credential: its token stops working within the edge's auth cache time
+        (STORYPOST_AUTH_CACHE_SECONDS, 5 s), usually within a third of it (the edge reads
+        ListRevokedCredentials that often). Revoking an already revoked credential succeeds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRevokedCredentials(self, request, context):
+        """The credentials revoked at or after `since`, of every organization, oldest first: the
+        edge's feed for dropping remembered token checks (docs/edge.md "Authentication").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -540,6 +554,11 @@ def add_AccountServiceServicer_to_server(servicer, server):
                     request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.RevokeApiCredentialRequest.FromString,
                     response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ApiCredential.SerializeToString,
             ),
+            'ListRevokedCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRevokedCredentials,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ListRevokedCredentialsRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ListRevokedCredentialsResponse.SerializeToString,
+            ),
             'Authenticate': grpc.unary_unary_rpc_method_handler(
                     servicer.Authenticate,
                     request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.AuthenticateRequest.FromString,
@@ -825,6 +844,33 @@ class AccountService:
             '/storypost.account.v1.AccountService/RevokeApiCredential',
             storypost_dot_account_dot_v1_dot_account__pb2.RevokeApiCredentialRequest.SerializeToString,
             storypost_dot_account_dot_v1_dot_account__pb2.ApiCredential.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRevokedCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/ListRevokedCredentials',
+            storypost_dot_account_dot_v1_dot_account__pb2.ListRevokedCredentialsRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.ListRevokedCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -57,8 +57,13 @@ class AccountServiceStub:
     ListApiCredentials: _grpc.UnaryUnaryMultiCallable[_account_pb2.ListApiCredentialsRequest, _account_pb2.ListApiCredentialsResponse]
     """Lists the API credentials of an organization (never their tokens), newest first."""
     RevokeApiCredential: _grpc.UnaryUnaryMultiCallable[_account_pb2.RevokeApiCredentialRequest, _account_pb2.ApiCredential]
-    """Revokes a credential: its token stops working within the edge's auth cache time.
-    Revoking an already revoked credential succeeds.
+    """Revokes a credential: its token stops working within the edge's auth cache time
+    (STORYPOST_AUTH_CACHE_SECONDS, 5 s), usually within a third of it (the edge reads
+    ListRevokedCredentials that often). Revoking an already revoked credential succeeds.
+    """
+    ListRevokedCredentials: _grpc.UnaryUnaryMultiCallable[_account_pb2.ListRevokedCredentialsRequest, _account_pb2.ListRevokedCredentialsResponse]
+    """The credentials revoked at or after `since`, of every organization, oldest first: the
+    edge's feed for dropping remembered token checks (docs/edge.md "Authentication").
     """
     Authenticate: _grpc.UnaryUnaryMultiCallable[_account_pb2.AuthenticateRequest, _account_pb2.AuthenticateResponse]
     """Resolves a bearer token to its organization and credential. UNAUTHENTICATED when the
@@ -225,8 +230,13 @@ class AccountServiceAsyncStub(AccountServiceStub):
     ListApiCredentials: _aio.UnaryUnaryMultiCallable[_account_pb2.ListApiCredentialsRequest, _account_pb2.ListApiCredentialsResponse]  # type: ignore[assignment]
     """Lists the API credentials of an organization (never their tokens), newest first."""
     RevokeApiCredential: _aio.UnaryUnaryMultiCallable[_account_pb2.RevokeApiCredentialRequest, _account_pb2.ApiCredential]  # type: ignore[assignment]
-    """Revokes a credential: its token stops working within the edge's auth cache time.
-    Revoking an already revoked credential succeeds.
+    """Revokes a credential: its token stops working within the edge's auth cache time
+    (STORYPOST_AUTH_CACHE_SECONDS, 5 s), usually within a third of it (the edge reads
+    ListRevokedCredentials that often). Revoking an already revoked credential succeeds.
+    """
+    ListRevokedCredentials: _aio.UnaryUnaryMultiCallable[_account_pb2.ListRevokedCredentialsRequest, _account_pb2.ListRevokedCredentialsResponse]  # type: ignore[assignment]
+    """The credentials revoked at or after `since`, of every organization, oldest first: the
+    edge's feed for dropping remembered token checks (docs/edge.md "Authentication").
     """
     Authenticate: _aio.UnaryUnaryMultiCallable[_account_pb2.AuthenticateRequest, _account_pb2.AuthenticateResponse]  # type: ignore[assignment]
     """Resolves a bearer token to its organization and credential. UNAUTHENTICATED when the
@@ -420,8 +430,19 @@ class AccountServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _account_pb2.RevokeApiCredentialRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_account_pb2.ApiCredential, _abc.Awaitable[_account_pb2.ApiCredential]]:
-        """Revokes a credential: its token stops working within the edge's auth cache time.
-        Revoking an already revoked credential succeeds.
+        """Revokes a credential: its token stops working within the edge's auth cache time
+        (STORYPOST_AUTH_CACHE_SECONDS, 5 s), usually within a third of it (the edge reads
+        ListRevokedCredentials that often). Revoking an already revoked credential succeeds.
+        """
+
+    @_abc_1.abstractmethod
+    def ListRevokedCredentials(
+        self,
+        request: _account_pb2.ListRevokedCredentialsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.ListRevokedCredentialsResponse, _abc.Awaitable[_account_pb2.ListRevokedCredentialsResponse]]:
+        """The credentials revoked at or after `since`, of every organization, oldest first: the
+        edge's feed for dropping remembered token checks (docs/edge.md "Authentication").
         """
 
     @_abc_1.abstractmethod
