@@ -48,11 +48,16 @@ class Posts:
         self._releases = DailyReleases(self.store, self.accounts, self.clock)
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
+        post = await self._stored(kind, organization_id, post_uuid)
+        if kind is Kind.STORY:
+            return await self._with_preview(post)
+        return post
+
+    async def _stored(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
+        """The post as stored (no preview: that is a call to render-svc)."""
         post = await self.store.get(kind, organization_id, post_uuid)
         if post is None:
             raise NotFound(f"{NOUN[kind]} {post_uuid} not found")
-        if kind is Kind.STORY:
-            return await self._with_preview(post)
         return post
 
     async def _with_preview(self, post: Post) -> Post:
@@ -71,7 +76,8 @@ class Posts:
 
     async def cancel(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
         record_id = post_id(kind, organization_id, post_uuid)
-        post = await self.get(kind, organization_id, post_uuid)
+        # A cancel answers with the status alone, so it does not ask render-svc for a preview.
+        post = await self._stored(kind, organization_id, post_uuid)
         if post.status is Status.CANCELED:
             return post
         self._refuse_final(kind, post)
@@ -105,7 +111,7 @@ class Posts:
                 await self._releases.give_back(post)
             return canceled
         # It moved meanwhile: answer from where it is now.
-        current = await self.get(kind, organization_id, post_uuid)
+        current = await self._stored(kind, organization_id, post_uuid)
         if current.status is Status.CANCELED:
             return current
         self._refuse_final(kind, current)

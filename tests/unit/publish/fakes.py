@@ -153,6 +153,8 @@ class FakeRenderer:
     state: rpb.RenderingState.ValueType = rpb.RENDERING_STATE_FINISHED
     refuse: str | None = None
     prepared: list[str] = field(default_factory=list)
+    # Renderings read (GetRendering), in order.
+    read: list[str] = field(default_factory=list)
 
     async def prepare(
         self, organization_id: str, rendering_id: str, design: rpb.Design, kind: Any, **_: float
@@ -177,6 +179,7 @@ class FakeRenderer:
         return rpb.Rendering(rendering_id=rendering_id, state=rpb.RENDERING_STATE_FINISHING)
 
     async def get(self, organization_id: str, rendering_id: str) -> rpb.Rendering:
+        self.read.append(rendering_id)
         return rpb.Rendering(
             rendering_id=rendering_id,
             state=self.state,

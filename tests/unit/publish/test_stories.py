@@ -102,6 +102,18 @@ async def test_cancel_rules(core: Core) -> None:
     assert [e["status"] for e in await core.events(post)] == ["scheduled", "canceled"]
 
 
+async def test_a_cancel_does_not_ask_render_svc_for_a_preview(core: Core) -> None:
+    # Its answer is the status alone; the status call is the one that shows the preview.
+    await core.intake.story(core.new(Kind.STORY, UUID, START + timedelta(hours=1)), "alice")
+    core.renderer.read.clear()
+    for _ in range(2):
+        canceled = await core.posts.cancel(Kind.STORY, "org", UUID)
+        assert canceled.status is Status.CANCELED and not canceled.preview_url
+    assert core.renderer.read == []
+    assert (await core.posts.get(Kind.STORY, "org", UUID)).preview_url
+    assert len(core.renderer.read) == 1
+
+
 async def test_cancel_while_publishing_is_429_and_changes_nothing(core: Core) -> None:
     core.driver.outcomes = [Outcome.retry("photoapp timed out")]
     await core.intake.story(core.new(Kind.STORY, UUID), "alice")

@@ -134,6 +134,7 @@ class PublishServiceServicer:
 
     def CancelStory(self, request, context):
         """Cancels a scheduled story (canceled stays canceled; executed/failed: FAILED_PRECONDITION).
+        The answer carries no preview_url (GetStory does).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -47,7 +47,9 @@ class PublishServiceStub:
     GetStory: _grpc.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]
     """Returns a story post."""
     CancelStory: _grpc.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]
-    """Cancels a scheduled story (canceled stays canceled; executed/failed: FAILED_PRECONDITION)."""
+    """Cancels a scheduled story (canceled stays canceled; executed/failed: FAILED_PRECONDITION).
+    The answer carries no preview_url (GetStory does).
+    """
     ScheduleReel: _grpc.UnaryUnaryMultiCallable[_publish_pb2.ScheduleReelRequest, _publish_pb2.ScheduleResponse]
     """Schedules a photoapp reel."""
     GetReel: _grpc.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]
@@ -88,7 +90,9 @@ class PublishServiceAsyncStub(PublishServiceStub):
     GetStory: _aio.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]  # type: ignore[assignment]
     """Returns a story post."""
     CancelStory: _aio.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]  # type: ignore[assignment]
-    """Cancels a scheduled story (canceled stays canceled; executed/failed: FAILED_PRECONDITION)."""
+    """Cancels a scheduled story (canceled stays canceled; executed/failed: FAILED_PRECONDITION).
+    The answer carries no preview_url (GetStory does).
+    """
     ScheduleReel: _aio.UnaryUnaryMultiCallable[_publish_pb2.ScheduleReelRequest, _publish_pb2.ScheduleResponse]  # type: ignore[assignment]
     """Schedules a photoapp reel."""
     GetReel: _aio.UnaryUnaryMultiCallable[_publish_pb2.GetPostRequest, _publish_pb2.Post]  # type: ignore[assignment]
@@ -144,7 +148,9 @@ class PublishServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _publish_pb2.GetPostRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_publish_pb2.Post, _abc.Awaitable[_publish_pb2.Post]]:
-        """Cancels a scheduled story (canceled stays canceled; executed/failed: FAILED_PRECONDITION)."""
+        """Cancels a scheduled story (canceled stays canceled; executed/failed: FAILED_PRECONDITION).
+        The answer carries no preview_url (GetStory does).
+        """
 
     @_abc_1.abstractmethod
     def ScheduleReel(
