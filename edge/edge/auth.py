@@ -143,12 +143,13 @@ class Authenticator:
             if truncated:
                 self._cache.clear()
             elif revoked:
-                for key in [
-                    key
-                    for key, check in self._cache.items()
-                    if check.caller is not None and check.caller.credential_id in revoked
-                ]:
-                    self._cache.pop(key, None)
+                # Keys first, then one `get` each: an entry may expire between the two looks,
+                # and `get` answers None for it where reading the items would raise.
+                for key in list(self._cache):
+                    check = self._cache.get(key)
+                    caller = check.caller if check is not None else None
+                    if caller is not None and caller.credential_id in revoked:
+                        self._cache.pop(key, None)
             self._generation += 1
             self._feed_began = began
 
@@ -194,6 +195,10 @@ class RevocationFeed:
                 if not self._failing:
                     # Once per outage: token checks fall back to `cache_seconds` meanwhile.
                     log.warning("revocation feed unavailable", code=str(error.code()))  # type: ignore[attr-defined,unused-ignore]
+                self._failing = True
+            except Exception:
+                # A bug must not end the thread: checks fall back, the next read tries again.
+                log.exception("revocation feed read failed")
                 self._failing = True
             else:
                 if self._failing:

@@ -85,6 +85,7 @@ class Revoking:
         self.revoked: list[str] = []
         self.truncated = False
         self.down = False
+        self.broken = False
         self.asked_since: list[datetime] = []
         self.during_check: Callable[[], None] | None = None
 
@@ -102,6 +103,8 @@ class Revoking:
     ) -> pb.ListRevokedCredentialsResponse:
         if self.down:
             raise rpc_error(Unavailable("account-svc is down"))
+        if self.broken:
+            raise RuntimeError("a bug in the read")
         self.asked_since.append(to_datetime(request.since))
         return pb.ListRevokedCredentialsResponse(
             credential_ids=self.revoked, truncated=self.truncated, as_of=timestamp(AS_OF)
@@ -217,15 +220,16 @@ def test_each_read_asks_from_the_previous_answer_less_the_overlap() -> None:
     assert accounts.asked_since == [WALL - FEED_OVERLAP, AS_OF - FEED_OVERLAP]
 
 
-def test_the_feed_thread_outlives_an_outage() -> None:
+@pytest.mark.parametrize("failure", ["down", "broken"])
+def test_the_feed_thread_outlives_an_outage_and_a_bug(failure: str) -> None:
     accounts, _, auth, _ = feed_world()
     feed = RevocationFeed(accounts, auth, interval=0.01)  # type: ignore[arg-type]
-    accounts.down = True
+    setattr(accounts, failure, True)
     feed.start()
     try:
         time.sleep(0.1)
         assert accounts.asked_since == []
-        accounts.down = False
+        setattr(accounts, failure, False)
         deadline = time.monotonic() + 5
         while not accounts.asked_since and time.monotonic() < deadline:
             time.sleep(0.01)
