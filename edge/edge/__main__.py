@@ -37,7 +37,7 @@ def main() -> None:
         draining=threading.Event(),
     )
     serve_metrics(registry, settings.metrics_host, settings.metrics_port)
-    feed = revocation_feed(backends.account_stub, authenticator, settings.auth_cache_seconds)
+    feed = revocation_feed(authenticator)
     if feed is not None:
         feed.start()
     serve(create_app(settings, deps), settings, deps.draining)

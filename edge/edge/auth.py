@@ -75,6 +75,11 @@ class Authenticator:
     timer: Callable[[], float] = time.monotonic
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _cache: TLRUCache[str, _Check] | None = field(init=False)
+    # The cache keys holding each credential's valid check, so a feed read that lists a
+    # credential drops its checks without reading the whole cache (a revocation is listed by
+    # every read of its overlap, ~36 reads, and the cache holds up to 50,000 checks). Keys
+    # of checks that expired since stay until their credential is listed or `_prune` runs.
+    _holders: dict[str, set[str]] = field(init=False, default_factory=dict)
     # Feed reads applied, and the timer when the last applied one began.
     _generation: int = field(init=False, default=0)
     _feed_began: float | None = field(init=False, default=None)
@@ -117,6 +122,8 @@ class Authenticator:
         if self._cache is not None and self.timer() - began < FEED_OVERLAP.total_seconds() / 2:
             with self._lock:
                 self._cache[key] = _Check(caller, began, self._generation)
+                if caller is not None:
+                    self._holders.setdefault(caller.credential_id, set()).add(key)
         return caller
 
     def _trusted(self, check: _Check) -> bool:
@@ -131,6 +138,29 @@ class Authenticator:
             and now - self._feed_began < self.cache_seconds
         )
 
+    def _forget(self, credential_id: str) -> None:
+        """Under the lock: drops the remembered checks of one credential."""
+        assert self._cache is not None
+        for key in self._holders.pop(credential_id, ()):
+            # `get`: the entry may have expired since it was indexed.
+            check = self._cache.get(key)
+            caller = check.caller if check is not None else None
+            if caller is not None and caller.credential_id == credential_id:
+                self._cache.pop(key, None)
+
+    def _prune(self) -> None:
+        """Under the lock: rebuilds the holders' index from the cache once it names many more
+        credentials than the cache still holds checks (theirs expired), so it stays bounded."""
+        assert self._cache is not None
+        if len(self._holders) <= 2 * len(self._cache) + 1_000:
+            return
+        holders: dict[str, set[str]] = {}
+        for key in list(self._cache):
+            check = self._cache.get(key)
+            if check is not None and check.caller is not None:
+                holders.setdefault(check.caller.credential_id, set()).add(key)
+        self._holders = holders
+
     def apply_revocations(
         self, credential_ids: Collection[str], truncated: bool, began: float
     ) -> None:
@@ -138,18 +168,14 @@ class Authenticator:
         of the credentials it lists, or every check when it listed only part of them."""
         if self._cache is None:
             return
-        revoked = set(credential_ids)
         with self._lock:
             if truncated:
                 self._cache.clear()
-            elif revoked:
-                # Keys first, then one `get` each: an entry may expire between the two looks,
-                # and `get` answers None for it where reading the items would raise.
-                for key in list(self._cache):
-                    check = self._cache.get(key)
-                    caller = check.caller if check is not None else None
-                    if caller is not None and caller.credential_id in revoked:
-                        self._cache.pop(key, None)
+                self._holders.clear()
+            else:
+                for credential_id in set(credential_ids):
+                    self._forget(credential_id)
+            self._prune()
             self._generation += 1
             self._feed_began = began
 
@@ -208,15 +234,14 @@ class RevocationFeed:
                 return
 
 
-def revocation_feed(
-    accounts: account_pb2_grpc.AccountServiceStub,
-    authenticator: Authenticator,
-    cache_seconds: float,
-) -> RevocationFeed | None:
-    """The feed that keeps `authenticator`'s checks honest: read every third of
-    `cache_seconds`, so a read or two may fail before checks fall back to that time; None
-    when nothing is remembered."""
-    return RevocationFeed(accounts, authenticator, cache_seconds / 3) if cache_seconds > 0 else None
+def revocation_feed(authenticator: Authenticator) -> RevocationFeed | None:
+    """The feed that keeps `authenticator`'s checks honest, read from the same account-svc
+    every third of its `cache_seconds`, so a read or two may fail before checks fall back to
+    that time; None when nothing is remembered."""
+    seconds = authenticator.cache_seconds
+    if seconds <= 0:
+        return None
+    return RevocationFeed(authenticator.accounts, authenticator, seconds / 3)
 
 
 @component

@@ -10,7 +10,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from edge.auth import FEED_OVERLAP, Authenticator, RevocationFeed, revocation_feed
+from edge.auth import (
+    FEED_OVERLAP,
+    REMEMBER_SECONDS,
+    Authenticator,
+    RevocationFeed,
+    revocation_feed,
+)
 from edge.errors import ApiError
 from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime.component import component
@@ -72,8 +78,10 @@ def test_cached_answers_spare_account_svc_and_keep_the_organization_check() -> N
 class ManualTimer:
     def __init__(self) -> None:
         self.now = 0.0
+        self.looks = 0
 
     def __call__(self) -> float:
+        self.looks += 1
         return self.now
 
 
@@ -119,7 +127,7 @@ def feed_world() -> tuple[Revoking, ManualTimer, Authenticator, RevocationFeed]:
     accounts = Revoking()
     timer = ManualTimer()
     auth = Authenticator(accounts, cache_seconds=5, timer=timer)  # type: ignore[arg-type]
-    feed = revocation_feed(accounts, auth, 5)  # type: ignore[arg-type]
+    feed = revocation_feed(auth)
     assert feed is not None and feed.interval == pytest.approx(5 / 3)
     feed.wall_clock = lambda: WALL
     return accounts, timer, auth, feed
@@ -239,4 +247,31 @@ def test_the_feed_thread_outlives_an_outage_and_a_bug(failure: str) -> None:
 
 
 def test_no_feed_when_nothing_is_remembered() -> None:
-    assert revocation_feed(Revoking(), Authenticator(Revoking(), 0), 0) is None  # type: ignore[arg-type]
+    assert revocation_feed(Authenticator(Revoking(), 0)) is None  # type: ignore[arg-type]
+
+
+def test_a_listed_revocation_looks_only_at_its_own_checks() -> None:
+    # A revocation is listed by every read of its overlap (~36 reads), under the lock every
+    # request takes: each read must cost the checks it drops, not the whole cache. Every
+    # look at a remembered check reads the clock (cachetools' expiry), so the clock counts.
+    accounts, timer, auth, feed = feed_world()
+    for number in range(2_000):
+        auth.authenticate(f"Bearer sp_c{number}", "org1")
+    accounts.revoked.append("c7")
+    timer.looks = 0
+    feed.read_once()
+    assert timer.looks < 20
+    with pytest.raises(ApiError):
+        auth.authenticate("Bearer sp_c7", "org1")
+    auth.authenticate("Bearer sp_c8", "org1")
+    assert accounts.calls == 2_001  # c8 still remembered
+
+
+def test_the_index_of_checks_stays_bounded_as_checks_expire() -> None:
+    _, timer, auth, feed = feed_world()
+    for round_ in range(5):
+        for number in range(1_000):
+            auth.authenticate(f"Bearer sp_r{round_}n{number}", "org1")
+        timer.now += REMEMBER_SECONDS + 1  # every check of this round expires
+        feed.read_once()
+    assert len(auth._holders) <= 2_000  # the index's size is what is tested
