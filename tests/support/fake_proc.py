@@ -27,11 +27,11 @@ def fake_proc(root: Path, entries: Iterable[FakeProcess], own_autogroup: str | N
         folder = root / str(entry.pid)
         folder.mkdir(parents=True)
         # A command name with a space: the readers must split fields after the last ')'.
-        (folder / "stat").write_text(
-            f"{entry.pid} (chrom ium) S {entry.ppid} 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0"
-        )
         pages = entry.rss_mib * 1024 * 1024 // PAGE_SIZE
-        (folder / "statm").write_text(f"999999 {pages} 10 1 0 1 0")
+        (folder / "stat").write_text(
+            f"{entry.pid} (chrom ium) S {entry.ppid} 1 1 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5 999999"
+            f" {pages} 18446744073709551615 1 1 0 0 0 0 0"
+        )
         # Chromium rewrites its title: some command lines come space-separated.
         separator = " " if "--lang" in entry.cmdline else "\0"
         (folder / "cmdline").write_text(entry.cmdline.replace(" ", separator) + "\0")

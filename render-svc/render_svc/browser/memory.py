@@ -43,31 +43,43 @@ def _read(path: Path) -> str | None:
 
 
 def processes(proc: Path = Path("/proc")) -> dict[int, Process]:
-    """Every process /proc shows: parent, resident size and CPU time."""
+    """Every process /proc shows: parent, resident size and CPU time.
+
+    The guard calls this four times a second under every render, so it reads one file per
+    process (`stat`, which holds all three) through plain `os` calls: with `statm` beside it
+    and `pathlib` a look cost 6.3 ms of CPU on the development machine's ~90 processes,
+    about 0.03 of a core taken from the renders; this way 1.7 ms."""
+    root = os.fspath(proc)
     try:
-        pids = [int(entry.name) for entry in proc.iterdir() if entry.name.isdigit()]
+        names = os.listdir(root)  # noqa: PTH208 (plain os: the docstring says why)
     except OSError:
         return {}
     table: dict[int, Process] = {}
-    for pid in pids:
-        if (found := process(pid, proc)) is not None:
-            table[pid] = found
+    for name in names:
+        if name.isdigit() and (found := _process(int(name), root)) is not None:
+            table[found.pid] = found
     return table
 
 
 def process(pid: int, proc: Path = Path("/proc")) -> Process | None:
     """One process's parent, resident size and CPU time; None once it has ended."""
-    stat = _read(proc / str(pid) / "stat")
-    statm = _read(proc / str(pid) / "statm")
-    if not stat or not statm:
+    return _process(pid, os.fspath(proc))
+
+
+def _process(pid: int, root: str) -> Process | None:
+    try:
+        with open(f"{root}/{pid}/stat", "rb") as file:  # noqa: PTH123 (as above)
+            stat = file.read()
+    except OSError:  # the process ended meanwhile
         return None
-    # The command name may hold spaces and parentheses: fields follow the last ')'.
-    fields = stat.rsplit(")", 1)[-1].split()
+    # The command name may hold spaces and parentheses: fields follow the last ')'
+    # (proc(5): ppid is field 4, utime 14, stime 15, rss 24, in pages).
+    fields = stat.rsplit(b")", 1)[-1].split()
     try:
         return Process(
             pid,
             ppid=int(fields[1]),
-            rss_bytes=int(statm.split()[1]) * PAGE_SIZE,
+            rss_bytes=int(fields[21]) * PAGE_SIZE,
             cpu_seconds=(int(fields[11]) + int(fields[12])) / TICKS,
         )
     except (IndexError, ValueError):
