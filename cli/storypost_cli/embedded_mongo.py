@@ -12,8 +12,9 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +71,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def replace_once(owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
     """Sets `owner.<name>` to `wrap(original)`: each patch below, however often it is called,
-    wraps mongoeco's own function once (the replacement is marked `storypost_patched`)."""
+    wraps mongoeco's function once (the replacement lists the patches applied in
+    `storypost_patches`; two patches of one function wrap one another)."""
     original = getattr(owner, name)
-    if getattr(original, "storypost_patched", False):
+    applied: frozenset[str] = getattr(original, "storypost_patches", frozenset())
+    if wrap.__qualname__ in applied:
         return
     replacement = wrap(original)
-    replacement.storypost_patched = True
+    replacement.storypost_patches = applied | {wrap.__qualname__}
     setattr(owner, name, replacement)
 
 
@@ -150,21 +153,16 @@ def use_id_lookup_for_guarded_writes() -> None:
     different keys).
     """
     import mongoeco.engines.sqlite as sqlite_engine_module
-    from mongoeco.core.identity import id_contains_numeric_value
-    from mongoeco.core.query_plan import AndCondition, EqualsCondition
+    from mongoeco.core.query_plan import AndCondition
 
     def wrap(original: Any) -> Callable[..., tuple[str, dict[str, Any]] | None]:
         def select_first(
             engine: Any, db_name: str, coll_name: str, plan: Any, *, hint: Any = None
         ) -> tuple[str, dict[str, Any]] | None:
             if hint is None and isinstance(plan, AndCondition):
-                for clause in plan.clauses:
-                    if (
-                        isinstance(clause, EqualsCondition)
-                        and clause.field == "_id"
-                        and not id_contains_numeric_value(clause.value)
-                    ):
-                        return _by_storage_key(engine, db_name, coll_name, clause.value, plan)
+                document_id = plain_id(plan)
+                if document_id is not NO_ID:
+                    return _by_storage_key(engine, db_name, coll_name, document_id, plan)
             found: tuple[str, dict[str, Any]] | None = original(
                 engine, db_name, coll_name, plan, hint=hint
             )
@@ -175,27 +173,110 @@ def use_id_lookup_for_guarded_writes() -> None:
     replace_once(sqlite_engine_module, "_sqlite_runtime_select_first_document_for_plan", wrap)
 
 
+# What `plain_id` answers for a filter that names no plain `_id`.
+NO_ID: Any = object()
+
+
+def plain_id(plan: Any) -> Any:
+    """The `_id` a filter requires (`{_id: X}`, alone or beside other conditions) when X has
+    one storage key: not numeric (1 and 1.0 are equal ids with different keys) and not null.
+    NO_ID otherwise."""
+    from mongoeco.core.identity import id_contains_numeric_value
+    from mongoeco.core.query_plan import AndCondition, EqualsCondition
+
+    clauses = plan.clauses if isinstance(plan, AndCondition) else (plan,)
+    for clause in clauses:
+        if (
+            isinstance(clause, EqualsCondition)
+            and clause.field == "_id"
+            and clause.value is not None
+            and not id_contains_numeric_value(clause.value)
+        ):
+            return clause.value
+    return NO_ID
+
+
+def _stored_row(engine: Any, db_name: str, coll_name: str, storage_key: str) -> Any:
+    """The (storage key, JSON) row stored under `storage_key`, or None."""
+    return (
+        engine._require_connection()
+        .execute(
+            "SELECT storage_key, document FROM documents "
+            "WHERE db_name = ? AND coll_name = ? AND storage_key = ?",
+            (db_name, coll_name, storage_key),
+        )
+        .fetchone()
+    )
+
+
 def _by_storage_key(
     engine: Any, db_name: str, coll_name: str, document_id: Any, plan: Any
 ) -> tuple[str, dict[str, Any]] | None:
     """The document stored under `document_id`'s key, if it matches the whole `plan`."""
     from mongoeco.core.filtering import QueryEngine
 
-    row = (
-        engine._require_connection()
-        .execute(
-            "SELECT storage_key, document FROM documents "
-            "WHERE db_name = ? AND coll_name = ? AND storage_key = ?",
-            (db_name, coll_name, engine._storage_key(document_id)),
-        )
-        .fetchone()
-    )
+    row = _stored_row(engine, db_name, coll_name, engine._storage_key(document_id))
     if row is None:
         return None
     document = engine._deserialize_document(row[1])
     if not QueryEngine.match_plan(document, plan):
         return None
     return row[0], document
+
+
+# The collection and storage key a read in progress on this thread needs at most (set by
+# `read_one_document_when_an_id_is_required` around the read; a ContextVar because mongoeco
+# runs each engine job in a context of its own).
+_ONLY_KEY: ContextVar[tuple[str, str, str] | None] = ContextVar("storypost_only_key", default=None)
+
+
+def read_one_document_when_an_id_is_required() -> None:
+    """A read whose filter requires a plain `_id` reads that one document, also where
+    mongoeco evaluates the filter in Python.
+
+    mongoeco 4.11 evaluates in Python a filter it cannot translate to SQL (a condition on a
+    field inside an array: the story quota's `{_id: X, "slots.post": P}`), and the rows it
+    evaluates are every document of the collection: 12-17 ms at 200 quota documents, on
+    every schedule, and growing with the documents' slot lists. Only the document stored
+    under X's key can match `_id: X`, so those reads are handed that row alone; mongoeco's
+    own evaluation of the whole filter then decides, as before. Numeric ids keep the scan.
+    """
+    from mongoeco.engines.sqlite import SQLiteEngine
+
+    def wrap_open(original: Any) -> Callable[[Any, Any], Any]:
+        def open_scan(self: Any, reader: Any) -> Any:
+            document_id = plain_id(reader.semantics.query_plan)
+            if document_id is NO_ID:
+                return original(self, reader)
+            only = (reader.db_name, reader.coll_name, self._storage_key(document_id))
+            token = _ONLY_KEY.set(only)
+            try:
+                return original(self, reader)
+            finally:
+                _ONLY_KEY.reset(token)
+
+        return open_scan
+
+    def wrap_load(original: Any) -> Callable[[Any, str, str], Any]:
+        def load_documents(self: Any, db_name: str, coll_name: str) -> Any:
+            only = _ONLY_KEY.get()
+            if only is None or only[:2] != (db_name, coll_name):
+                return original(self, db_name, coll_name)
+            return _documents_under(self, db_name, coll_name, only[2])
+
+        return load_documents
+
+    replace_once(SQLiteEngine, "_open_scan_documents_sync", wrap_open)
+    replace_once(SQLiteEngine, "_load_documents", wrap_load)
+
+
+def _documents_under(
+    engine: Any, db_name: str, coll_name: str, storage_key: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """`_load_documents`' rows, narrowed to one key (read when first iterated, as it reads)."""
+    row = _stored_row(engine, db_name, coll_name, storage_key)
+    if row is not None:
+        yield row[0], engine._deserialize_document(row[1])
 
 
 def use_sql_prefilter_for_compound_unique_indexes() -> None:
@@ -1029,6 +1110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     skip_slow_optional_imports()
     skip_full_scan_for_plain_ids()
     use_id_lookup_for_guarded_writes()
+    read_one_document_when_an_id_is_required()
     use_sql_prefilter_for_compound_unique_indexes()
     coalesce_change_dispatch()
     record_no_changes_while_nobody_watches()

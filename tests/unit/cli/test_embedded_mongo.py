@@ -34,6 +34,7 @@ from storypost_cli.embedded_mongo import (
     index_name,
     match_scalars_without_array_branches,
     read_on_the_engine_connection,
+    read_one_document_when_an_id_is_required,
     record_no_changes_while_nobody_watches,
     skip_decimal_scans_without_decimals,
     skip_full_scan_for_plain_ids,
@@ -503,6 +504,36 @@ async def test_reads_by_id_with_more_conditions_use_the_id_index_and_find_the_sa
     assert plans and all(
         "USING INDEX storypost_ptx_" in plan and "<expr>=? AND <expr>=?" in plan for plan in plans
     ), plans
+
+
+async def test_reads_by_id_that_mongoeco_filters_in_python_read_one_document(
+    indexed: tuple[AsyncMongoClient[dict[str, object]], Path, list[str]],
+) -> None:
+    # The story quota's read: `_id` plus a condition inside an array, which mongoeco
+    # evaluates in Python, over every document of the collection without the patch.
+    read_one_document_when_an_id_is_required()
+    mongo, _, statements = indexed
+    coll = mongo["t"]["quota"]
+    docs: list[dict[str, object]] = [
+        {"_id": f"q{n}", "slots": [{"post": f"p{n}"}, {"post": "shared"}]} for n in range(200)
+    ]
+    await coll.insert_many([*docs, {"_id": 5, "slots": [{"post": "numeric"}]}])
+    statements.clear()
+    assert await coll.find_one({"_id": "q3", "slots.post": "p3"}, {"_id": 1}) == {"_id": "q3"}
+    assert await coll.find_one({"_id": "q3", "slots.post": "p4"}) is None
+    assert await coll.find_one({"_id": "nope", "slots.post": "p4"}) is None
+    assert await coll.count_documents({"_id": "q7", "slots.post": "shared"}, limit=1) == 1
+    assert await coll.count_documents({"_id": "q7", "slots.post": "p8"}, limit=1) == 0
+    assert [d["_id"] async for d in coll.find({"_id": "q9", "slots.post": "shared"})] == ["q9"]
+    whole = [
+        s
+        for s in statements
+        if "SELECT storage_key, document" in s and "'quota'" in s and "storage_key =" not in s
+    ]
+    assert whole == [], "a read by _id read the whole collection"
+    # Without a plain `_id` (or with a numeric one) the filter still sees every document.
+    assert await coll.count_documents({"slots.post": "shared"}) == 200
+    assert await coll.find_one({"_id": 5.0, "slots.post": "numeric"}, {"_id": 1}) == {"_id": 5}
 
 
 async def test_decimal_scans_are_skipped_until_a_decimal_is_stored(
