@@ -46,10 +46,12 @@ class DraftQuota:
         now = self.clock.now()
         # Every failed insert means another slot now exists, so this ends within limit + 1.
         for _ in range(self.limit + 2):
+            # Any free slot will do (its time is out of the window, or it was released), so
+            # no sort: with one, mongoeco (the development stand-in) picks the document by
+            # reading every slot of every organization, 25 ms at 842 slots against 2.5 ms.
             reused = await self.slots.find_one_and_update(
                 {"organizationId": organization_id, "takenAt": {"$lte": now - self.window}},
                 {"$set": {"takenAt": now, "draftUuid": draft_uuid}},
-                sort=[("takenAt", ASCENDING)],
                 return_document=ReturnDocument.AFTER,
             )
             if reused is not None:
