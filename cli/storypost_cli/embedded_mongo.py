@@ -224,10 +224,10 @@ def _by_storage_key(
     return row[0], document
 
 
-# The collection and storage key a read in progress on this thread needs at most (set by
+# The collection and `_id` of the one document a read in progress needs at most (set by
 # `read_one_document_when_an_id_is_required` around the read; a ContextVar because mongoeco
 # runs each engine job in a context of its own).
-_ONLY_KEY: ContextVar[tuple[str, str, str] | None] = ContextVar("storypost_only_key", default=None)
+_ONLY_ID: ContextVar[tuple[str, str, Any] | None] = ContextVar("storypost_only_id", default=None)
 
 
 def read_one_document_when_an_id_is_required() -> None:
@@ -248,21 +248,21 @@ def read_one_document_when_an_id_is_required() -> None:
             document_id = plain_id(reader.semantics.query_plan)
             if document_id is NO_ID:
                 return original(self, reader)
-            only = (reader.db_name, reader.coll_name, self._storage_key(document_id))
-            token = _ONLY_KEY.set(only)
+            # Only the id: most such reads run in SQL and never load documents in Python.
+            token = _ONLY_ID.set((reader.db_name, reader.coll_name, document_id))
             try:
                 return original(self, reader)
             finally:
-                _ONLY_KEY.reset(token)
+                _ONLY_ID.reset(token)
 
         return open_scan
 
     def wrap_load(original: Any) -> Callable[[Any, str, str], Any]:
         def load_documents(self: Any, db_name: str, coll_name: str) -> Any:
-            only = _ONLY_KEY.get()
+            only = _ONLY_ID.get()
             if only is None or only[:2] != (db_name, coll_name):
                 return original(self, db_name, coll_name)
-            return _documents_under(self, db_name, coll_name, only[2])
+            return _documents_under(self, db_name, coll_name, self._storage_key(only[2]))
 
         return load_documents
 
