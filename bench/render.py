@@ -271,7 +271,7 @@ async def bench_prepare(
 
 async def new_page(browser: Browser, photo_url: str, photo: bytes) -> Page:
     """A bare warm page of the bench's browser; the background photo is served from memory."""
-    page = await browser.new_page(viewport=VIEWPORT)  # type: ignore[arg-type]
+    page = await browser.new_page(viewport=VIEWPORT)
 
     async def serve_photo(route: Route) -> None:
         await route.fulfill(body=photo, content_type="image/jpeg")

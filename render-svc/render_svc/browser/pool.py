@@ -33,6 +33,7 @@ from playwright.async_api import (
     Frame,
     Page,
     Playwright,
+    ViewportSize,
     async_playwright,
 )
 from playwright.async_api import Error as PlaywrightError
@@ -50,7 +51,7 @@ from storypost_runtime.tasks import TaskSet
 
 log = get_logger(__name__)
 
-VIEWPORT = {"width": 1080, "height": 1920}
+VIEWPORT: ViewportSize = {"width": 1080, "height": 1920}
 # Chromium's own sandbox stays on (no --no-sandbox): the jail's user namespace allows it.
 BASE_ARGS = (
     "--disable-gpu",
@@ -183,6 +184,12 @@ class Lease:
     cdp: CDPSession | None = None
     # Frames attached since this render began (not the pool's own render frame).
     frames_attached: int = 0
+
+    async def devtools(self) -> CDPSession:
+        """The page's own DevTools session, opened once per page."""
+        if self.cdp is None:
+            self.cdp = await self.context.new_cdp_session(self.page)
+        return self.cdp
 
     def stop(self, reason: str) -> None:
         """Ends the render on this page at once with `reason` (the page is not reused)."""
@@ -381,7 +388,7 @@ class BrowserPool:
 
     async def _new_lease(self, browser: Browser) -> Lease:
         context = await browser.new_context(
-            viewport=VIEWPORT,  # type: ignore[arg-type]
+            viewport=VIEWPORT,
             device_scale_factor=1,
             bypass_csp=True,
             service_workers="block",
@@ -593,9 +600,7 @@ class BrowserPool:
                 # timers, workers and performance entries end with the old frame.
                 lease.document = await fresh_frame(page, lease.document)
                 # The old frame's navigations stay in the page's joint session history.
-                if lease.cdp is None:
-                    lease.cdp = await lease.context.new_cdp_session(page)
-                await lease.cdp.send("Page.resetNavigationHistory")
+                await (await lease.devtools()).send("Page.resetNavigationHistory")
         except (PlaywrightError, TimeoutError) as error:
             log.info("a used page could not be wiped; its context is closed", error=str(error))
             return False

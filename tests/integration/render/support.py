@@ -27,12 +27,14 @@ def probe(data: bytes) -> dict[str, str]:
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
-def decode_rgb(data: bytes, width: int = REF_WIDTH, height: int = REF_HEIGHT) -> bytes:
-    """An image (JPEG or PNG bytes) as raw RGB at the given size."""
+def decode_rgb(
+    data: bytes, width: int = REF_WIDTH, height: int = REF_HEIGHT, pix_fmt: str = "rgb24"
+) -> bytes:
+    """An image (JPEG or PNG bytes) as raw RGB (or another `pix_fmt`) at the given size."""
     return subprocess.run(
         [
             "ffmpeg", "-v", "error", "-i", "-", "-vf", f"scale={width}:{height}:flags=area",
-            "-f", "rawvideo", "-pix_fmt", "rgb24", "-",
+            "-f", "rawvideo", "-pix_fmt", pix_fmt, "-",
         ],
         input=data,
         capture_output=True,

@@ -14,12 +14,14 @@ import pytest
 from playwright.async_api import Browser
 
 from render_svc.assets import load_assets
+from render_svc.browser.capture import capture_overlay
 from render_svc.browser.frames import fresh_frame
 from render_svc.browser.memory import arguments, descendants, processes
 from render_svc.browser.pool import BrowserPool, PoolSettings
 from render_svc.browser.warmup import warm_up
 from render_svc.config import RenderSettings
 from storypost_runtime.errors import ResourceExhausted
+from tests.integration.render.support import decode_rgb
 
 pytestmark = pytest.mark.integration
 ORG = "pool-org"
@@ -131,6 +133,25 @@ async def test_a_used_page_is_wiped_and_reused_up_to_its_limit() -> None:
         assert pages[0] is pages[1] is pages[2]
         assert pages[3] is not pages[0] and pages[0].is_closed()
         assert pool.reused == 3
+
+
+async def test_a_video_overlay_leaves_the_reused_page_with_its_white_background() -> None:
+    # The overlay is captured over a transparent default background; the next render on the
+    # same page must get the white default again (a design without a background of its own
+    # would otherwise come out black in its JPEG).
+    async with running_pool(concurrency=1, spare_pages=1, page_max_renders=3) as pool:
+        async with pool.lease(ORG) as lease:
+            first = lease.page
+            await lease.document.set_content("<p>an overlay</p>")
+            overlay = await capture_overlay(await lease.devtools())
+        await wait_for(lambda: pool.stats().spares == 1)
+        async with pool.lease(ORG) as lease:
+            assert lease.page is first
+            await lease.document.set_content("<p>a design without a background</p>")
+            image = await lease.page.screenshot(type="jpeg")
+    # The bottom right corner, far from the text: see-through, then white.
+    assert decode_rgb(overlay, 10, 10, "rgba")[-4:] == bytes([0, 0, 0, 0])
+    assert min(decode_rgb(image, 10, 10)[-3:]) >= 250
 
 
 async def test_a_browser_past_its_render_limit_is_replaced_while_renders_go_on() -> None:
