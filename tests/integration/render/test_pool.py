@@ -14,7 +14,7 @@ import pytest
 from playwright.async_api import Browser
 
 from render_svc.assets import load_assets
-from render_svc.browser.capture import capture_overlay
+from render_svc.browser.capture import capture_image, capture_overlay
 from render_svc.browser.frames import fresh_frame
 from render_svc.browser.memory import arguments, descendants, processes
 from render_svc.browser.pool import BrowserPool, PoolSettings
@@ -148,7 +148,7 @@ async def test_a_video_overlay_leaves_the_reused_page_with_its_white_background(
         async with pool.lease(ORG) as lease:
             assert lease.page is first
             await lease.document.set_content("<p>a design without a background</p>")
-            image = await lease.page.screenshot(type="jpeg")
+            image = await capture_image(await lease.devtools())
     # The bottom right corner, far from the text: see-through, then white.
     assert decode_rgb(overlay, 10, 10, "rgba")[-4:] == bytes([0, 0, 0, 0])
     assert min(decode_rgb(image, 10, 10)[-3:]) >= 250
