@@ -31,9 +31,6 @@ from storypost_runtime.errors import InvalidArgument
 
 MAX_PAGE_REDIRECTS = 5
 JPEG_QUALITY = 90
-# For the warm-up's Playwright screenshot: carets are hidden by our component script's
-# draw(), and Playwright's hiding would run two scripts in every frame around the capture.
-CARET: Final = "initial"
 # The page's default background while an overlay is captured.
 TRANSPARENT: Final = {"color": {"r": 0, "g": 0, "b": 0, "a": 0}}
 NAVIGATED = (

@@ -159,10 +159,10 @@ class PoolSettings:
     # Script installed in every document of a context before the page's own scripts; it gets
     # the context's random key (our component script under window[key]).
     page_script: Callable[[str], str] | None = None
-    # Run on a spare page's render frame (with its context's key) before any render leases
+    # Run on a spare page (its render frame, its context's key) before any render leases
     # it, off the render's path: the one-time costs of a new renderer process
     # (browser/warmup.py). The render then gets a new frame.
-    warm_up: Callable[[Frame, str], Awaitable[None]] | None = None
+    warm_up: Callable[[Lease], Awaitable[None]] | None = None
     warm_up_seconds: float = 10.0
 
 
@@ -424,7 +424,7 @@ class BrowserPool:
             return True
         try:
             async with asyncio.timeout(self.settings.warm_up_seconds):
-                await self.settings.warm_up(lease.document, lease.key)
+                await self.settings.warm_up(lease)
                 lease.document = await fresh_frame(lease.page, lease.document)
             warm = not lease.crashed.is_set()
         except (PlaywrightError, TimeoutError) as error:

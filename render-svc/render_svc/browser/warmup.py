@@ -10,9 +10,8 @@ organization is involved: the sample is ours and the context is still new.
 
 from __future__ import annotations
 
-from playwright.async_api import Frame
-
-from render_svc.browser.capture import CARET, JPEG_QUALITY
+from render_svc.browser.capture import capture_image
+from render_svc.browser.pool import Lease
 from render_svc.stickers import RawElement, plan_page
 
 # One sticker of each drawing family (pill, poll card, countdown), in both font weights.
@@ -26,8 +25,9 @@ SAMPLE = (
 )
 
 
-async def warm_up(document: Frame, key: str) -> None:
+async def warm_up(lease: Lease) -> None:
     """Loads, draws and captures the sample in a page's render frame (a render's steps)."""
+    document, key = lease.document, lease.key
     await document.set_content(SAMPLE, wait_until="load")
     raw = await document.evaluate("(key) => window[key] ? window[key].collect() : []", key)
     plans = plan_page([RawElement.from_js(item) for item in raw]).stickers
@@ -35,4 +35,4 @@ async def warm_up(document: Frame, key: str) -> None:
         "([key, plans]) => window[key] && window[key].draw(plans, false, Date.now())",
         [key, [plan.to_js() for plan in plans]],
     )
-    await document.page.screenshot(type="jpeg", quality=JPEG_QUALITY, caret=CARET)
+    await capture_image(await lease.devtools())

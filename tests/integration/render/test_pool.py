@@ -17,7 +17,7 @@ from render_svc.assets import load_assets
 from render_svc.browser.capture import capture_image, capture_overlay
 from render_svc.browser.frames import fresh_frame
 from render_svc.browser.memory import arguments, descendants, processes
-from render_svc.browser.pool import BrowserPool, PoolSettings
+from render_svc.browser.pool import BrowserPool, Lease, PoolSettings
 from render_svc.browser.warmup import warm_up
 from render_svc.config import RenderSettings
 from storypost_runtime.errors import ResourceExhausted
@@ -35,12 +35,12 @@ class Recorder:
         self.gate: asyncio.Event | None = None
         self.entered = asyncio.Event()
 
-    async def __call__(self, document: Any, key: str) -> None:
+    async def __call__(self, lease: Lease) -> None:
         if self.gate is not None:
             self.entered.set()
             await self.gate.wait()
-        await warm_up(document, key)
-        self.warmed.append(document.page)
+        await warm_up(lease)
+        self.warmed.append(lease.page)
 
 
 @asynccontextmanager
