@@ -73,6 +73,14 @@ class Capture:
     duration_seconds: float | None = None
 
 
+@dataclass(frozen=True)
+class _Read:
+    """The page's elements as read, and whether the page had settled when they were."""
+
+    plan: PagePlan
+    settled: bool
+
+
 @component
 class Renderer:
     capture: PageCapture
@@ -101,29 +109,43 @@ class Renderer:
         marks = [("start", time.perf_counter())]
         async with self.capture.open(organization_id) as page:
             marks.append(("lease", time.perf_counter()))
-            plan = await self._load(page, design, marks)
-            if bounds.video_required and not plan.video_src:
-                raise InvalidArgument(
-                    f"a {bounds.label} needs a video: give <photoapp-story> a src attribute"
-                )
-            if not plan.video_src:
-                return await self._capture_page(page, organization_id, plan, None, now_ms, marks)
+            read = await self._load(page, design, marks)
+            while True:
+                if (read.plan.video_src or bounds.video_required) and not read.settled:
+                    # Which way the render goes is decided on the settled page.
+                    read = await self._read_again(page, marks)
+                if bounds.video_required and not read.plan.video_src:
+                    raise InvalidArgument(
+                        f"a {bounds.label} needs a video: give <photoapp-story> a src attribute"
+                    )
+                if read.plan.video_src:
+                    break
+                capture = await self._capture_page(page, organization_id, read, None, now_ms, marks)
+                if capture is not None:
+                    return capture
+                read = await self._read_again(page, marks)
         # A video design: its source is fetched and probed (up to minutes from a slow
         # server) with no browser slot held, then the page is loaded again to be captured.
         # A source slot (the organization's fair share) is held until then: it bounds the
         # sources on disk (deploy/: render-svc's /tmp is sized for as many as render slots).
-        src = plan.video_src
+        src = read.plan.video_src
         async with self.source_slots.slot(organization_id):
             facts = await self.check_video(src, bounds, work / SOURCE_FILE)
             marks.append(("video", time.perf_counter()))
             async with self.capture.open(organization_id) as page:
                 marks.append(("lease", time.perf_counter()))
                 again = await self._load(page, design, marks)
-                if again.video_src != src:
-                    raise InvalidArgument(CHANGED_SRC)
-                capture = await self._capture_page(
-                    page, organization_id, again, facts, now_ms, marks
-                )
+                while True:
+                    if again.plan.video_src != src and not again.settled:
+                        again = await self._read_again(page, marks)
+                    if again.plan.video_src != src:
+                        raise InvalidArgument(CHANGED_SRC)
+                    capture = await self._capture_page(
+                        page, organization_id, again, facts, now_ms, marks
+                    )
+                    if capture is not None:
+                        break
+                    again = await self._read_again(page, marks)
         return replace(
             capture,
             video_src=src,
@@ -131,29 +153,45 @@ class Renderer:
             duration_seconds=facts.duration,
         )
 
-    async def _load(self, page: PageSession, design: DesignInput, marks: Marks) -> PagePlan:
+    async def _load(self, page: PageSession, design: DesignInput, marks: Marks) -> _Read:
+        """Loads the page and reads its elements while it settles: the settle window (30 ms
+        of no request) would otherwise be waited idle. The reading holds unless the page
+        changes its elements before they are drawn (`PageSession.draw`)."""
         await page.load(design.html, design.url)
         marks.append(("load", time.perf_counter()))
         plan = plan_page(await page.collect())
         marks.append(("collect", time.perf_counter()))
-        return plan
+        await page.settled()
+        marks.append(("settle", time.perf_counter()))
+        return _Read(plan, settled=False)
+
+    async def _read_again(self, page: PageSession, marks: Marks) -> _Read:
+        """The elements of the settled page, as they are now."""
+        await page.settled()
+        plan = plan_page(await page.collect())
+        marks.append(("collect again", time.perf_counter()))
+        return _Read(plan, settled=True)
 
     async def _capture_page(
         self,
         page: PageSession,
         organization_id: str,
-        plan: PagePlan,
+        read: _Read,
         facts: VideoFacts | None,
         now_ms: int,
         marks: Marks,
-    ) -> Capture:
+    ) -> Capture | None:
         """Mentions resolved, stickers drawn and measured, the page captured (a transparent
-        PNG over a video, else a JPEG)."""
+        PNG over a video, else a JPEG); None when the page changed its elements since they
+        were read (nothing drawn: they are read again)."""
         video = facts is not None
+        plan = read.plan
         mention_warnings = await resolve_mentions(self.mentions, organization_id, plan.mentions)
         marks.append(("mentions", time.perf_counter()))
-        drawn = await page.draw(plan.stickers, video=video, now_ms=now_ms)
+        drawn = await page.draw(plan.stickers, video=video, now_ms=now_ms, watched=not read.settled)
         marks.append(("draw", time.perf_counter()))
+        if drawn is None:
+            return None
         stickers, geometry = place_stickers(plan.stickers, drawn.boxes)
         # A closed shadow root of the page's own is only found when drawing fails.
         kept = [

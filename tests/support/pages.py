@@ -75,6 +75,10 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
                 # Never answers within a render's settle time.
                 server.stop.wait(30)
                 self._send(200, b"late", "text/plain")
+            elif parts.path == "/wait":
+                # Answers after ?ms= milliseconds: keeps a page loading after its load event.
+                server.stop.wait(int(parse_qs(parts.query)["ms"][0]) / 1000)
+                self._send(200, b"waited", "text/plain", Access_Control_Allow_Origin="*")
             elif parts.path == "/hold":
                 # Holds a page's load event (an <img>) while it works: until the page's next
                 # /report arrives (renders run one after another), at most 20 s.

@@ -263,11 +263,29 @@
   // The render's time (render-svc's clock), for the countdown.
   let nowMs = Date.now();
 
+  // render-svc reads the elements while the page settles (docs/render.md "Settling"). What
+  // collect() read holds until draw() unless the page adds, removes, moves or changes the
+  // attributes of a photoapp-* element in between; draw() then reports the change instead
+  // of drawing, and render-svc reads the settled page again. The observer's class is taken
+  // before the page's scripts run.
+  const Watcher = MutationObserver;
+  const isElement = (node) => node.nodeType === 1 && node.localName.startsWith("photoapp-");
+  const holdsElement = (node) => isElement(node) ||
+    (node.nodeType === 1 && Array.from(node.getElementsByTagName("*")).some(isElement));
+  const matters = (record) => record.type === "attributes" ? isElement(record.target) :
+    Array.from(record.addedNodes).some(holdsElement) ||
+    Array.from(record.removedNodes).some(holdsElement);
+  let changed = false;
+  const watcher = new Watcher((records) => { changed = changed || records.some(matters); });
+
   // The page's own fonts are part of settling: read the elements once they are ready.
   async function collect() {
     await document.fonts.ready;
     found = Array.from(document.querySelectorAll("*"))
       .filter((node) => node.localName.startsWith("photoapp-"));
+    changed = false;
+    watcher.disconnect();
+    watcher.observe(document, { subtree: true, childList: true, attributes: true });
     const stickerSelector = KINDS.map((k) => "photoapp-" + k).join(",");
     return found.map((node, index) => ({
       index,
@@ -294,9 +312,13 @@
     return faces;
   }
 
-  async function draw(plans, video, now) {
+  // `watched`: collect() ran before the page settled, so a change since is reported.
+  async function draw(plans, video, now, watched) {
     nowMs = now;
     await Promise.all(registerFonts().map((face) => face.load().catch(() => null)));
+    const stale = watched && (changed || watcher.takeRecords().some(matters));
+    watcher.disconnect();
+    if (stale) return { changed: true };
     // No text caret in the capture (a focused field's caret blinks): render-svc captures
     // without Playwright's own caret hiding, which costs two script runs in every frame. The
     // :not() of five ids outweighs any selector of the page's own.

@@ -161,6 +161,11 @@ class PageSession:
                 await self._load_url(url)
         finally:
             network.loading_main = False
+
+    async def settled(self) -> None:
+        """Returns once nothing has been loading for the settle window (docs/render.md
+        "Settling"); a page still loading at the deadline is a 400."""
+        network = self.network
         quiet = await wait_until_quiet(network)
         if not quiet:
             loading = sorted(network.loading)
@@ -231,15 +236,24 @@ class PageSession:
             )
         return [RawElement.from_js(item) for item in raw or []]
 
-    async def draw(self, plans: Sequence[Plan], *, video: bool, now_ms: int) -> Drawn:
-        """Draws the stickers (video: over a transparent page) and measures them."""
+    async def draw(
+        self, plans: Sequence[Plan], *, video: bool, now_ms: int, watched: bool
+    ) -> Drawn | None:
+        """Draws the stickers (video: over a transparent page) and measures them.
+
+        `watched`: the elements were collected before the page settled; None (nothing
+        drawn) when the page added, removed, moved or changed one since.
+        """
         result: dict[str, Any] = await self._bounded(
             self._document.evaluate(
-                "([key, plans, video, now]) => window[key].draw(plans, video, now)",
-                [self._key, [plan.to_js() for plan in plans], video, now_ms],
+                "([key, plans, video, now, watched]) => "
+                "window[key].draw(plans, video, now, watched)",
+                [self._key, [plan.to_js() for plan in plans], video, now_ms, watched],
             ),
             "settle",
         )
+        if result.get("changed"):
+            return None
         boxes: dict[int, Box | None] = {}
         for index, raw in (result.get("boxes") or {}).items():
             boxes[int(index)] = (

@@ -175,6 +175,31 @@ async def test_a_page_that_never_settles_is_a_clear_error(
     assert ok.state == pb.RENDERING_STATE_PREPARED
 
 
+async def test_elements_a_page_changes_while_it_settles_are_read_as_they_end(
+    render: render_pb2_grpc.RenderServiceAsyncStub, page_server: PageServer
+) -> None:
+    # render-svc reads the elements while the page settles; this page changes them after a
+    # request it starts at its load event, within the window: 300 ms later, long after the
+    # first reading.
+    late = page_server.url("/wait?ms=300")
+    html = story_page(
+        '<photoapp-hashtag hashtag="before"></photoapp-hashtag>'
+        '<photoapp-link url="https://gone.example"></photoapp-link>'
+        "<script>addEventListener('load', () => fetch('" + late + "').then((r) => r.text())"
+        ".then(() => {"
+        " document.querySelector('photoapp-hashtag').setAttribute('hashtag', 'after');"
+        " document.querySelector('photoapp-link').remove();"
+        " const added = document.createElement('photoapp-location');"
+        " added.setAttribute('location', 'Late');"
+        " document.querySelector('photoapp-hashtag').after(added); }))</script>"
+    )
+    rendering = await prepare(render, pb.Design(html=html))
+    assert page_server.count("/wait") == 1
+    found = [(s.kind, dict(s.attributes)) for s in rendering.stickers]
+    assert found == [("hashtag", {"hashtag": "after"}), ("location", {"location": "Late"})]
+    assert all(s.width > 0 for s in rendering.stickers), list(rendering.stickers)
+
+
 async def test_every_render_gets_a_fresh_context(
     render: render_pb2_grpc.RenderServiceAsyncStub, page_server: PageServer
 ) -> None:
