@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from render_svc.browser.capture import PageCapture, PageSession
+from render_svc.browser.capture import Drawn, PageCapture, PageSession
 from render_svc.fair import FairSlots
 from render_svc.ffmpeg import MediaToolError, MediaTools
 from render_svc.mentions import MentionLookup, resolve_mentions
@@ -74,11 +76,42 @@ class Capture:
 
 
 @dataclass(frozen=True)
+class _Target:
+    """What a load of the page is for: the image of a design without a src, or the
+    overlay of a video design with its src."""
+
+    organization_id: str
+    now_ms: int
+    video: bool
+    src: str | None
+
+
+@dataclass(frozen=True)
+class _Drawing:
+    """Stickers drawn while the page settled: confirmed when it is captured."""
+
+    drawn: Drawn
+    mention_warnings: list[str]
+
+
+@dataclass(frozen=True)
 class _Read:
-    """The page's elements as read, and whether the page had settled when they were."""
+    """The page's elements as read, whether the page had settled when they were, and the
+    stickers when they were drawn while it settled."""
 
     plan: PagePlan
     settled: bool
+    drawing: _Drawing | None = None
+
+
+async def _both[A, B](first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results; when either fails, its error once the other ended too (no step of a
+    page is left running under the next one)."""
+    a, b = await asyncio.gather(first, second, return_exceptions=True)
+    for result in (a, b):
+        if isinstance(result, BaseException):
+            raise result
+    return a, b  # type: ignore[return-value]
 
 
 @component
@@ -109,7 +142,11 @@ class Renderer:
         marks = [("start", time.perf_counter())]
         async with self.capture.open(organization_id) as page:
             marks.append(("lease", time.perf_counter()))
-            read = await self._load(page, design, marks)
+            # An image design is drawn while it settles: no src, and none needed.
+            image = _Target(organization_id, now_ms, video=False, src=None)
+            read = await self._load(
+                page, design, marks, image if not bounds.video_required else None
+            )
             while True:
                 if (read.plan.video_src or bounds.video_required) and not read.settled:
                     # Which way the render goes is decided on the settled page.
@@ -120,7 +157,7 @@ class Renderer:
                     )
                 if read.plan.video_src:
                     break
-                capture = await self._capture_page(page, organization_id, read, None, now_ms, marks)
+                capture = await self._capture_page(page, image, read, marks)
                 if capture is not None:
                     return capture
                 read = await self._read_again(page, marks)
@@ -130,19 +167,19 @@ class Renderer:
         # sources on disk (deploy/: render-svc's /tmp is sized for as many as render slots).
         src = read.plan.video_src
         async with self.source_slots.slot(organization_id):
+            await asyncio.to_thread(work.mkdir, parents=True, exist_ok=True)
             facts = await self.check_video(src, bounds, work / SOURCE_FILE)
             marks.append(("video", time.perf_counter()))
             async with self.capture.open(organization_id) as page:
                 marks.append(("lease", time.perf_counter()))
-                again = await self._load(page, design, marks)
+                overlay = _Target(organization_id, now_ms, video=True, src=src)
+                again = await self._load(page, design, marks, overlay)
                 while True:
                     if again.plan.video_src != src and not again.settled:
                         again = await self._read_again(page, marks)
                     if again.plan.video_src != src:
                         raise InvalidArgument(CHANGED_SRC)
-                    capture = await self._capture_page(
-                        page, organization_id, again, facts, now_ms, marks
-                    )
+                    capture = await self._capture_page(page, overlay, again, marks)
                     if capture is not None:
                         break
                     again = await self._read_again(page, marks)
@@ -153,17 +190,27 @@ class Renderer:
             duration_seconds=facts.duration,
         )
 
-    async def _load(self, page: PageSession, design: DesignInput, marks: Marks) -> _Read:
-        """Loads the page and reads its elements while it settles: the settle window (30 ms
-        of no request) would otherwise be waited idle. The reading holds unless the page
-        changes its elements before they are drawn (`PageSession.draw`)."""
+    async def _load(
+        self, page: PageSession, design: DesignInput, marks: Marks, target: _Target | None
+    ) -> _Read:
+        """Loads the page, then reads its elements and draws them (when the page is the
+        `target`'s: an image without a src, an overlay with its src) while it settles: the
+        settle window (30 ms of no request) would otherwise be waited idle. What was read
+        and drawn holds unless the page changes its elements before it settled
+        (docs/render.md "Settling")."""
         await page.load(design.html, design.url)
         marks.append(("load", time.perf_counter()))
         plan = plan_page(await page.collect())
         marks.append(("collect", time.perf_counter()))
+        drawing = None
+        if target is not None and plan.video_src == target.src:
+            drawing = await self._draw(page, target, plan, watched=True, settling=True)
+            marks.append(("draw", time.perf_counter()))
+            if drawing is None:
+                return await self._read_again(page, marks)
         await page.settled()
         marks.append(("settle", time.perf_counter()))
-        return _Read(plan, settled=False)
+        return _Read(plan, settled=False, drawing=drawing)
 
     async def _read_again(self, page: PageSession, marks: Marks) -> _Read:
         """The elements of the settled page, as they are now."""
@@ -172,26 +219,55 @@ class Renderer:
         marks.append(("collect again", time.perf_counter()))
         return _Read(plan, settled=True)
 
+    async def _draw(
+        self, page: PageSession, target: _Target, plan: PagePlan, *, watched: bool, settling: bool
+    ) -> _Drawing | None:
+        """Mentions resolved, stickers drawn and measured; None when the page changed its
+        elements since they were read (`watched`)."""
+        mention_warnings = await resolve_mentions(
+            self.mentions, target.organization_id, plan.mentions
+        )
+        drawn = await page.draw(
+            plan.stickers,
+            video=target.video,
+            now_ms=target.now_ms,
+            watched=watched,
+            settling=settling,
+        )
+        return None if drawn is None else _Drawing(drawn, mention_warnings)
+
     async def _capture_page(
         self,
         page: PageSession,
-        organization_id: str,
+        target: _Target,
         read: _Read,
-        facts: VideoFacts | None,
-        now_ms: int,
         marks: Marks,
     ) -> Capture | None:
-        """Mentions resolved, stickers drawn and measured, the page captured (a transparent
-        PNG over a video, else a JPEG); None when the page changed its elements since they
-        were read (nothing drawn: they are read again)."""
-        video = facts is not None
+        """The stickers drawn (unless they were while the page settled), the page captured
+        (a transparent PNG over a video, else a JPEG); None when the page changed its
+        elements since they were read (they are read again)."""
+        video = target.video
         plan = read.plan
-        mention_warnings = await resolve_mentions(self.mentions, organization_id, plan.mentions)
-        marks.append(("mentions", time.perf_counter()))
-        drawn = await page.draw(plan.stickers, video=video, now_ms=now_ms, watched=not read.settled)
-        marks.append(("draw", time.perf_counter()))
-        if drawn is None:
-            return None
+        if read.drawing is None:
+            drawing = await self._draw(page, target, plan, watched=not read.settled, settling=False)
+            marks.append(("draw", time.perf_counter()))
+            if drawing is None:
+                return None
+            image = await page.screenshot(transparent=video)
+        else:
+            # Drawn while the page settled: confirmed (the boxes measured again, now that it
+            # settled) beside the capture rather than before it, one round trip less.
+            confirmed, image = await _both(
+                page.confirm(plan.stickers), page.screenshot(transparent=video)
+            )
+            if confirmed is None:
+                return None
+            if confirmed.scrolled:
+                image = await page.screenshot(transparent=video)
+            drawn = replace(read.drawing.drawn, boxes=confirmed.boxes)
+            drawing = replace(read.drawing, drawn=drawn)
+        marks.append(("capture", time.perf_counter()))
+        drawn, mention_warnings = drawing.drawn, drawing.mention_warnings
         stickers, geometry = place_stickers(plan.stickers, drawn.boxes)
         # A closed shadow root of the page's own is only found when drawing fails.
         kept = [
@@ -199,8 +275,6 @@ class Renderer:
             for p in plan.stickers
             if p.index in drawn.failed and not p.page_shadow
         ]
-        image = await page.screenshot(transparent=video)
-        marks.append(("capture", time.perf_counter()))
         warnings = [
             *plan.warnings,
             *mention_warnings,

@@ -234,8 +234,8 @@ class Renderings:
         if existing is not None:
             return existing
         found = time.perf_counter()
+        # Made by the render when it needs it: an image design keeps no file.
         work = self.work_dir(organization_id, rendering_id) / secrets.token_hex(4)
-        work.mkdir(parents=True, exist_ok=True)
         keep_files = False
         try:
             capture = await self.renderer.render(organization_id, design, bounds, work)

@@ -1,9 +1,10 @@
 // storypost story components: draws the photoapp-* elements of a page as native-looking
 // stickers. Installed as `install(config)` by each render context's init script, before the
 // page's own scripts (so it is compiled while the context waits for its render): it registers
-// our fonts and defines window[config.key] = {collect, draw}, the key being random per
-// context. render-svc reads the attributes (collect), checks them in Python, then asks
-// draw() to draw the valid stickers and measure them. Every sticker is drawn inside a closed
+// our fonts and defines window[config.key] = {collect, draw, confirm}, the key being random
+// per context. render-svc reads the attributes (collect), checks them in Python, then asks
+// draw() to draw the valid stickers and measure them, and confirm() to check the reading and
+// measure again once the page settled. Every sticker is drawn inside a closed
 // shadow root, so page CSS cannot restyle it.
 (config) => {
   "use strict";
@@ -263,11 +264,11 @@
   // The render's time (render-svc's clock), for the countdown.
   let nowMs = Date.now();
 
-  // render-svc reads the elements while the page settles (docs/render.md "Settling"). What
-  // collect() read holds until draw() unless the page adds, removes, moves or changes the
-  // attributes of a photoapp-* element in between; draw() then reports the change instead
-  // of drawing, and render-svc reads the settled page again. The observer's class is taken
-  // before the page's scripts run.
+  // render-svc reads and draws the elements while the page settles (docs/render.md
+  // "Settling"). What collect() read holds unless the page adds, removes, moves or changes
+  // the attributes of a photoapp-* element before it settled; draw() or confirm() then
+  // report the change, and render-svc reads and draws the settled page again. The
+  // observer's class is taken before the page's scripts run.
   const Watcher = MutationObserver;
   const isElement = (node) => node.nodeType === 1 && node.localName.startsWith("photoapp-");
   const holdsElement = (node) => isElement(node) ||
@@ -312,36 +313,66 @@
     return faces;
   }
 
-  // `watched`: collect() ran before the page settled, so a change since is reported.
-  async function draw(plans, video, now, watched) {
+  // A changed page is drawn again on the same nodes: our roots are kept to be redrawn.
+  const drawn = [];
+  let ownSheet = null;
+
+  const pending = () => changed || watcher.takeRecords().some(matters);
+
+  // `watched`: collect() ran before the page settled, so a change since is reported (and
+  // nothing drawn); while it still settles the watch goes on until confirm().
+  async function draw(plans, video, now, watched, settling) {
     nowMs = now;
     await Promise.all(registerFonts().map((face) => face.load().catch(() => null)));
-    const stale = watched && (changed || watcher.takeRecords().some(matters));
-    watcher.disconnect();
-    if (stale) return { changed: true };
+    if (watched && pending()) {
+      watcher.disconnect();
+      return { changed: true };
+    }
+    if (!settling) watcher.disconnect();
     // No text caret in the capture (a focused field's caret blinks): render-svc captures
     // without Playwright's own caret hiding, which costs two script runs in every frame. The
     // :not() of five ids outweighs any selector of the page's own.
-    const page = new CSSStyleSheet();
-    page.replaceSync(
+    if (ownSheet === null) {
+      ownSheet = new CSSStyleSheet();
+      document.adoptedStyleSheets = [...document.adoptedStyleSheets, ownSheet];
+    }
+    ownSheet.replaceSync(
       "*:not(#sp-a#sp-b#sp-c#sp-d#sp-e) { caret-color: transparent !important; }" +
       // The video shows through the overlay: the page's own background must not hide it.
       (video ? "html, body { background: transparent !important; }" : ""));
-    document.adoptedStyleSheets = [...document.adoptedStyleSheets, page];
+    for (const [, root] of drawn) root.replaceChildren();
     const failed = [];
     for (const plan of plans) {
       const node = found[plan.index];
-      if (!node || node.shadowRoot) continue;
-      let root;
-      try {
-        root = node.attachShadow({ mode: "closed" });
-      } catch (error) {
-        failed.push(plan.index);
-        continue;
+      if (!node) continue;
+      let root = (drawn.find(([ours]) => ours === node) || [])[1];
+      if (!root) {
+        if (node.shadowRoot) continue;
+        try {
+          root = node.attachShadow({ mode: "closed" });
+        } catch (error) {
+          failed.push(plan.index);
+          continue;
+        }
+        root.adoptedStyleSheets = [sheet];
+        drawn.push([node, root]);
       }
-      root.adoptedStyleSheets = [sheet];
       root.appendChild(DRAW[plan.kind](plan.values));
     }
+    return { boxes: await measure(plans), failed };
+  }
+
+  // Once the page settled after draw(plans, ..., settling): null when it changed its
+  // elements meanwhile, else the boxes now and whether the page had scrolled away.
+  async function confirm(plans) {
+    const moved = pending();
+    watcher.disconnect();
+    if (moved) return null;
+    const scrolled = window.scrollX !== 0 || window.scrollY !== 0;
+    return { boxes: await measure(plans), scrolled };
+  }
+
+  async function measure(plans) {
     await document.fonts.ready;
     window.scrollTo(0, 0);
     const boxes = {};
@@ -351,11 +382,11 @@
       boxes[plan.index] = rect && rect.width > 0 && rect.height > 0 ?
         { x: rect.x, y: rect.y, width: rect.width, height: rect.height } : null;
     }
-    return { boxes, failed };
+    return boxes;
   }
 
   Object.defineProperty(window, config.key, {
-    value: Object.freeze({ collect, draw }), enumerable: false, configurable: false,
+    value: Object.freeze({ collect, draw, confirm }), enumerable: false, configurable: false,
   });
   if (document.fonts) registerFonts().forEach((face) => face.load().catch(() => null));
 }

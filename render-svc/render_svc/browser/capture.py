@@ -91,6 +91,22 @@ class Drawn:
     failed: frozenset[int]
 
 
+@dataclass(frozen=True)
+class Confirmed:
+    boxes: dict[int, Box | None]
+    # The page had scrolled after the stickers were drawn (it is scrolled back).
+    scrolled: bool
+
+
+def _boxes(raw: dict[str, Any] | None) -> dict[int, Box | None]:
+    return {
+        int(index): Box(float(b["x"]), float(b["y"]), float(b["width"]), float(b["height"]))
+        if b
+        else None
+        for index, b in (raw or {}).items()
+    }
+
+
 @component
 class PageSession:
     """Steps of one render on its page; every step is bounded by the render's deadline."""
@@ -237,31 +253,47 @@ class PageSession:
         return [RawElement.from_js(item) for item in raw or []]
 
     async def draw(
-        self, plans: Sequence[Plan], *, video: bool, now_ms: int, watched: bool
+        self,
+        plans: Sequence[Plan],
+        *,
+        video: bool,
+        now_ms: int,
+        watched: bool,
+        settling: bool = False,
     ) -> Drawn | None:
         """Draws the stickers (video: over a transparent page) and measures them.
 
         `watched`: the elements were collected before the page settled; None (nothing
-        drawn) when the page added, removed, moved or changed one since.
+        drawn) when the page added, removed, moved or changed one since. `settling`: the
+        page has not settled yet, `confirm` is to follow.
         """
         result: dict[str, Any] = await self._bounded(
             self._document.evaluate(
-                "([key, plans, video, now, watched]) => "
-                "window[key].draw(plans, video, now, watched)",
-                [self._key, [plan.to_js() for plan in plans], video, now_ms, watched],
+                "([key, plans, video, now, watched, settling]) => "
+                "window[key].draw(plans, video, now, watched, settling)",
+                [self._key, [plan.to_js() for plan in plans], video, now_ms, watched, settling],
             ),
             "settle",
         )
         if result.get("changed"):
             return None
-        boxes: dict[int, Box | None] = {}
-        for index, raw in (result.get("boxes") or {}).items():
-            boxes[int(index)] = (
-                Box(float(raw["x"]), float(raw["y"]), float(raw["width"]), float(raw["height"]))
-                if raw
-                else None
-            )
-        return Drawn(boxes, frozenset(int(i) for i in result.get("failed") or ()))
+        return Drawn(
+            _boxes(result.get("boxes")), frozenset(int(i) for i in result.get("failed") or ())
+        )
+
+    async def confirm(self, plans: Sequence[Plan]) -> Confirmed | None:
+        """After a `draw(..., settling=True)` and the page settled: the boxes now, or None
+        when the page changed its elements meanwhile."""
+        result: dict[str, Any] | None = await self._bounded(
+            self._document.evaluate(
+                "([key, plans]) => window[key].confirm(plans)",
+                [self._key, [plan.to_js() for plan in plans]],
+            ),
+            "settle",
+        )
+        if result is None:
+            return None
+        return Confirmed(_boxes(result.get("boxes")), scrolled=bool(result.get("scrolled")))
 
     async def screenshot(self, *, transparent: bool) -> bytes:
         data: bytes = await self._bounded(self._capture(transparent), "render into an image")

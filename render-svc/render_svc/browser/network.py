@@ -248,7 +248,7 @@ async def wait_until_quiet(session: RenderSession, quiet_seconds: float = 0.03) 
             return True
         if now >= session.deadline:
             return False
-        # Wakes at the window's end, not at the next 10-ms step: the window is mostly spent
-        # reading the page (renderer.py `_load`), so an overshoot would be waited idle.
+        # Wakes at the window's end, not at the next 10-ms step: the page is read and drawn
+        # during the window (renderer.py `_load`), so an overshoot would be waited idle.
         left = session.last_change + quiet_seconds - now if session.in_flight == 0 else 0.01
         await asyncio.sleep(min(max(left, 0.001), 0.01))

@@ -9,7 +9,8 @@ import pytest
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
 from tests.integration.render.conftest import SETTLE_SECONDS
-from tests.integration.render.rendering import prepare, story_page
+from tests.integration.render.rendering import prepare, render_image, story_page
+from tests.integration.render.support import decode_rgb, difference
 from tests.support.api import Api, Org
 from tests.support.pages import PageServer
 
@@ -198,6 +199,55 @@ async def test_elements_a_page_changes_while_it_settles_are_read_as_they_end(
     found = [(s.kind, dict(s.attributes)) for s in rendering.stickers]
     assert found == [("hashtag", {"hashtag": "after"}), ("location", {"location": "Late"})]
     assert all(s.width > 0 for s in rendering.stickers), list(rendering.stickers)
+
+
+async def test_a_sticker_the_page_spoils_while_it_settles_is_drawn_no_more(
+    render: render_pb2_grpc.RenderServiceAsyncStub, page_server: PageServer
+) -> None:
+    # Drawn while the page settles, then made invalid by the page: the capture must not
+    # keep the first drawing.
+    late = page_server.url("/wait?ms=300")
+    spoil = (
+        "<script>addEventListener('load', () => fetch('" + late + "').then((r) => r.text())"
+        ".then(() => document.querySelector('photoapp-hashtag')"
+        ".setAttribute('hashtag', 'two words')))</script>"
+    )
+    spoiled, spoiled_jpeg = await render_image(
+        render, story_page('<photoapp-hashtag hashtag="before"></photoapp-hashtag>' + spoil)
+    )
+    assert list(spoiled.stickers) == []
+    assert any('invalid hashtag "two words"' in w for w in spoiled.warnings), spoiled.warnings
+    _, invalid_jpeg = await render_image(
+        render, story_page('<photoapp-hashtag hashtag="two words"></photoapp-hashtag>')
+    )
+    _, drawn_jpeg = await render_image(
+        render, story_page('<photoapp-hashtag hashtag="before"></photoapp-hashtag>')
+    )
+    invalid = decode_rgb(invalid_jpeg)
+    assert difference(decode_rgb(spoiled_jpeg), invalid).strong < 0.001
+    assert difference(decode_rgb(drawn_jpeg), invalid).strong > 0.005  # a sticker shows
+
+
+async def test_a_page_that_scrolls_while_it_settles_is_captured_from_its_top(
+    render: render_pb2_grpc.RenderServiceAsyncStub, page_server: PageServer
+) -> None:
+    # Below the canvas, a red block a scrolled page would show.
+    below = (
+        '<div style="position:absolute;left:0;top:1920px;width:1080px;height:3000px;'
+        'background:#d01010"></div>'
+    )
+    late = page_server.url("/wait?ms=300")
+    scroll = (
+        "<script>addEventListener('load', () => fetch('" + late + "').then((r) => r.text())"
+        ".then(() => window.scrollTo(0, 1500)))</script>"
+    )
+    hashtag = '<photoapp-hashtag hashtag="top"></photoapp-hashtag>'
+    scrolled, scrolled_jpeg = await render_image(
+        render, story_page(hashtag, top=120) + below + scroll
+    )
+    still, still_jpeg = await render_image(render, story_page(hashtag, top=120) + below)
+    assert difference(decode_rgb(scrolled_jpeg), decode_rgb(still_jpeg)).strong < 0.001
+    assert [(s.x, s.y) for s in scrolled.stickers] == [(s.x, s.y) for s in still.stickers]
 
 
 async def test_every_render_gets_a_fresh_context(
