@@ -110,6 +110,12 @@ async def test_killing_one_replica_of_each_component_loses_and_doubles_no_post(
     retried = 0
     stop = asyncio.Event()
     headers = {"Authorization": f"Bearer {fresh_org.token}"}
+    started = time.monotonic()
+    # What a failure message shows: when each replica went down and came back.
+    replicas: list[str] = []
+
+    def now() -> str:
+        return f"{time.monotonic() - started:.1f}s"
 
     async def caller(account_ids: list[str]) -> None:
         nonlocal retried
@@ -127,20 +133,27 @@ async def test_killing_one_replica_of_each_component_loses_and_doubles_no_post(
                     "text": "production shape",
                 }
                 deadline = time.monotonic() + 60
+                attempts: list[str] = []
                 # As the spec tells callers: retry 429/5xx and lost answers with the same UUID.
                 while True:
+                    sent = now()
                     try:
                         answer = await http.post(
                             f"{fresh_org.base_url}/schedule-social-post", json=body, headers=headers
                         )
                         status = answer.status_code
-                    except httpx.TransportError:
+                        attempts.append(f"{sent}-{now()}: {status}")
+                    except httpx.TransportError as error:
                         status = 0
+                        attempts.append(f"{sent}-{now()}: {error!r}")
                     if status == 200:
                         accepted.append(body["socialPostUuid"])
                         break
                     assert status in (0, 429, 502, 503, 504), answer.text
-                    assert time.monotonic() < deadline, f"never accepted: {status}"
+                    assert time.monotonic() < deadline, (
+                        f"never accepted: {status}; attempts {attempts[:3]} ... {attempts[-5:]}; "
+                        f"replicas {replicas}"
+                    )
                     retried += 1
                     await asyncio.sleep(0.5)
 
@@ -150,12 +163,20 @@ async def test_killing_one_replica_of_each_component_loses_and_doubles_no_post(
         for replica in (f"{component}-2" for component in (*SERVICES, "edge")):
             await asyncio.sleep(3)
             await storypost_stack.processes.kill(replica)
+            replicas.append(f"{replica} killed {now()}")
             await asyncio.sleep(3)
             await storypost_stack.processes.start_component(replica)
+            replicas.append(f"{replica} back {now()}")
         await asyncio.sleep(3)
     finally:
         stop.set()
-        await asyncio.gather(*callers)
+        ended = await asyncio.gather(*callers, return_exceptions=True)
+    failed = [result for result in ended if isinstance(result, BaseException)]
+    if failed:
+        # The stack goes with the run: what the edges and the services said is kept here.
+        for component in ("edge", "publish", "account"):
+            print(f"--- {component}\n{storypost_stack.processes.logs(component, 80)}")
+        raise failed[0]
     assert len(accepted) >= 10, accepted
     for post_uuid in accepted:
         done = await wait_status(
