@@ -142,30 +142,30 @@ class Renderer:
         marks = [("start", time.perf_counter())]
         async with self.capture.open(organization_id) as page:
             marks.append(("lease", time.perf_counter()))
-            # An image design is drawn while it settles: no src, and none needed.
-            image = _Target(organization_id, now_ms, video=False, src=None)
-            read = await self._load(
-                page, design, marks, image if not bounds.video_required else None
-            )
-            while True:
-                if (read.plan.video_src or bounds.video_required) and not read.settled:
+            if bounds.video_required:
+                read = await self._load(page, design, marks, None)
+                if not read.settled:
                     # Which way the render goes is decided on the settled page.
                     read = await self._read_again(page, marks)
-                if bounds.video_required and not read.plan.video_src:
+                if not read.plan.video_src:
                     raise InvalidArgument(
                         f"a {bounds.label} needs a video: give <photoapp-story> a src attribute"
                     )
-                if read.plan.video_src:
-                    break
-                capture = await self._capture_page(page, image, read, marks)
-                if capture is not None:
-                    return capture
-                read = await self._read_again(page, marks)
+            else:
+                # An image design is drawn while it settles: no src, and none needed.
+                image = _Target(organization_id, now_ms, video=False, src=None)
+                captured = await self._capture_settled(
+                    page, image, await self._load(page, design, marks, image), marks
+                )
+                if isinstance(captured, Capture):
+                    return captured
+                read = captured
         # A video design: its source is fetched and probed (up to minutes from a slow
         # server) with no browser slot held, then the page is loaded again to be captured.
         # A source slot (the organization's fair share) is held until then: it bounds the
         # sources on disk (deploy/: render-svc's /tmp is sized for as many as render slots).
         src = read.plan.video_src
+        assert src is not None  # a settled reading with a src: the only way out to here
         async with self.source_slots.slot(organization_id):
             await asyncio.to_thread(work.mkdir, parents=True, exist_ok=True)
             facts = await self.check_video(src, bounds, work / SOURCE_FILE)
@@ -173,22 +173,34 @@ class Renderer:
             async with self.capture.open(organization_id) as page:
                 marks.append(("lease", time.perf_counter()))
                 overlay = _Target(organization_id, now_ms, video=True, src=src)
-                again = await self._load(page, design, marks, overlay)
-                while True:
-                    if again.plan.video_src != src and not again.settled:
-                        again = await self._read_again(page, marks)
-                    if again.plan.video_src != src:
-                        raise InvalidArgument(CHANGED_SRC)
-                    capture = await self._capture_page(page, overlay, again, marks)
-                    if capture is not None:
-                        break
-                    again = await self._read_again(page, marks)
+                captured = await self._capture_settled(
+                    page, overlay, await self._load(page, design, marks, overlay), marks
+                )
+                if not isinstance(captured, Capture):
+                    raise InvalidArgument(CHANGED_SRC)
         return replace(
-            capture,
+            captured,
             video_src=src,
             video_path=work / SOURCE_FILE,
             duration_seconds=facts.duration,
         )
+
+    async def _capture_settled(
+        self, page: PageSession, target: _Target, read: _Read, marks: Marks
+    ) -> Capture | _Read:
+        """The page captured for `target` (a reading is taken again on the settled page
+        whenever the page changed its elements); or, when the settled page names another
+        src than the target's, that reading: the caller decides which way the render goes."""
+        while True:
+            if read.plan.video_src != target.src and not read.settled:
+                # Which way the render goes is decided on the settled page.
+                read = await self._read_again(page, marks)
+            if read.plan.video_src != target.src:
+                return read
+            capture = await self._capture_page(page, target, read, marks)
+            if capture is not None:
+                return capture
+            read = await self._read_again(page, marks)
 
     async def _load(
         self, page: PageSession, design: DesignInput, marks: Marks, target: _Target | None

@@ -56,7 +56,7 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
             for name, value in headers.items():
                 self.send_header(name.replace("_", "-"), value)
             self.end_headers()
-            # The render may give up on a request (the slow endpoint): that is the point.
+            # The render may give up on a request (a long /wait): that is the point.
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self.wfile.write(body)
 
@@ -71,12 +71,9 @@ def _handler(server: PageServer) -> type[http.server.BaseHTTPRequestHandler]:
             elif parts.path == "/redirect":
                 target = parse_qs(parts.query)["to"][0]
                 self._send(302, b"", "text/plain", Location=target)
-            elif parts.path == "/slow":
-                # Never answers within a render's settle time.
-                server.stop.wait(30)
-                self._send(200, b"late", "text/plain")
             elif parts.path == "/wait":
-                # Answers after ?ms= milliseconds: keeps a page loading after its load event.
+                # Answers after ?ms= milliseconds: keeps a page loading after its load event,
+                # or, with 30000, never within a render's settle time.
                 server.stop.wait(int(parse_qs(parts.query)["ms"][0]) / 1000)
                 self._send(200, b"waited", "text/plain", Access_Control_Allow_Origin="*")
             elif parts.path == "/hold":

@@ -313,8 +313,9 @@
     return faces;
   }
 
-  // A changed page is drawn again on the same nodes: our roots are kept to be redrawn.
-  const drawn = [];
+  // A changed page is drawn again on the same nodes: our roots (by node) are kept to be
+  // redrawn.
+  const drawn = new Map();
   let ownSheet = null;
 
   const pending = () => changed || watcher.takeRecords().some(matters);
@@ -340,12 +341,12 @@
       "*:not(#sp-a#sp-b#sp-c#sp-d#sp-e) { caret-color: transparent !important; }" +
       // The video shows through the overlay: the page's own background must not hide it.
       (video ? "html, body { background: transparent !important; }" : ""));
-    for (const [, root] of drawn) root.replaceChildren();
+    for (const root of drawn.values()) root.replaceChildren();
     const failed = [];
     for (const plan of plans) {
       const node = found[plan.index];
       if (!node) continue;
-      let root = (drawn.find(([ours]) => ours === node) || [])[1];
+      let root = drawn.get(node);
       if (!root) {
         if (node.shadowRoot) continue;
         try {
@@ -355,7 +356,7 @@
           continue;
         }
         root.adoptedStyleSheets = [sheet];
-        drawn.push([node, root]);
+        drawn.set(node, root);
       }
       root.appendChild(DRAW[plan.kind](plan.values));
     }

@@ -186,14 +186,19 @@ async def test_slow_video_sources_hold_no_browser_slot(
     """Issue #21 item 5: an organization whose video sources trickle in keeps no render of
     another organization waiting. Three slow sources (more than the instance's two render
     slots) are fetched while another organization's image design is rendered at once."""
+    asked = page_server.count("/wait")
     slow = [
         asyncio.create_task(
-            prepare(render, pb.Design(html=video_page(page_server.url(f"/slow?{n}"))), org="slow")
+            prepare(
+                render,
+                pb.Design(html=video_page(page_server.url(f"/wait?ms=30000&n={n}"))),
+                org="slow",
+            )
         )
         for n in range(3)
     ]
     try:
-        while page_server.count("/slow") < 2:  # both source slots are fetching
+        while page_server.count("/wait") < asked + 2:  # both source slots are fetching
             await asyncio.sleep(0.1)
         rendering = await prepare(render, pb.Design(html=story_page("<h1>quick</h1>")), org="quick")
         assert rendering.state == pb.RENDERING_STATE_PREPARED, rendering
