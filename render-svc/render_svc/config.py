@@ -23,7 +23,8 @@ class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings
 
     # --- the browser pool ---
     chromium_path: str = "/usr/lib/chromium/chromium"
-    # Browser processes kept warm; each serves several renders, a fresh context per render.
+    # Browser processes kept warm; each serves many renders, each in a clean page (a new
+    # context, or a wiped one whose documents had no origin: docs/render.md "Reuse").
     render_browsers: int = Field(default=1, ge=1, le=16)
     # Renders running at once over all browsers (each is one renderer process).
     render_concurrency: int = Field(default=4, ge=1, le=64)

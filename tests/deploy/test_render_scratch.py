@@ -23,7 +23,8 @@ from tests.deploy.service_calls import package_dir
 from tests.deploy.support import of_kind, render
 
 TARGETS = ("base", "overlays/dev", "overlays/prod")
-# Besides video files: the browsers' profiles (a fresh context per render keeps them small),
+# Besides video files: the browsers' profiles (small: render contexts are off the record,
+# what a page stores stays in memory),
 # captured overlays and previews (a few MB each).
 OTHER_FILES_BYTES = 1024**3
 

@@ -133,11 +133,13 @@ class RenderServiceServicer:
     """
 
     def Prepare(self, request, context):
-        """Loads the design in a fresh sandboxed browser context, probes the video source, resolves
-        mention stickers, captures the image (or the transparent overlay of a video design),
-        extracts stickers and warnings, and stores the rendering in state PREPARED. Returns when
-        that is done (about a second for an image design). Idempotent on (organization_id,
-        rendering_id): a repeat returns the stored rendering and renders nothing.
+        """Loads the design in a clean sandboxed page (a new window that nothing of an earlier
+        render reaches: docs/render.md "Reuse"), probes the video source, resolves mention
+        stickers, captures the image (or the transparent overlay of a video design), extracts
+        stickers and warnings, and stores the rendering in state PREPARED. Returns when that is
+        done (a tenth of a second or so for an image design on an idle pool; a video's source is
+        fetched and probed first). Idempotent on (organization_id, rendering_id): a repeat
+        returns the stored rendering and renders nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -45,11 +45,13 @@ class RenderServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> RenderServiceAsyncStub: ...
     Prepare: _grpc.UnaryUnaryMultiCallable[_render_pb2.PrepareRequest, _render_pb2.PrepareResponse]
-    """Loads the design in a fresh sandboxed browser context, probes the video source, resolves
-    mention stickers, captures the image (or the transparent overlay of a video design),
-    extracts stickers and warnings, and stores the rendering in state PREPARED. Returns when
-    that is done (about a second for an image design). Idempotent on (organization_id,
-    rendering_id): a repeat returns the stored rendering and renders nothing.
+    """Loads the design in a clean sandboxed page (a new window that nothing of an earlier
+    render reaches: docs/render.md "Reuse"), probes the video source, resolves mention
+    stickers, captures the image (or the transparent overlay of a video design), extracts
+    stickers and warnings, and stores the rendering in state PREPARED. Returns when that is
+    done (a tenth of a second or so for an image design on an idle pool; a video's source is
+    fetched and probed first). Idempotent on (organization_id, rendering_id): a repeat
+    returns the stored rendering and renders nothing.
     """
     Finish: _grpc.UnaryUnaryMultiCallable[_render_pb2.FinishRequest, _render_pb2.Rendering]
     """Starts the slow part in the background: video composite, JPEG preview, upload to S3.
@@ -122,11 +124,13 @@ class RenderServiceAsyncStub(RenderServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Prepare: _aio.UnaryUnaryMultiCallable[_render_pb2.PrepareRequest, _render_pb2.PrepareResponse]  # type: ignore[assignment]
-    """Loads the design in a fresh sandboxed browser context, probes the video source, resolves
-    mention stickers, captures the image (or the transparent overlay of a video design),
-    extracts stickers and warnings, and stores the rendering in state PREPARED. Returns when
-    that is done (about a second for an image design). Idempotent on (organization_id,
-    rendering_id): a repeat returns the stored rendering and renders nothing.
+    """Loads the design in a clean sandboxed page (a new window that nothing of an earlier
+    render reaches: docs/render.md "Reuse"), probes the video source, resolves mention
+    stickers, captures the image (or the transparent overlay of a video design), extracts
+    stickers and warnings, and stores the rendering in state PREPARED. Returns when that is
+    done (a tenth of a second or so for an image design on an idle pool; a video's source is
+    fetched and probed first). Idempotent on (organization_id, rendering_id): a repeat
+    returns the stored rendering and renders nothing.
     """
     Finish: _aio.UnaryUnaryMultiCallable[_render_pb2.FinishRequest, _render_pb2.Rendering]  # type: ignore[assignment]
     """Starts the slow part in the background: video composite, JPEG preview, upload to S3.
@@ -202,11 +206,13 @@ class RenderServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _render_pb2.PrepareRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_render_pb2.PrepareResponse, _abc.Awaitable[_render_pb2.PrepareResponse]]:
-        """Loads the design in a fresh sandboxed browser context, probes the video source, resolves
-        mention stickers, captures the image (or the transparent overlay of a video design),
-        extracts stickers and warnings, and stores the rendering in state PREPARED. Returns when
-        that is done (about a second for an image design). Idempotent on (organization_id,
-        rendering_id): a repeat returns the stored rendering and renders nothing.
+        """Loads the design in a clean sandboxed page (a new window that nothing of an earlier
+        render reaches: docs/render.md "Reuse"), probes the video source, resolves mention
+        stickers, captures the image (or the transparent overlay of a video design), extracts
+        stickers and warnings, and stores the rendering in state PREPARED. Returns when that is
+        done (a tenth of a second or so for an image design on an idle pool; a video's source is
+        fetched and probed first). Idempotent on (organization_id, rendering_id): a repeat
+        returns the stored rendering and renders nothing.
         """
 
     @_abc_1.abstractmethod
