@@ -52,6 +52,8 @@ SRCDOC = NEW_FRAME.replace("() => {", "(html) => new Promise((loaded) => {", 1).
     'replaceChildren(frame);\n  frame.addEventListener("load", loaded, { once: true });\n'
     "  frame.srcdoc = html;\n})",
 )
+# Built from render-svc's own frame script, so that only the way the design arrives differs.
+assert SRCDOC.startswith("(html) =>") and "frame.srcdoc = html" in SRCDOC, "NEW_FRAME changed"
 Way = Callable[[Page, str], Awaitable[None]]
 
 
