@@ -143,10 +143,9 @@ class Renderer:
         async with self.capture.open(organization_id) as page:
             marks.append(("lease", time.perf_counter()))
             if bounds.video_required:
-                read = await self._load(page, design, marks, None)
-                if not read.settled:
-                    # Which way the render goes is decided on the settled page.
-                    read = await self._read_again(page, marks)
+                # Nothing is drawn on this lease: the page is read once, when it settled.
+                await self._open(page, design, marks)
+                read = await self._read_settled(page, marks)
                 if not read.plan.video_src:
                     raise InvalidArgument(
                         f"a {bounds.label} needs a video: give <photoapp-story> a src attribute"
@@ -194,37 +193,40 @@ class Renderer:
         while True:
             if read.plan.video_src != target.src and not read.settled:
                 # Which way the render goes is decided on the settled page.
-                read = await self._read_again(page, marks)
+                read = await self._read_settled(page, marks)
             if read.plan.video_src != target.src:
                 return read
             capture = await self._capture_page(page, target, read, marks)
             if capture is not None:
                 return capture
-            read = await self._read_again(page, marks)
+            read = await self._read_settled(page, marks)
+
+    async def _open(self, page: PageSession, design: DesignInput, marks: Marks) -> None:
+        await page.load(design.html, design.url)
+        marks.append(("load", time.perf_counter()))
 
     async def _load(
-        self, page: PageSession, design: DesignInput, marks: Marks, target: _Target | None
+        self, page: PageSession, design: DesignInput, marks: Marks, target: _Target
     ) -> _Read:
         """Loads the page, then reads its elements and draws them (when the page is the
         `target`'s: an image without a src, an overlay with its src) while it settles: the
         settle window (30 ms of no request) would otherwise be waited idle. What was read
         and drawn holds unless the page changes its elements before it settled
         (docs/render.md "Settling")."""
-        await page.load(design.html, design.url)
-        marks.append(("load", time.perf_counter()))
+        await self._open(page, design, marks)
         plan = plan_page(await page.collect())
         marks.append(("collect", time.perf_counter()))
         drawing = None
-        if target is not None and plan.video_src == target.src:
+        if plan.video_src == target.src:
             drawing = await self._draw(page, target, plan, watched=True, settling=True)
             marks.append(("draw", time.perf_counter()))
             if drawing is None:
-                return await self._read_again(page, marks)
+                return await self._read_settled(page, marks)
         await page.settled()
         marks.append(("settle", time.perf_counter()))
         return _Read(plan, settled=False, drawing=drawing)
 
-    async def _read_again(self, page: PageSession, marks: Marks) -> _Read:
+    async def _read_settled(self, page: PageSession, marks: Marks) -> _Read:
         """The elements of the settled page, as they are now."""
         await page.settled()
         plan = plan_page(await page.collect())
