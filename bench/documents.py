@@ -43,7 +43,7 @@ from render_svc.config import RenderSettings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.capture import photo
-from bench.render import typical_design
+from bench.render import chromium_type, typical_design
 
 BACKGROUND = "https://photo.storypost.invalid/background.jpg"
 # The new frame given the design as its srcdoc; resolves once the frame's load event fired.
@@ -65,8 +65,7 @@ def cpu_by_kind() -> dict[str, float]:
     found = {"routes": table[me].cpu_seconds} if me in table else {}
     for pid in descendants(me, table):
         argv = arguments(pid)
-        types = [a.split("=", 1)[1] for a in argv if a.startswith("--type=")]
-        kind = types[0] if types else "driver" if "node" in " ".join(argv[:1]) else "browser"
+        kind = chromium_type(argv) or ("driver" if "node" in " ".join(argv[:1]) else "browser")
         found[kind] = found.get(kind, 0.0) + table[pid].cpu_seconds
     return found
 

@@ -147,6 +147,11 @@ def command_name(pid: int) -> str:
         return "?"
 
 
+def chromium_type(argv: list[str]) -> str | None:
+    """A Chromium child process's `--type` (renderer, gpu-process, utility, zygote…)."""
+    return next((a.split("=", 1)[1] for a in argv if a.startswith("--type=")), None)
+
+
 def cpu_seconds_by_process() -> dict[int, tuple[str, float]]:
     """CPU seconds used so far by every process, with its kind: a Chromium process by its
     `--type` and whose it is (render-svc's or the bench's bare browser), render-svc by name,
@@ -155,9 +160,8 @@ def cpu_seconds_by_process() -> dict[int, tuple[str, float]]:
     kinds: dict[int, str] = {}
     for pid in table:
         argv = arguments(pid)
-        types = [a.split("=", 1)[1] for a in argv if a.startswith("--type=")]
-        if types:
-            kinds[pid] = "chromium " + types[0]
+        if process_type := chromium_type(argv):
+            kinds[pid] = "chromium " + process_type
         elif any("render_svc" in a for a in argv):
             kinds[pid] = "render-svc"
         elif argv and "chrom" in Path(argv[0]).name:
