@@ -75,7 +75,8 @@ CALLERS = 4
 # render-svc's browsers run at this nice value; the bare browser gets the same.
 NICE = RenderSettings().render_browser_nice
 PUBLIC_URL = "http://127.0.0.1:9"
-CHROMIUM = "/usr/lib/chromium/chromium"
+# The bare side runs the same browser binary as render-svc.
+CHROMIUM = RenderSettings().chromium_path
 LAYER = (
     "position:absolute;inset:0;display:flex;flex-direction:column;align-items:center;"
     "gap:40px;padding:260px 40px"

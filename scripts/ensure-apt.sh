@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages storypost needs, only those that are missing (fast when all are there).
 set -euo pipefail
-packages=(chromium ffmpeg nats-server fonts-noto-color-emoji fonts-dejavu)
+# chromium-headless-shell: render-svc's browser, as in its image; chromium: the app's end-to-end tests.
+packages=(chromium chromium-headless-shell ffmpeg nats-server fonts-noto-color-emoji fonts-dejavu)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -57,7 +57,6 @@ ENV PATH=/opt/storypost/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
     STORYPOST_GRPC_HOST=0.0.0.0 \
     STORYPOST_GRPC_PORT=50052 \
     HOME=/tmp \
-    STORYPOST_CHROMIUM_PATH=/usr/lib/chromium/chromium-headless-shell \
     PLAYWRIGHT_NODEJS_PATH=/usr/bin/node
 USER 10001:10001
 EXPOSE 50052 9100

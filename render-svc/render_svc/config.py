@@ -22,7 +22,10 @@ class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings
     public_url: str = "http://127.0.0.1:8080"
 
     # --- the browser pool ---
-    chromium_path: str = "/usr/lib/chromium/chromium"
+    # Debian's headless shell (package chromium-headless-shell), here and in the image: the
+    # full browser's window and UI layers cost a render ~20% more CPU (docs/render.md
+    # "Which Chromium").
+    chromium_path: str = "/usr/lib/chromium/chromium-headless-shell"
     # Browser processes kept warm; each serves many renders, each in a clean page (a new
     # context, or a wiped one whose documents had no origin: docs/render.md "Reuse").
     render_browsers: int = Field(default=1, ge=1, le=16)
