@@ -8,6 +8,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -304,3 +305,40 @@ async def test_every_fresh_frame_is_the_top_documents_new_and_only_frame() -> No
             assert frame not in seen and all(old.is_detached() for old in seen)
             seen.append(frame)
         assert await page.evaluate("document.querySelectorAll('iframe').length") == 1
+
+
+def _status(pid: int) -> dict[str, str]:
+    lines = (Path("/proc") / str(pid) / "status").read_text().splitlines()
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
+
+
+def _namespace(pid: int, kind: str) -> str:
+    return str((Path("/proc") / str(pid) / "ns" / kind).readlink())
+
+
+async def test_renderers_run_in_chromiums_own_sandbox() -> None:
+    """docs/render.md "The sandbox": the browser runs in the jail's user and network
+    namespaces, and the jail lets Chromium's own namespace sandbox run, so each renderer
+    (which runs the pages' scripts) is under a seccomp-bpf filter, in user, PID and network
+    namespaces nested below the browser's. Read from /proc, outside the browser."""
+    earlier = set(descendants(os.getpid(), processes()))  # other tests' render-svc browsers
+    async with running_pool(concurrency=1, spare_pages=1) as pool, pool.lease(ORG) as lease:
+        await lease.document.set_content("<p>a design</p>")
+        ours = set(descendants(os.getpid(), processes())) - earlier
+        browser = next(
+            pid
+            for pid in ours
+            if (argv := arguments(pid))
+            and "chrom" in argv[0]
+            and not any(a.startswith("--type=") for a in argv)
+        )
+        renderers = [pid for pid in ours if "--type=renderer" in arguments(pid)]
+        assert renderers, "no renderer process"
+        for kind in ("user", "net"):
+            assert _namespace(browser, kind) != _namespace(os.getpid(), kind), kind
+        for pid in renderers:
+            status = _status(pid)
+            assert status["Seccomp"] == "2", (pid, status["Seccomp"])  # filter mode
+            assert status["NoNewPrivs"] == "1", pid
+            for kind in ("user", "pid", "net"):
+                assert _namespace(pid, kind) != _namespace(browser, kind), (pid, kind)
