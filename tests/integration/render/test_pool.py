@@ -17,7 +17,7 @@ from playwright.async_api import Browser
 from render_svc.assets import load_assets
 from render_svc.browser.capture import capture_image, capture_overlay
 from render_svc.browser.frames import fresh_frame
-from render_svc.browser.memory import arguments, descendants, processes
+from render_svc.browser.memory import arguments, descendants, is_renderer, processes
 from render_svc.browser.pool import BrowserPool, Lease, PoolSettings
 from render_svc.browser.warmup import warm_up
 from render_svc.config import RenderSettings
@@ -264,6 +264,20 @@ async def test_renders_past_the_queue_limit_are_refused_at_once() -> None:
         await asyncio.wait_for(render(hold=False), 20)
 
 
+def _the_pools_browser(earlier: set[int]) -> int:
+    """The browser process of the one pool started since `earlier` (this process's
+    descendants then): a Chromium process with no `--type`."""
+    browsers = [
+        pid
+        for pid in set(descendants(os.getpid(), processes())) - earlier
+        if (argv := arguments(pid))
+        and "chrom" in argv[0]
+        and not any(a.startswith("--type=") for a in argv)
+    ]
+    assert len(browsers) == 1, [arguments(pid) for pid in browsers]
+    return browsers[0]
+
+
 async def test_the_browser_gets_every_feature_switch_and_starts_no_browser_ui() -> None:
     """Chromium reads only the last --disable-features: Playwright's list and ours must
     arrive as one. And no context's window starts a renderer for the browser's own UI."""
@@ -272,17 +286,9 @@ async def test_the_browser_gets_every_feature_switch_and_starts_no_browser_ui() 
         for _ in range(2):
             async with pool.lease(ORG) as lease:
                 await lease.document.set_content("<p>a design</p>")
-        table = processes()
-        browsers = [
-            pid
-            for pid in set(descendants(os.getpid(), table)) - earlier
-            if (argv := arguments(pid))
-            and "chrom" in argv[0]
-            and not any(a.startswith("--type=") for a in argv)
-        ]
-        assert len(browsers) == 1, [arguments(pid) for pid in browsers]
-        argvs = [arguments(pid) for pid in descendants(browsers[0], table)]
-        disabled = [a for a in arguments(browsers[0]) if a.startswith("--disable-features=")]
+        browser = _the_pools_browser(earlier)
+        argvs = [arguments(pid) for pid in descendants(browser, processes())]
+        disabled = [a for a in arguments(browser) if a.startswith("--disable-features=")]
     assert len(disabled) == 1, disabled
     features = disabled[0].split("=", 1)[1].split(",")
     # One of Playwright's own (it keeps pages painting at once) and ours.
@@ -324,15 +330,8 @@ async def test_renderers_run_in_chromiums_own_sandbox() -> None:
     earlier = set(descendants(os.getpid(), processes()))  # other tests' render-svc browsers
     async with running_pool(concurrency=1, spare_pages=1) as pool, pool.lease(ORG) as lease:
         await lease.document.set_content("<p>a design</p>")
-        ours = set(descendants(os.getpid(), processes())) - earlier
-        browser = next(
-            pid
-            for pid in ours
-            if (argv := arguments(pid))
-            and "chrom" in argv[0]
-            and not any(a.startswith("--type=") for a in argv)
-        )
-        renderers = [pid for pid in ours if "--type=renderer" in arguments(pid)]
+        browser = _the_pools_browser(earlier)
+        renderers = [pid for pid in descendants(browser, processes()) if is_renderer(pid)]
         assert renderers, "no renderer process"
         for kind in ("user", "net"):
             assert _namespace(browser, kind) != _namespace(os.getpid(), kind), kind
