@@ -11,6 +11,8 @@ from storypost_runtime.settings import (
     GrpcServerSettings,
     MongoSettings,
     NatsSettings,
+    PlatformApiSettings,
+    PublicUrlSettings,
     refuse_published_secret,
 )
 
@@ -21,7 +23,9 @@ DEV_TOKEN_KEY = "c3Rvcnlwb3N0LWRldmVsb3BtZW50LWtleS0wMDAwMDA="  # noqa: S105 - p
 DEV_PLATFORM_CLIENT_SECRET = "storypost-sandbox-client-secret"  # noqa: S105 - public
 
 
-class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
+class AccountSettings(
+    GrpcServerSettings, PublicUrlSettings, PlatformApiSettings, MongoSettings, NatsSettings
+):
     grpc_port: int = Field(default=50051, ge=0, le=65535)
     # The request rate limit of every organization: a token bucket of this size refilled
     # evenly over a minute (60 per minute by the spec).
@@ -38,12 +42,10 @@ class AccountSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     # separated: the first encrypts, every one decrypts (rotation: put the new key first,
     # re-connect or refresh, then drop the old one). Required outside development.
     account_token_key: SecretStr = SecretStr(DEV_TOKEN_KEY)
-    # The sandbox network (the platforms' API base: <sandbox_url>/<platform>).
-    sandbox_url: str = "http://127.0.0.1:8090"
+    # sandbox_url (PlatformApiSettings): the platforms' API base, <sandbox_url>/<platform>.
     # The sandbox as browsers reach it (authorize pages); sandbox_url when empty.
     sandbox_public_url: str = ""
-    # The edge as browsers reach it: the connect callback is <public_url>/connect/callback.
-    public_url: str = "http://127.0.0.1:8080"
+    # public_url (PublicUrlSettings): the connect callback is <public_url>/connect/callback.
     # OAuth client credentials storypost presents to the platforms (the secret is required
     # outside development).
     platform_client_id: str = "storypost"

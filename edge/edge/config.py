@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from storypost_runtime.settings import BaseServiceSettings, ServiceAddresses
+from storypost_runtime.settings import PublicUrlSettings, ServiceAddresses
 
 
-class EdgeSettings(BaseServiceSettings, ServiceAddresses):
+class EdgeSettings(PublicUrlSettings, ServiceAddresses):
     edge_host: str = "127.0.0.1"
     edge_port: int = Field(default=8080, ge=0, le=65535)
     # Worker threads of the HTTP server (edge/serve.py): concurrent requests in flight per
@@ -24,8 +24,6 @@ class EdgeSettings(BaseServiceSettings, ServiceAddresses):
     # How many proxies append to X-Forwarded-For before the edge (the client is the entry
     # that many from the right).
     edge_trusted_proxy_count: int = Field(default=1, ge=1, le=10)
-    # Scheme, host and port callers use to reach the edge; base URLs are built from it.
-    public_url: str = "http://127.0.0.1:8080"
     # A revoked token stops working within this time (0: every call asks account-svc). A
     # valid token's check is remembered up to 10 minutes while account-svc's revocation feed,
     # read every third of this time, is current, and this long when it is not; an invalid

@@ -10,15 +10,18 @@ from storypost_runtime.settings import (
     GrpcServerSettings,
     MongoSettings,
     NatsSettings,
+    PlatformApiSettings,
     ServiceAddresses,
 )
 
 
-class PublishSettings(GrpcServerSettings, MongoSettings, NatsSettings, ServiceAddresses):
+class PublishSettings(
+    GrpcServerSettings, PlatformApiSettings, MongoSettings, NatsSettings, ServiceAddresses
+):
     grpc_port: int = Field(default=50053, ge=0, le=65535)
-    # Where the platforms' APIs answer; the sandbox network by default. A real platform is a
-    # driver of the same interface pointed at another base URL.
-    sandbox_url: str = "http://127.0.0.1:8090"
+    # Where the platforms' APIs answer: each its own URL, else sandbox_url (PlatformApiSettings,
+    # the sandbox network by default). A real platform is a driver of the same interface
+    # pointed at another base URL.
     photoapp_api_url: str | None = None
     clipapp_api_url: str | None = None
     social_api_url: str | None = None
@@ -43,9 +46,14 @@ class PublishSettings(GrpcServerSettings, MongoSettings, NatsSettings, ServiceAd
         return timedelta(seconds=self.posting_window_seconds)
 
     def platform_url(self, api: str) -> str:
-        chosen = {
+        return (self._platform_urls()[api] or self.sandbox_url).rstrip("/")
+
+    def platforms_addressed_apart(self) -> bool:
+        return all(self._platform_urls().values())
+
+    def _platform_urls(self) -> dict[str, str | None]:
+        return {
             "photoapp": self.photoapp_api_url,
             "clipapp": self.clipapp_api_url,
             "social": self.social_api_url,
-        }[api]
-        return (chosen or self.sandbox_url).rstrip("/")
+        }

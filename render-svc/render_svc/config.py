@@ -8,6 +8,7 @@ from storypost_runtime.settings import (
     GrpcServerSettings,
     MongoSettings,
     NatsSettings,
+    PublicUrlSettings,
     S3Settings,
     ServiceAddresses,
 )
@@ -15,11 +16,12 @@ from storypost_runtime.settings import (
 MIB = 1024 * 1024
 
 
-class RenderSettings(GrpcServerSettings, MongoSettings, NatsSettings, S3Settings, ServiceAddresses):
+class RenderSettings(
+    GrpcServerSettings, PublicUrlSettings, MongoSettings, NatsSettings, S3Settings, ServiceAddresses
+):
     grpc_port: int = Field(default=50052, ge=0, le=65535)
-    # Scheme, host and port callers use to reach the edge: stable temp blob URLs in pages
-    # start with it, and render-svc fetches those from S3 directly instead of over HTTP.
-    public_url: str = "http://127.0.0.1:8080"
+    # public_url (PublicUrlSettings): stable temp blob URLs in pages start with it, and
+    # render-svc fetches those from S3 directly instead of over HTTP.
 
     # --- the browser pool ---
     # Debian's headless shell (package chromium-headless-shell), here and in the image: the

@@ -74,6 +74,13 @@ class MongoSettings(BaseSettings):
     # Client-side operation timeout: a down database answers UNAVAILABLE, never a hang.
     mongo_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
 
+    @model_validator(mode="after")
+    def _production_database(self) -> Self:
+        refuse_development_address(
+            self, "mongo_url", how="the MongoDB deployment's URL (docs/deploy.md: dependencies)"
+        )
+        return self
+
 
 class NatsSettings(BaseSettings):
     """NATS JetStream connection."""
@@ -87,6 +94,13 @@ class NatsSettings(BaseSettings):
     # Copies of the stream in a JetStream cluster (1 on a single server; 3 in production, so
     # one NATS node lost loses no event). Raised on an existing stream at the next start.
     nats_stream_replicas: int = Field(default=1, ge=1, le=5)
+
+    @model_validator(mode="after")
+    def _production_nats(self) -> Self:
+        refuse_development_address(
+            self, "nats_url", how="the NATS cluster's URL (docs/deploy.md: dependencies)"
+        )
+        return self
 
 
 class S3Settings(BaseServiceSettings):
@@ -125,6 +139,43 @@ class S3Settings(BaseServiceSettings):
                 "key for the default credential chain",
             )
         return self
+
+
+class PublicUrlSettings(BaseServiceSettings):
+    """Where callers and browsers reach the edge (the ingress's URL in production)."""
+
+    # Scheme, host and port callers use to reach the edge: API base URLs, app links, connect
+    # callbacks and stable temp blob URLs start with it.
+    public_url: str = "http://127.0.0.1:8080"
+
+    @model_validator(mode="after")
+    def _production_public_url(self) -> Self:
+        refuse_development_address(
+            self, "public_url", how="the URL callers reach the edge at (the ingress's https URL)"
+        )
+        return self
+
+
+class PlatformApiSettings(BaseServiceSettings):
+    """Where the platforms' APIs answer: <sandbox_url>/<platform>, the sandbox network by
+    default."""
+
+    sandbox_url: str = "http://127.0.0.1:8090"
+
+    @model_validator(mode="after")
+    def _production_platforms(self) -> Self:
+        if not self.platforms_addressed_apart():
+            refuse_development_address(
+                self,
+                "sandbox_url",
+                how="the platforms' API base (<url>/<platform>): the sandbox network's URL in "
+                "a staging cluster, the platforms' gateway in production",
+            )
+        return self
+
+    def platforms_addressed_apart(self) -> bool:
+        """True when every platform has an address of its own, so sandbox_url is unused."""
+        return False
 
 
 class ServiceAddresses(BaseSettings):
@@ -179,10 +230,10 @@ def refuse_published_secret(
     when any of `values` (a key list gives each key) is in `published`. In development nothing
     is refused: an unset secret is its development value. `how` says how to get a real one.
     """
-    if settings.environment == DEVELOPMENT:
+    where = _outside_development(settings)
+    if where is None:
         return
     variable = env_variable(settings, field)
-    where = f"STORYPOST_ENVIRONMENT={settings.environment}"
     if field not in settings.model_fields_set or not any(v.strip() for v in values):
         raise ValueError(
             f"{variable} is not set, and {where} refuses its published development {noun}; "
@@ -193,6 +244,40 @@ def refuse_published_secret(
             f"{variable} is the published development {noun}, refused with {where}; "
             f"set a secret one ({how})"
         )
+
+
+def refuse_development_address(settings: BaseSettings, field: str, *, how: str) -> None:
+    """Production never sends traffic where the development stack listens: the rule of
+    published keys, for addresses (a database, NATS, the platforms, the public URL).
+
+    Outside development, raises ValueError naming the variable when `field` was not set (its
+    default is the embedded stack's loopback address) or holds that very default. An address
+    that is set is taken as meant, loopback included (a sidecar proxy listens there).
+    """
+    where = _outside_development(settings)
+    if where is None:
+        return
+    variable = env_variable(settings, field)
+    default = type(settings).model_fields[field].default
+    if field not in settings.model_fields_set:
+        raise ValueError(
+            f"{variable} is not set, and {where} refuses its development default ({default}): "
+            f"set it to {how}"
+        )
+    if getattr(settings, field) == default:
+        raise ValueError(
+            f"{variable} is the development default ({default}), refused with {where}: "
+            f"set it to {how}"
+        )
+
+
+def _outside_development(settings: BaseSettings) -> str | None:
+    """`STORYPOST_ENVIRONMENT=<name>` when `settings` run outside development, else None.
+    Connection mixins (MongoSettings, NatsSettings, ServiceAddresses) have no environment of
+    their own: a component's settings combine them with BaseServiceSettings, the CLI alone is
+    an operator's tool with none."""
+    environment = getattr(settings, "environment", DEVELOPMENT)
+    return None if environment == DEVELOPMENT else f"STORYPOST_ENVIRONMENT={environment}"
 
 
 def env_variable(settings: BaseSettings | type[BaseSettings], field: str) -> str:

@@ -16,6 +16,7 @@ from sandbox_net.switches import Switch
 from storypost_runtime.errors import FailedPrecondition
 from storypost_runtime.service_auth import ServiceCredential
 from tests.support.accounts import TEST_TOKEN_KEY, AccountWorld
+from tests.support.production import ADDRESSES
 
 
 async def test_tokens_are_encrypted_at_rest_and_never_listed(world: AccountWorld) -> None:
@@ -78,10 +79,11 @@ def test_token_key_settings() -> None:
     # Production (with the callers' keys it also needs): the development key is refused.
     callers = ServiceCredential.generate("publish-svc").public_entry()
     with pytest.raises(ValidationError, match="development key"):
-        AccountSettings(environment="production", service_public_keys=callers)
+        AccountSettings(environment="production", service_public_keys=callers, **ADDRESSES)
     AccountSettings(
         environment="production",
         service_public_keys=callers,
+        **ADDRESSES,
         account_token_key=SecretStr(TEST_TOKEN_KEY),
         platform_client_secret=SecretStr("a-client-secret-of-our-own"),
     )

@@ -35,6 +35,7 @@ from storypost_runtime.settings import (
     load_settings,
     refuse_published_secret,
 )
+from tests.support.production import ADDRESS_ENV
 from webhook_svc.config import DEV_WEBHOOK_SECRET_KEY, WebhookSettings
 
 SERVICE_SETTINGS: list[type[BaseServiceSettings]] = [
@@ -95,8 +96,9 @@ def own_value(variable: str) -> str:
 
 
 def own_secrets(settings: type[BaseServiceSettings]) -> dict[str, str]:
+    """Its secrets and signing keys, and the addresses production needs besides."""
     own = {variable: own_value(variable) for cls, variable, _ in SECRETS if cls is settings}
-    return own | SIGNING.get(settings, {})
+    return ADDRESS_ENV | own | SIGNING.get(settings, {})
 
 
 @pytest.fixture
@@ -241,11 +243,12 @@ def start(
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/tmp"),
         "STORYPOST_ENVIRONMENT": "production",
-        "STORYPOST_MONGO_URL": f"mongodb://127.0.0.1:{port}/?directConnection=true",
         "STORYPOST_MONGO_TIMEOUT_SECONDS": "60",
-        "STORYPOST_NATS_URL": f"nats://127.0.0.1:{port}",
         "STORYPOST_GRPC_PORT": "0",
         **env,
+        # Set (so production takes them), and where this test listens.
+        "STORYPOST_MONGO_URL": f"mongodb://127.0.0.1:{port}/?directConnection=true",
+        "STORYPOST_NATS_URL": f"nats://127.0.0.1:{port}",
     }
     return subprocess.Popen(
         [sys.executable, "-m", module],
