@@ -21,6 +21,7 @@ from account_svc.connections.daily_limits import DailyLimits
 from account_svc.connections.mentions import MentionResolver
 from account_svc.connections.platform_api import PlatformApi
 from account_svc.connections.token_crypto import TokenCipher
+from account_svc.connections.token_keeper import TokenKeeper
 from account_svc.identity.credentials import Credentials
 from account_svc.identity.organizations import Organizations
 from account_svc.identity.rate_buckets_kv import FailoverBuckets, KvBuckets, keep_kv_attached
@@ -33,6 +34,7 @@ from account_svc.servicer import AccountServicer, ConnectedAccountParts
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.mongo import mongo_client
+from storypost_runtime.outbox import OutboxMetrics, relay_when_reachable
 from storypost_runtime.service import ServiceParts
 from storypost_runtime.tasks import background
 
@@ -53,6 +55,7 @@ async def build(
     )
     organizations = Organizations(records, clock)
     users = Users(records, clock, PasswordHasher())
+    connected = connected_parts(settings, records, organizations, http, clock)
     servicer = AccountServicer(
         organizations=organizations,
         credentials=Credentials(records, clock),
@@ -62,9 +65,19 @@ async def build(
             clock,
             settings.rate_limit_per_minute,
         ),
-        connected=connected_parts(settings, records, organizations, http, clock),
+        connected=connected,
         sessions=app_sessions(settings, records, users, clock),
     )
+    # Account health: tokens kept fresh, and `account.status_changed` events relayed to
+    # webhook-svc once NATS answers (account-svc serves without it; events wait meanwhile).
+    await stack.enter_async_context(background(connected.keeper.run(), "token keeper"))
+    relay = relay_when_reachable(
+        settings,
+        [records.connected_accounts],
+        "account-svc events",
+        OutboxMetrics.create(registry),
+    )
+    await stack.enter_async_context(background(relay, "outbox relay"))
 
     def register(server: grpc.aio.Server) -> None:
         account_pb2_grpc.add_AccountServiceServicer_to_server(servicer, server)
@@ -117,6 +130,14 @@ def connected_parts(
     return ConnectedAccountParts(
         accounts=accounts,
         tokens=tokens,
+        keeper=TokenKeeper(
+            records,
+            tokens,
+            clock,
+            horizon=timedelta(seconds=settings.token_refresh_horizon_seconds),
+            check_interval=timedelta(seconds=settings.account_check_interval_seconds),
+            poll_seconds=settings.token_keeper_poll_seconds,
+        ),
         mentions=MentionResolver(
             records,
             accounts,

@@ -22,6 +22,7 @@ _EDGE_OR_ADMIN = frozenset({EDGE, ADMIN})
 RESTRICTIONS = restrict(
     SERVICE_NAME,
     GetAccessToken=_PUBLISH,
+    CheckAccounts=_PUBLISH,
     ReserveDailyPost=_PUBLISH,
     ReleaseDailyPost=_PUBLISH,
     ConsumeCredit=_PUBLISH,

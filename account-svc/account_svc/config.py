@@ -48,6 +48,12 @@ class AccountSettings(
     # public_url (PublicUrlSettings): the connect callback is <public_url>/connect/callback.
     # OAuth client credentials storypost presents to the platforms (the secret is required
     # outside development).
+    # Account health (connections/token_keeper.py): tokens that expire within this are
+    # refreshed ahead, checked every `token_keeper_poll_seconds`; an account with a post due
+    # within a day is checked (refreshed) at most once per `account_check_interval_seconds`.
+    token_refresh_horizon_seconds: float = Field(default=600.0, gt=0, le=7 * 86400)
+    token_keeper_poll_seconds: float = Field(default=30.0, gt=0, le=3600)
+    account_check_interval_seconds: float = Field(default=3600.0, ge=0, le=7 * 86400)
     platform_client_id: str = "storypost"
     platform_client_secret: SecretStr = SecretStr(DEV_PLATFORM_CLIENT_SECRET)
     # Deadline of one call to a platform.

@@ -9,6 +9,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 from storypost_runtime.mongo import Document, ensure_indexes
+from storypost_runtime.outbox import OUTBOX_INDEX
 
 # Records whose `purgeAt` has passed are removed by MongoDB itself.
 PURGE_INDEX = IndexModel([("purgeAt", ASCENDING)], expireAfterSeconds=0, name="purge")
@@ -109,6 +110,10 @@ class AccountCollections:
                     ],
                     name="org_platform_username",
                 ),
+                # The token keeper's pass: tokens that expire soonest.
+                IndexModel([("accessTokenExpiresAt", ASCENDING)], name="access_expiry"),
+                # `account.status_changed` events waiting for the relay.
+                OUTBOX_INDEX,
             ],
         )
         await ensure_indexes(

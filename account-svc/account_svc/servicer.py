@@ -20,6 +20,7 @@ from account_svc.connections.connected_accounts import (
 from account_svc.connections.credits import Credits
 from account_svc.connections.daily_limits import DailyLimits, DailyReservation
 from account_svc.connections.mentions import MentionResolver
+from account_svc.connections.token_keeper import TokenKeeper
 from account_svc.convert import (
     LINK_STATUS,
     account_pb,
@@ -43,8 +44,12 @@ from account_svc.identity.workspace_users import WorkspaceUsers
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.component import component
+from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import PHOTOAPP
+
+# CheckAccounts: accounts one call may name.
+MAX_CHECKED_ACCOUNTS = 100
 
 Context = grpc.aio.ServicerContext[Any, Any]
 # What GetConnectedAccount and DeleteConnectedAccount call: (organization id, ref) -> account.
@@ -64,6 +69,7 @@ class ConnectedAccountParts:
     credits: Credits
     links: ConnectLinks
     connect: ConnectFlow
+    keeper: TokenKeeper
 
 
 @component
@@ -196,6 +202,24 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
             platform=account.platform.name,
             platform_account_id=account.platform_account_id,
             username=account.username,
+        )
+
+    async def CheckAccounts(
+        self, request: pb.CheckAccountsRequest, context: Context
+    ) -> pb.CheckAccountsResponse:
+        if len(request.social_account_ids) > MAX_CHECKED_ACCOUNTS:
+            raise InvalidArgument(
+                f"at most {MAX_CHECKED_ACCOUNTS} accounts per call",
+                field_violations={"social_account_ids": ["too many"]},
+            )
+        found = await self.connected.keeper.check(
+            request.organization_id, list(request.social_account_ids)
+        )
+        return pb.CheckAccountsResponse(
+            accounts=[
+                pb.AccountHealth(social_account_id=account_id, status=status.value)
+                for account_id, status in found.items()
+            ]
         )
 
     async def ReserveDailyPost(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import field
 from datetime import datetime, timedelta
 
@@ -14,7 +15,7 @@ from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp, to_datetime
-from storypost_runtime.vocabulary import PHOTOAPP
+from storypost_runtime.vocabulary import PHOTOAPP, AccountStatus
 
 TOKEN_MARGIN = timedelta(minutes=1)
 
@@ -89,6 +90,23 @@ class AccountsClient:
             valid_until = to_datetime(token.expires_at) - TOKEN_MARGIN
             self._tokens[key] = (token, valid_until)
         return token
+
+    async def check_accounts(
+        self, organization_id: str, social_account_ids: Sequence[str]
+    ) -> dict[str, str]:
+        """account-svc checks each account (a post is due on it soon): socialAccountId →
+        `connected`, `needs_reconnect` or `disconnected`. A token kept for an account that is
+        not connected any more is forgotten, so its next post asks account-svc again."""
+        answer = await self.stub.CheckAccounts(
+            apb.CheckAccountsRequest(
+                organization_id=organization_id, social_account_ids=list(social_account_ids)
+            )
+        )
+        found = {a.social_account_id: a.status for a in answer.accounts}
+        for social_account_id, status in found.items():
+            if status != AccountStatus.CONNECTED:
+                self._tokens.pop((organization_id, social_account_id), None)
+        return found
 
     async def mark_disconnected(
         self, organization_id: str, social_account_id: str, reason: str

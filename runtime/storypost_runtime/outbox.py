@@ -23,15 +23,22 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from prometheus_client import Counter, Gauge
+from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 
-from storypost_runtime.bus import event_subject
+from storypost_runtime.bus import (
+    JetStreamPublisher,
+    ensure_events_stream,
+    event_subject,
+    nats_connection,
+)
 from storypost_runtime.clock import iso_utc
 from storypost_runtime.component import component
 from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
 from storypost_runtime.documents import from_document
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import Metrics, counter, gauge
+from storypost_runtime.settings import NatsSettings
 from storypost_runtime.tasks import run_passes
 from storypost_runtime.tracing import current_traceparent, in_stored_trace
 
@@ -114,6 +121,11 @@ def with_event(update: Mapping[str, Any], *events: Event) -> dict[str, Any]:
     merged.setdefault("$push", {})[OUTBOX_FIELD] = {"$each": docs}
     merged.setdefault("$set", {})[PENDING_FIELD] = True
     return merged
+
+
+# The relay's query (`outboxPending: true`) on every collection with an outbox: sparse, since
+# only records with unsent events carry the flag.
+OUTBOX_INDEX = IndexModel([(PENDING_FIELD, ASCENDING)], sparse=True, name="outbox_pending")
 
 
 def new_record_outbox(*events: Event) -> dict[str, Any]:
@@ -261,3 +273,25 @@ class OutboxRelay:
         log.warning("outbox relay pass failed", error=str(error))
         if self.metrics is not None:
             self.metrics.failures.inc()
+
+
+async def relay_when_reachable(
+    settings: NatsSettings,
+    collections: Sequence[AsyncCollection[Document]],
+    name: str,
+    metrics: OutboxMetrics | None = None,
+    retry_seconds: float = 2.0,
+) -> None:
+    """Relays the collections' events once NATS answers, for a service that serves without
+    NATS (account-svc): events wait in their records meanwhile, none is lost. Runs until
+    cancelled."""
+    async with nats_connection(settings, name, give_up_after_seconds=None) as client:
+        js = client.jetstream()
+        while True:
+            try:
+                await ensure_events_stream(js, settings)
+                break
+            except Exception as error:  # JetStream not ready yet: the stream comes later
+                log.info("events wait for JetStream", error=str(error) or type(error).__name__)
+                await asyncio.sleep(retry_seconds)
+        await OutboxRelay(collections, JetStreamPublisher(js), metrics=metrics).run()

@@ -119,9 +119,31 @@ EVENT_TYPES: dict[PostKind, EventType] = {
     PostKind.REEL: EventType("photoapp_reel_post.status_changed", "Reel posts", False),
     PostKind.CLIPAPP: EventType("clipapp_post.status_changed", "Clipapp posts", False),
 }
+# A connected account's health changed (account-svc; docs/accounts.md "Account health").
+ACCOUNT_STATUS_EVENT = EventType("account.status_changed", "Account status", False)
+# A published post's insights were read again (publish-svc; docs/insights.md).
+INSIGHTS_EVENT = EventType("post.insights_updated", "Post insights", False)
+# Every event a webhook URL can receive: the posts' status events, then the others.
+ALL_EVENT_TYPES: tuple[EventType, ...] = (
+    *EVENT_TYPES.values(),
+    ACCOUNT_STATUS_EVENT,
+    INSIGHTS_EVENT,
+)
 # The spec's two events go to every URL that names none; the others when asked for by name.
-DEFAULT_EVENTS: tuple[str, ...] = tuple(e.name for e in EVENT_TYPES.values() if e.by_default)
-OPT_IN_EVENTS: tuple[str, ...] = tuple(e.name for e in EVENT_TYPES.values() if not e.by_default)
+DEFAULT_EVENTS: tuple[str, ...] = tuple(e.name for e in ALL_EVENT_TYPES if e.by_default)
+OPT_IN_EVENTS: tuple[str, ...] = tuple(e.name for e in ALL_EVENT_TYPES if not e.by_default)
+
+
+class AccountStatus(StrEnum):
+    """A connected account's health, as `account.status_changed` spells it."""
+
+    CONNECTED = "connected"
+    # The platform refused its token for good: its owner must connect it again. The API's
+    # account listings show it as `disconnected: true` with the reason.
+    NEEDS_RECONNECT = "needs_reconnect"
+    # Removed from the organization (deleted).
+    DISCONNECTED = "disconnected"
+
 
 # Who can see a clipapp post (its `privacyLevel`), least private first.
 CLIPAPP_PRIVACY_LEVELS: tuple[str, ...] = (

@@ -27,14 +27,19 @@ from account_svc.connections.token_crypto import TokenCipher
 from account_svc.records import AccountCollections
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
-from storypost_runtime.errors import InvalidArgument, NotFound
+from storypost_runtime.errors import InvalidArgument, NotFound, Unavailable
 from storypost_runtime.mongo import Document
+from storypost_runtime.outbox import OUTBOX_FIELD, Event, new_record_outbox, with_event
+from storypost_runtime.vocabulary import ACCOUNT_STATUS_EVENT, AccountStatus
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Never read back by listings or lookups.
 SECRET_FIELDS = ("accessToken", "refreshToken")
-PUBLIC_PROJECTION = {name: 0 for name in SECRET_FIELDS}
+# Nor are the events waiting in its outbox.
+PUBLIC_PROJECTION = {**{name: 0 for name in SECRET_FIELDS}, OUTBOX_FIELD: 0}
 REASON_MAX = 500
+# The token keeper's bookkeeping (token_keeper.py), cleared by every new grant and status.
+REFRESH_STATE = {"refreshFailures": "", "refreshRetryAt": "", "refreshLease": ""}
 
 
 @dataclass(frozen=True)
@@ -194,7 +199,13 @@ class ConnectedAccounts:
         destinations: Sequence[Destination],
         connect_link_uuid: str | None = None,
     ) -> ConnectedAccount:
-        """Stores (or refreshes) the connection; connecting again clears `disconnected`."""
+        """Stores (or refreshes) the connection; connecting again clears `disconnected`.
+
+        A new connection, or one that needed a reconnect or was deleted, becomes `connected`
+        with its `account.status_changed` event in the same write; reconnecting a connected
+        account changes no status and sends none. A grant without a refresh token (a platform
+        that does not rotate it) keeps the stored one.
+        """
         now = self.clock.now()
         key = {
             "organizationId": organization_id,
@@ -202,48 +213,97 @@ class ConnectedAccounts:
             "connection": connection,
             "platformAccountId": profile.account_id,
         }
-        update: Document = {
-            "$set": {
-                "username": profile.username,
-                "usernameKey": username_key(profile.username),
-                "displayName": profile.display_name or profile.username,
-                "profilePictureUrl": profile.picture_url,
-                "linknetDestinations": [
-                    {"id": d.id, "name": d.name, "type": d.type} for d in destinations
-                ],
-                "accessToken": self.cipher.encrypt(grant.access_token),
-                "refreshToken": self.cipher.encrypt(grant.refresh_token),
-                "accessTokenExpiresAt": grant.access_expires_at,
-                "refreshTokenExpiresAt": grant.refresh_expires_at,
-                "disconnected": False,
-                "deletedAt": None,
-                "connectedAt": now,
-                "updatedAt": now,
-                "connectLinkUuid": connect_link_uuid,
-            },
-            "$unset": {"disconnectedAt": "", "disconnectReason": ""},
-            "$setOnInsert": {
-                "_id": new_social_account_id(),
-                "createdAt": now,
-                "busyUntil": EPOCH,
-            },
+        fields: Document = {
+            "username": profile.username,
+            "usernameKey": username_key(profile.username),
+            "displayName": profile.display_name or profile.username,
+            "profilePictureUrl": profile.picture_url,
+            "linknetDestinations": [
+                {"id": d.id, "name": d.name, "type": d.type} for d in destinations
+            ],
+            **self._token_fields(grant),
+            "disconnected": False,
+            "deletedAt": None,
+            "connectedAt": now,
+            "updatedAt": now,
+            "connectLinkUuid": connect_link_uuid,
         }
-        for attempt in range(2):
+        # Each pass reads what is stored, then writes only if it is still so: two connects of
+        # one account racing send one event between them.
+        for _ in range(5):
+            doc = await self._connect_once(key, fields, platform, now)
+            if doc is not None:
+                return ConnectedAccount.from_doc(doc)
+        raise Unavailable("the account changed while it was connected; try again")
+
+    async def _connect_once(
+        self, key: Document, fields: Document, platform: Platform, now: datetime
+    ) -> Document | None:
+        """One try of `connect`; None when another write came first (try again)."""
+        accounts = self.records.connected_accounts
+        stored = await accounts.find_one(key, {"_id": 1, "disconnected": 1, "deletedAt": 1})
+        clear = {"disconnectedAt": "", "disconnectReason": "", **REFRESH_STATE}
+        if stored is None:
+            account_id = new_social_account_id()
+            event = self._status_event(
+                {**key, **fields, "_id": account_id}, AccountStatus.CONNECTED, "connected", now
+            )
+            record = {
+                **key, **fields, "_id": account_id, "createdAt": now, "busyUntil": EPOCH,
+                **new_record_outbox(event),
+            }  # fmt: skip
             try:
-                doc = await self.records.connected_accounts.find_one_and_update(
-                    key,
-                    update,
-                    upsert=True,
-                    projection=PUBLIC_PROJECTION,
-                    return_document=ReturnDocument.AFTER,
-                )
-                break
+                await accounts.insert_one(record)
             except DuplicateKeyError:
-                # Two connects of one account raced; the second now updates the first's record.
-                if attempt:
-                    raise
-        assert doc is not None
-        return ConnectedAccount.from_doc(doc)
+                return None  # connected meanwhile: the next pass updates it
+            return {k: v for k, v in record.items() if k not in SECRET_FIELDS}
+        healthy = not stored.get("disconnected") and stored.get("deletedAt") is None
+        update: Document = {"$set": fields, "$unset": clear}
+        if not healthy:
+            reason = "connected again" if stored.get("disconnected") else "connected"
+            event = self._status_event(
+                {**key, **fields, "_id": stored["_id"]}, AccountStatus.CONNECTED, reason, now
+            )
+            update = with_event(update, event)
+        return await accounts.find_one_and_update(
+            {
+                "_id": stored["_id"],
+                "disconnected": stored.get("disconnected"),
+                "deletedAt": stored.get("deletedAt"),
+            },
+            update,
+            projection=PUBLIC_PROJECTION,
+            return_document=ReturnDocument.AFTER,
+        )
+
+    def _token_fields(self, grant: TokenGrant) -> Document:
+        """The stored form of a grant: encrypted, and no refresh token when the platform gave
+        none (the stored one stays)."""
+        fields: Document = {
+            "accessToken": self.cipher.encrypt(grant.access_token),
+            "accessTokenExpiresAt": grant.access_expires_at,
+        }
+        if grant.refresh_token:
+            fields["refreshToken"] = self.cipher.encrypt(grant.refresh_token)
+            fields["refreshTokenExpiresAt"] = grant.refresh_expires_at
+        return fields
+
+    def _status_event(
+        self, doc: Document, status: AccountStatus, reason: str, now: datetime
+    ) -> Event:
+        platform = by_key(doc["platform"])
+        return Event.new(
+            ACCOUNT_STATUS_EVENT.name,
+            doc["organizationId"],
+            now,
+            {
+                "socialAccountId": doc["_id"],
+                "platform": platform.name if platform else doc["platform"].upper(),
+                "username": doc.get("username") or "",
+                "status": status.value,
+                "reason": reason,
+            },
+        )
 
     def tokens_of(self, doc: Document) -> StoredTokens:
         access = doc.get("accessToken")
@@ -258,39 +318,43 @@ class ConnectedAccounts:
         await self.records.connected_accounts.update_one(
             {"_id": social_account_id, "deletedAt": None},
             {
-                "$set": {
-                    "accessToken": self.cipher.encrypt(grant.access_token),
-                    # Platforms that do not rotate refresh tokens answer none: keep the old one.
-                    **(
-                        {"refreshToken": self.cipher.encrypt(grant.refresh_token)}
-                        if grant.refresh_token
-                        else {}
-                    ),
-                    "accessTokenExpiresAt": grant.access_expires_at,
-                    "updatedAt": self.clock.now(),
-                }
+                # Platforms that do not rotate refresh tokens answer none: keep the old one.
+                "$set": {**self._token_fields(grant), "updatedAt": self.clock.now()},
+                "$unset": REFRESH_STATE,
             },
         )
 
     async def mark_disconnected(
         self, organization_id: str, ref: AccountRef, reason: str
     ) -> ConnectedAccount:
+        """The platform refused the account's token for good: `needs_reconnect`, with its
+        event, once (marking it again changes nothing)."""
         query = self.ref_filter(organization_id, ref)
         now = self.clock.now()
-        doc = await self.records.connected_accounts.find_one_and_update(
-            {**query, "disconnected": False},
-            {
-                "$set": {
-                    "disconnected": True,
-                    "disconnectedAt": now,
-                    "disconnectReason": reason.strip()[:REASON_MAX]
-                    or "the platform refused the account's token",
-                    "updatedAt": now,
-                }
-            },
-            projection=PUBLIC_PROJECTION,
-            return_document=ReturnDocument.AFTER,
+        said = reason.strip()[:REASON_MAX] or "the platform refused the account's token"
+        stored = await self.records.connected_accounts.find_one(
+            {**query, "disconnected": False}, PUBLIC_PROJECTION
         )
+        doc = None
+        if stored is not None:
+            event = self._status_event(stored, AccountStatus.NEEDS_RECONNECT, said, now)
+            doc = await self.records.connected_accounts.find_one_and_update(
+                {"_id": stored["_id"], "deletedAt": None, "disconnected": False},
+                with_event(
+                    {
+                        "$set": {
+                            "disconnected": True,
+                            "disconnectedAt": now,
+                            "disconnectReason": said,
+                            "updatedAt": now,
+                        },
+                        "$unset": REFRESH_STATE,
+                    },
+                    event,
+                ),
+                projection=PUBLIC_PROJECTION,
+                return_document=ReturnDocument.AFTER,
+            )
         if doc is None:
             # Already disconnected (idempotent), or not there at all (NotFound).
             return await self.get(organization_id, ref)
@@ -300,15 +364,22 @@ class ConnectedAccounts:
         """Soft delete: unlisted, tokens erased. Deleting again returns the deleted record."""
         query = self.ref_filter(organization_id, ref)
         now = self.clock.now()
-        doc = await self.records.connected_accounts.find_one_and_update(
-            query,
-            {
-                "$set": {"deletedAt": now, "updatedAt": now},
-                "$unset": {"accessToken": "", "refreshToken": ""},
-            },
-            projection=PUBLIC_PROJECTION,
-            return_document=ReturnDocument.AFTER,
-        )
+        doc = None
+        stored = await self.records.connected_accounts.find_one(query, PUBLIC_PROJECTION)
+        if stored is not None:
+            event = self._status_event(stored, AccountStatus.DISCONNECTED, "deleted", now)
+            doc = await self.records.connected_accounts.find_one_and_update(
+                {"_id": stored["_id"], "deletedAt": None},
+                with_event(
+                    {
+                        "$set": {"deletedAt": now, "updatedAt": now},
+                        "$unset": {"accessToken": "", "refreshToken": "", **REFRESH_STATE},
+                    },
+                    event,
+                ),
+                projection=PUBLIC_PROJECTION,
+                return_document=ReturnDocument.AFTER,
+            )
         if doc is None and ref.kind == "id":
             doc = await self.records.connected_accounts.find_one(
                 {"_id": ref.value, "organizationId": organization_id}, PUBLIC_PROJECTION

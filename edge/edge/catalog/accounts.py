@@ -127,11 +127,11 @@ def _option() -> f.Schema:
             "type": f.enum("JSON type of the value.", ("boolean", "string", "integer", "number")),
             "description": f.string("What the option does."),
             "required": f.boolean("Whether the option must be given.", default=False),
-            "enum": {
-                "type": "array",
-                "description": "The allowed values, when the option takes one of a list.",
-            },
-            "default": {"description": "The value used when the option is omitted."},
+            "enum": f.array_of(
+                f.json_scalar("An allowed value, of the option's `type`."),
+                "The allowed values, when the option takes one of a list.",
+            ),
+            "default": f.json_scalar("The value used when the option is omitted."),
             "minimum": {"type": "number", "description": "Smallest allowed number."},
             "maximum": {"type": "number", "description": "Largest allowed number."},
             "maxLength": f.integer("Longest allowed string, in characters.", minimum=0),
@@ -212,6 +212,10 @@ def _social_account() -> f.Schema:
             "disconnected": f.boolean(
                 "True when the account must be reconnected in the app before posts can "
                 "be scheduled."
+            ),
+            "disconnectReason": f.string(
+                "Disconnected accounts: why (the platform refused the account's token, "
+                "with its message). Absent while connected."
             ),
             "photoappUsername": f.string(
                 "Directly connected photoapp accounts: the `photoappUsername` for the "

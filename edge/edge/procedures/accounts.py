@@ -130,6 +130,8 @@ def social_account(account: pb.ConnectedAccount) -> JsonObject:
     if account.profile_picture_url:
         data["profilePictureUrl"] = account.profile_picture_url
     data["disconnected"] = account.disconnected
+    if account.disconnected and account.disconnect_reason:
+        data["disconnectReason"] = account.disconnect_reason
     if connection == "direct" and account.platform == PHOTOAPP.name:
         data["photoappUsername"] = account.username
     if connection == "direct" and account.platform == CLIPAPP.name:

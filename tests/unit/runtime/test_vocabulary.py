@@ -44,7 +44,7 @@ VOCABULARIES: dict[str, frozenset[str]] = {
     # `photoapp` and `clipapp` are also their APIs' path segments; the other keys are words of
     # the vocabulary only.
     "social platform keys": frozenset(p.key for p in v.SOCIAL_API_PLATFORMS),
-    "event types": frozenset(e.name for e in v.EVENT_TYPES.values()),
+    "event types": frozenset(e.name for e in v.ALL_EVENT_TYPES),
     "clipapp privacy levels": frozenset(v.CLIPAPP_PRIVACY_LEVELS),
 }
 # Vocabularies only checked for lists.

@@ -15,11 +15,11 @@ from edge.web.base import Form, field, fields
 from edge.web.failures import page_errors
 from edge.web.session import Viewer
 from storypost.webhook.v1 import webhook_pb2 as pb
-from storypost_runtime.vocabulary import EVENT_TYPES
+from storypost_runtime.vocabulary import ALL_EVENT_TYPES
 
 WEBHOOK_LIMIT = 5
 # (name, label, on by default): the spec's two first; reels and clipapp posts on request.
-EVENTS = tuple((e.name, e.label, e.by_default) for e in EVENT_TYPES.values())
+EVENTS = tuple((e.name, e.label, e.by_default) for e in ALL_EVENT_TYPES)
 EVENT_LABELS = {name: label for name, label, _ in EVENTS}
 DELIVERY_STATUS = {
     pb.DELIVERY_STATUS_PENDING: "pending",

@@ -569,6 +569,86 @@ class MarkAccountDisconnectedRequest(_message.Message):
 Global___MarkAccountDisconnectedRequest: _TypeAlias = MarkAccountDisconnectedRequest  # noqa: Y015
 
 @_typing.final
+class CheckAccountsRequest(_message.Message):
+    """Input of CheckAccounts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SOCIAL_ACCOUNT_IDS_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The organization the accounts belong to."""
+    @_builtins.property
+    def social_account_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """socialAccountIds of the accounts to check (at most 100)."""
+
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        social_account_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "social_account_ids", b"social_account_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckAccountsRequest: _TypeAlias = CheckAccountsRequest  # noqa: Y015
+
+@_typing.final
+class CheckAccountsResponse(_message.Message):
+    """Output of CheckAccounts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACCOUNTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def accounts(self) -> _containers.RepeatedCompositeFieldContainer[Global___AccountHealth]:
+        """One per known account of the request."""
+
+    def __init__(
+        self,
+        *,
+        accounts: _abc.Iterable[Global___AccountHealth] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accounts", b"accounts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckAccountsResponse: _TypeAlias = CheckAccountsResponse  # noqa: Y015
+
+@_typing.final
+class AccountHealth(_message.Message):
+    """A connected account's health (the words of `account.status_changed`)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOCIAL_ACCOUNT_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    social_account_id: _builtins.str
+    """The account's socialAccountId."""
+    status: _builtins.str
+    """`connected`, `needs_reconnect` (the platform refused its token: its owner must connect
+    it again) or `disconnected` (deleted).
+    """
+    def __init__(
+        self,
+        *,
+        social_account_id: _builtins.str = ...,
+        status: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["social_account_id", b"social_account_id", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AccountHealth: _TypeAlias = AccountHealth  # noqa: Y015
+
+@_typing.final
 class GetAccessTokenRequest(_message.Message):
     """Input of GetAccessToken."""
 

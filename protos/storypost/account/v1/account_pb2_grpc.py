@@ -123,6 +123,11 @@ class AccountServiceStub:
                 request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.GetAccessTokenRequest.SerializeToString,
                 response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.AccessToken.FromString,
                 _registered_method=True)
+        self.CheckAccounts = channel.unary_unary(
+                '/storypost.account.v1.AccountService/CheckAccounts',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsResponse.FromString,
+                _registered_method=True)
         self.ReserveDailyPost = channel.unary_unary(
                 '/storypost.account.v1.AccountService/ReserveDailyPost',
                 request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.DailyPostRequest.SerializeToString,
@@ -358,6 +363,17 @@ class AccountServiceServicer:
         is disconnected or the platform refused the refresh (the account is then marked
         disconnected); UNAVAILABLE when the platform does not answer. The token must not be
         logged or stored by the caller.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckAccounts(self, request, context):
+        """publish-svc, for accounts with posts due within a day: each account not checked within
+        the check interval is refreshed through the platform now, so one that needs a reconnect
+        is known (and its `account.status_changed` event sent) before a post is due. A platform
+        that does not answer changes nothing (the account is tried again with backoff). Answers
+        each known account's status; unknown ids are left out.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -608,6 +624,11 @@ def add_AccountServiceServicer_to_server(servicer, server):
                     servicer.GetAccessToken,
                     request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.GetAccessTokenRequest.FromString,
                     response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.AccessToken.SerializeToString,
+            ),
+            'CheckAccounts': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckAccounts,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsResponse.SerializeToString,
             ),
             'ReserveDailyPost': grpc.unary_unary_rpc_method_handler(
                     servicer.ReserveDailyPost,
@@ -1141,6 +1162,33 @@ class AccountService:
             '/storypost.account.v1.AccountService/GetAccessToken',
             storypost_dot_account_dot_v1_dot_account__pb2.GetAccessTokenRequest.SerializeToString,
             storypost_dot_account_dot_v1_dot_account__pb2.AccessToken.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckAccounts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/CheckAccounts',
+            storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -115,6 +115,13 @@ class AccountServiceStub:
     disconnected); UNAVAILABLE when the platform does not answer. The token must not be
     logged or stored by the caller.
     """
+    CheckAccounts: _grpc.UnaryUnaryMultiCallable[_account_pb2.CheckAccountsRequest, _account_pb2.CheckAccountsResponse]
+    """publish-svc, for accounts with posts due within a day: each account not checked within
+    the check interval is refreshed through the platform now, so one that needs a reconnect
+    is known (and its `account.status_changed` event sent) before a post is due. A platform
+    that does not answer changes nothing (the account is tried again with backoff). Answers
+    each known account's status; unknown ids are left out.
+    """
     ReserveDailyPost: _grpc.UnaryUnaryMultiCallable[_account_pb2.DailyPostRequest, _account_pb2.DailyPostReservation]
     """Reserves one post on the UTC day of post_date for the platform account behind `account`,
     atomically and idempotently per (organization_id, post_uuid), counted across every
@@ -287,6 +294,13 @@ class AccountServiceAsyncStub(AccountServiceStub):
     is disconnected or the platform refused the refresh (the account is then marked
     disconnected); UNAVAILABLE when the platform does not answer. The token must not be
     logged or stored by the caller.
+    """
+    CheckAccounts: _aio.UnaryUnaryMultiCallable[_account_pb2.CheckAccountsRequest, _account_pb2.CheckAccountsResponse]  # type: ignore[assignment]
+    """publish-svc, for accounts with posts due within a day: each account not checked within
+    the check interval is refreshed through the platform now, so one that needs a reconnect
+    is known (and its `account.status_changed` event sent) before a post is due. A platform
+    that does not answer changes nothing (the account is tried again with backoff). Answers
+    each known account's status; unknown ids are left out.
     """
     ReserveDailyPost: _aio.UnaryUnaryMultiCallable[_account_pb2.DailyPostRequest, _account_pb2.DailyPostReservation]  # type: ignore[assignment]
     """Reserves one post on the UTC day of post_date for the platform account behind `account`,
@@ -553,6 +567,19 @@ class AccountServiceServicer(metaclass=_abc_1.ABCMeta):
         is disconnected or the platform refused the refresh (the account is then marked
         disconnected); UNAVAILABLE when the platform does not answer. The token must not be
         logged or stored by the caller.
+        """
+
+    @_abc_1.abstractmethod
+    def CheckAccounts(
+        self,
+        request: _account_pb2.CheckAccountsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.CheckAccountsResponse, _abc.Awaitable[_account_pb2.CheckAccountsResponse]]:
+        """publish-svc, for accounts with posts due within a day: each account not checked within
+        the check interval is refreshed through the platform now, so one that needs a reconnect
+        is known (and its `account.status_changed` event sent) before a post is due. A platform
+        that does not answer changes nothing (the account is tried again with backoff). Answers
+        each known account's status; unknown ids are left out.
         """
 
     @_abc_1.abstractmethod
