@@ -16,6 +16,7 @@ from edge.config import EdgeSettings
 from edge.web.failures import PageError, refusal
 from edge.web.session import EXPIRED_FORM, Sessions, Viewer, org_path, same_token
 from edge.web.views import PAGE_CSP, Views
+from storypost.account.v1 import account_pb2 as apb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc
@@ -139,8 +140,21 @@ class Page:
             "flash": self.web.sessions.take_flash(req, resp, org),
             "refresh": context.pop("refresh", 0),
             "zone": viewer.zone,
+            "needs_reconnect": self._needs_reconnect(org),
         }
         self.web.views.render(resp, template, frame | context, status=status, csp=csp)
+
+    def _needs_reconnect(self, organization_id: str) -> list[apb.ConnectedAccount]:
+        """The workspace's accounts whose token the platform refused: a banner on every page,
+        with a reconnect button, until they are connected again. Without account-svc the page
+        still shows (it says what it can)."""
+        try:
+            listed = self.web.accounts.ListConnectedAccounts(
+                apb.ListConnectedAccountsRequest(organization_id=organization_id)
+            )
+        except grpc.RpcError:
+            return []
+        return [a for a in listed.accounts if a.disconnected]
 
     def done(
         self,
