@@ -2,7 +2,9 @@
 # Installs the Debian packages storypost needs, only those that are missing (fast when all are there).
 set -euo pipefail
 # chromium-headless-shell: render-svc's browser, as in its image; chromium: the app's end-to-end tests.
-packages=(chromium chromium-headless-shell ffmpeg nats-server fonts-noto-color-emoji fonts-dejavu)
+# prometheus: promtool tests the alert rules, and a real Prometheus scrapes the test stack.
+packages=(chromium chromium-headless-shell ffmpeg nats-server fonts-noto-color-emoji fonts-dejavu
+  prometheus)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -13,7 +13,9 @@ import httpx
 from prometheus_client import CollectorRegistry
 from pymongo.asynchronous.database import AsyncDatabase
 
+from publish_svc.account_checks import AccountChecks
 from publish_svc.accounts_client import AccountsClient
+from publish_svc.backlogs import posts_due
 from publish_svc.config import PublishSettings
 from publish_svc.drivers.registry import DriverRegistry
 from publish_svc.intake import PostIntake
@@ -28,6 +30,7 @@ from publish_svc.servicer import PublishServicer
 from storypost.account.v1 import account_pb2_grpc
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc
+from storypost_runtime.backlog import BacklogMetrics, BacklogSampler
 from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.grpc_client import aio_channel
@@ -146,6 +149,13 @@ async def build(
     servicer = PublishServicer(intake, posts)
     await stack.enter_async_context(background(stored.relay.run(), "outbox relay"))
     await stack.enter_async_context(background(scheduler.run(), "scheduler"))
+    checks = AccountChecks(
+        stored.db["posts"], used.accounts, clock, poll_seconds=settings.account_check_poll_seconds
+    )
+    await stack.enter_async_context(background(checks.run(), "account checks"))
+    gauges = BacklogMetrics.create(registry)
+    sampler = BacklogSampler([posts_due(stored.db["posts"])], gauges, clock)
+    await stack.enter_async_context(background(sampler.run(), "backlog gauges"))
 
     def register(server: grpc.aio.Server) -> None:
         publish_pb2_grpc.add_PublishServiceServicer_to_server(servicer, server)

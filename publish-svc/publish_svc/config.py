@@ -38,6 +38,8 @@ class PublishSettings(
     hold_recheck_seconds: float = Field(default=5.0, gt=0, le=600)
     # Deadline of each HTTP call to a platform.
     platform_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
+    # How often accounts with posts due within a day are checked (account_checks.py).
+    account_check_poll_seconds: float = Field(default=600.0, gt=0, le=86400)
     # Story posts per photoapp account in any rolling 24 hours.
     story_quota_per_day: int = Field(default=100, ge=1, le=100_000)
 

@@ -42,6 +42,7 @@ from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.errors import ResourceExhausted
 from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.metrics import MetricsIn
 from storypost_runtime.mongo import mongo_client
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
 from storypost_runtime.s3 import s3_client_kwargs, s3_session
@@ -150,6 +151,18 @@ async def browsers(
     return pool, fetcher, assets
 
 
+def slot_gauges(pool: BrowserPool, registry: CollectorRegistry) -> None:
+    """Render slots busy and renders waiting, read at each scrape (what limits render-svc:
+    its HPA scales on them, docs/operations.md)."""
+    slots = MetricsIn(registry).gauge(
+        "storypost_render_slots",
+        "Render slots in use (busy) and renders waiting (waiting)",
+        "state",
+    )
+    slots.labels("busy").set_function(lambda: pool.slot_use()[0])
+    slots.labels("waiting").set_function(lambda: pool.slot_use()[1])
+
+
 async def work_root(settings: RenderSettings, stack: AsyncExitStack) -> Path:
     """The scratch folder of renders (video sources, composites), removed at exit."""
     root = Path(settings.render_work_dir or tempfile.mkdtemp(prefix="render-svc-"))
@@ -256,6 +269,7 @@ async def build(
     records, store = await storage(settings, stack)
     relay = await event_relay(settings, stack, records, registry)
     browser = await browsers(settings, stack)
+    slot_gauges(browser[0], registry)
     root = await work_root(settings, stack)
     blobs = temp_blobs(settings, records, store, clock)
     tools = MediaTools(video_settings(settings))

@@ -43,6 +43,10 @@ class FairSlots:
     def waiting(self) -> int:
         return sum(len(queue) for queue in self._queues.values())
 
+    @property
+    def in_use(self) -> int:
+        return self.slots - self._free
+
     def held(self, organization_id: str) -> int:
         return self._held[organization_id]
 

@@ -143,6 +143,24 @@ def test_jobs_namespaces_and_methods_in_expressions_exist(prod: list[dict[str, A
         assert rule["annotations"]["summary"], rule["alert"]
 
 
+def test_every_alert_links_its_runbook_section(prod: list[dict[str, Any]]) -> None:
+    headings = set(re.findall(r"^#### ([A-Za-z]+)$", OPERATIONS.read_text(), re.MULTILINE))
+    for rule in rules(prod):
+        url = rule["annotations"]["runbook_url"]
+        assert url.startswith("https://"), (rule["alert"], url)
+        fragment = url.rsplit("#", 1)[1]
+        # GitHub and most renderers make a heading's anchor of its lower-cased words.
+        assert fragment == rule["alert"].lower() and rule["alert"] in headings, rule["alert"]
+
+
+def test_every_component_has_an_availability_alert(prod: list[dict[str, Any]]) -> None:
+    exprs = [rule["expr"] for rule in rules(prod)]
+    for name in of_kind(prod, "Deployment"):
+        job = f'job="storypost-{name}"'
+        down = [e for e in exprs if f"up{{{job}}}" in e and f"absent(up{{{job}}})" in e]
+        assert down, f"no alert says {name} is down"
+
+
 def test_monitoring_objects_have_the_operator_shape(prod: list[dict[str, Any]]) -> None:
     # kubernetes-validate has no schema for the Operator's CRDs: check what it needs here.
     with pytest.raises(kubernetes_validate.SchemaNotFoundError):
@@ -155,3 +173,31 @@ def test_monitoring_objects_have_the_operator_shape(prod: list[dict[str, Any]]) 
         assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}
         if "for" in rule:
             assert re.fullmatch(r"\d+[smh]", rule["for"]), rule
+
+
+def test_the_hpas_scale_on_metrics_the_adapter_serves_from_exported_series(
+    prod: list[dict[str, Any]],
+) -> None:
+    import yaml
+
+    adapter = yaml.safe_load(
+        of_kind(prod, "ConfigMap")["storypost-adapter-rules"]["data"]["config.yaml"]
+    )
+    served: dict[str, str] = {}
+    for rule in adapter["rules"] + adapter["externalRules"]:
+        series = re.match(r"^([a-z_]+)\{", rule["seriesQuery"])
+        assert series, rule
+        served[rule["name"]["as"]] = series.group(1)
+        assert re.fullmatch(rule["name"]["matches"].strip("^$"), series.group(1))
+    exported = exported_series()
+    hpas = of_kind(prod, "HorizontalPodAutoscaler")
+    for name in ("render-svc", "publish-svc"):
+        metrics = hpas[name]["spec"]["metrics"]
+        kinds = {m["type"] for m in metrics}
+        # Scaled on what limits it, with CPU as the fallback.
+        assert "Resource" in kinds and kinds & {"Pods", "External"}, name
+        for metric in metrics:
+            if metric["type"] in ("Pods", "External"):
+                wanted = metric[metric["type"].lower()]["metric"]["name"]
+                assert wanted in served, (name, wanted)
+                assert served[wanted] in exported, (name, served[wanted])

@@ -12,6 +12,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import CollectorRegistry
 
 from storypost.webhook.v1 import webhook_pb2, webhook_pb2_grpc
+from storypost_runtime.backlog import Backlog, BacklogMetrics, BacklogSampler
 from storypost_runtime.bus import EVENTS_SUBJECT_PREFIX, ensure_events_stream, nats_connection
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.mongo import mongo_client
@@ -20,7 +21,7 @@ from storypost_runtime.service import ServiceParts
 from storypost_runtime.tasks import background
 from webhook_svc.config import WebhookSettings
 from webhook_svc.consumer import EventConsumer, Fetcher
-from webhook_svc.deliveries import DeliveryStore
+from webhook_svc.deliveries import DELIVERIES_DUE, DeliveryStore
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.dispatcher import Dispatcher
 from webhook_svc.lanes import Lanes
@@ -162,6 +163,11 @@ async def build(
     await stack.enter_async_context(background(writer.run(), "webhook-record-writer"))
     await stack.enter_async_context(background(dispatcher.run(), "webhook-dispatcher"))
     await stack.enter_async_context(background(consumer.run(), "webhook-consumer"))
+    # Deliveries due and claimed by no dispatcher (a claim moves `dueAt` to its lease's end;
+    # finished deliveries have none): the `due_at` index serves both queries.
+    due = Backlog(DELIVERIES_DUE, records.deliveries, lambda now: {"dueAt": {"$lte": now}}, "dueAt")
+    sampler = BacklogSampler([due], BacklogMetrics.create(registry), clock)
+    await stack.enter_async_context(background(sampler.run(), "backlog gauges"))
 
     servicer = WebhookServicer(webhooks, directory, store, dispatcher)
 

@@ -28,6 +28,8 @@ from webhook_svc.schedule import RetrySchedule
 # Namespace of delivery ids: uuid5(namespace, "<eventId>/<webhookId>").
 _DELIVERY_NAMESPACE = uuid.UUID("6f1d7a52-3c1e-4b8e-9a51-0c9f0e4c2d17")
 DUPLICATE_KEY = 11000
+# The backlog gauge's label of deliveries due and not claimed (storypost_runtime.backlog).
+DELIVERIES_DUE = "webhook_deliveries_due"
 MAX_LIST = 200
 DEFAULT_LIST = 50
 

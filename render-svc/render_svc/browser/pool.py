@@ -262,6 +262,10 @@ class BrowserPool:
         )
         self._kept = max(settings.spare_pages, -(-settings.concurrency // settings.browsers))
 
+    def slot_use(self) -> tuple[int, int]:
+        """Render slots in use, and renders waiting for one (the backlog gauges)."""
+        return self._free.in_use, self._free.waiting
+
     def stats(self) -> PoolStats:
         return PoolStats(
             spares=sum(len(slot.spares) for slot in self._slots),
