@@ -22,6 +22,7 @@ from account_svc.connections.mentions import MentionResolver
 from account_svc.connections.platform_api import PlatformApi
 from account_svc.connections.token_crypto import TokenCipher
 from account_svc.connections.token_keeper import TokenKeeper
+from account_svc.identity.calendar_feeds import CalendarFeeds
 from account_svc.identity.credentials import Credentials
 from account_svc.identity.organizations import Organizations
 from account_svc.identity.rate_buckets_kv import FailoverBuckets, KvBuckets, keep_kv_attached
@@ -67,6 +68,7 @@ async def build(
         ),
         connected=connected,
         sessions=app_sessions(settings, records, users, clock),
+        calendar_feeds=CalendarFeeds(records, clock),
     )
     # Account health: tokens kept fresh, and `account.status_changed` events relayed to
     # webhook-svc once NATS answers (account-svc serves without it; events wait meanwhile).

@@ -14,6 +14,7 @@ from account_svc.connections.connected_accounts import (
 )
 from account_svc.connections.daily_limits import DailyReservation
 from account_svc.connections.platforms import JsonScalar, OptionSpec, PostTypeSpec
+from account_svc.identity.calendar_feeds import CalendarFeed
 from account_svc.identity.credentials import Credential
 from account_svc.identity.organizations import Organization
 from account_svc.identity.sessions import Session
@@ -150,6 +151,16 @@ def credential_pb(cred: Credential) -> pb.ApiCredential:
         created_at=timestamp(cred.created_at),
         last_used_at=timestamp(cred.last_used_at),
         revoked_at=timestamp(cred.revoked_at),
+    )
+
+
+def calendar_feed_pb(feed: CalendarFeed) -> pb.CalendarFeed:
+    return pb.CalendarFeed(
+        feed_id=feed.feed_id,
+        organization_id=feed.organization_id,
+        name=feed.name,
+        created_at=timestamp(feed.created_at),
+        revoked_at=timestamp(feed.revoked_at),
     )
 
 

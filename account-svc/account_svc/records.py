@@ -44,6 +44,9 @@ class AccountCollections:
     app_sessions: AsyncCollection[Document]
     # Sign-in attempt buckets per email and per client address (signin_limits.py).
     signin_limits: AsyncCollection[Document]
+    # Calendar feeds: secret URLs of the posting plan, their tokens as hashes
+    # (identity/calendar_feeds.py).
+    calendar_feeds: AsyncCollection[Document]
 
     @classmethod
     def of(cls, db: AsyncDatabase[Document]) -> AccountCollections:
@@ -70,6 +73,15 @@ class AccountCollections:
         await ensure_indexes(
             self.users,
             [unique_in_organization("email", "org_email")],
+        )
+        await ensure_indexes(
+            self.calendar_feeds,
+            [
+                IndexModel([("tokenHash", ASCENDING)], unique=True, name="token_hash"),
+                IndexModel(
+                    [("organizationId", ASCENDING), ("createdAt", DESCENDING)], name="org_created"
+                ),
+            ],
         )
         await ensure_indexes(
             self.app_sessions,

@@ -25,6 +25,7 @@ from account_svc.convert import (
     LINK_STATUS,
     account_pb,
     account_ref,
+    calendar_feed_pb,
     connection_name,
     credential_pb,
     link_pb,
@@ -35,6 +36,7 @@ from account_svc.convert import (
     session_pb,
     user_pb,
 )
+from account_svc.identity.calendar_feeds import CalendarFeeds
 from account_svc.identity.credentials import Credentials
 from account_svc.identity.organizations import Organizations
 from account_svc.identity.ratelimit import RateLimiter
@@ -80,6 +82,7 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     rate_limiter: RateLimiter
     connected: ConnectedAccountParts
     sessions: AppSessions
+    calendar_feeds: CalendarFeeds
     _workspace_users: WorkspaceUsers = field(init=False)
 
     def __post_init__(self) -> None:
@@ -203,6 +206,30 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
             platform_account_id=account.platform_account_id,
             username=account.username,
         )
+
+    async def CreateCalendarFeed(
+        self, request: pb.CreateCalendarFeedRequest, context: Context
+    ) -> pb.CreatedCalendarFeed:
+        feed, token = await self.calendar_feeds.create(request.organization_id, request.name)
+        return pb.CreatedCalendarFeed(feed=calendar_feed_pb(feed), token=token)
+
+    async def ListCalendarFeeds(
+        self, request: pb.ListCalendarFeedsRequest, context: Context
+    ) -> pb.ListCalendarFeedsResponse:
+        feeds = await self.calendar_feeds.list(request.organization_id)
+        return pb.ListCalendarFeedsResponse(feeds=[calendar_feed_pb(f) for f in feeds])
+
+    async def RevokeCalendarFeed(
+        self, request: pb.RevokeCalendarFeedRequest, context: Context
+    ) -> pb.CalendarFeed:
+        return calendar_feed_pb(
+            await self.calendar_feeds.revoke(request.organization_id, request.feed_id)
+        )
+
+    async def ResolveCalendarFeed(
+        self, request: pb.ResolveCalendarFeedRequest, context: Context
+    ) -> pb.CalendarFeed:
+        return calendar_feed_pb(await self.calendar_feeds.resolve(request.token))
 
     async def CheckAccounts(
         self, request: pb.CheckAccountsRequest, context: Context

@@ -9,11 +9,14 @@ import falcon
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
+from edge.web import calendar_feed
 from edge.web.base import Web
 from edge.web.failures import PageError
 from edge.web.pages.accounts import AccountsPage, ConnectCallbackPage
 from edge.web.pages.auth import Home, Root, SignInPage, SignOut, WorkspacePicker
 from edge.web.pages.calendar import CalendarPage
+from edge.web.pages.calendar_feeds import PATH as FEEDS_PATH
+from edge.web.pages.calendar_feeds import CalendarFeedsPage
 from edge.web.pages.credentials import CredentialsPage
 from edge.web.pages.editor import DraftStatus, EditorPage
 from edge.web.pages.gallery import GalleryPage
@@ -63,6 +66,8 @@ def mount(app: falcon.App, web: Web, static: StaticFiles) -> None:
     app.add_route(f"{ORG}/drafts/{{draft_uuid}}", EditorPage(web))
     app.add_route(f"{ORG}/drafts/{{draft_uuid}}/status", DraftStatus(web))
     app.add_route(f"{ORG}/calendar", CalendarPage(web))
+    app.add_route(f"{ORG}{FEEDS_PATH}", CalendarFeedsPage(web))
+    app.add_route(calendar_feed.ROUTE, calendar_feed.of(web))
     app.add_route(f"{ORG}/posts", PostsPage(web))
     app.add_route(f"{ORG}/posts/{{kind}}/{{post_uuid}}", PostPage(web))
     app.add_route(f"{ORG}/accounts", AccountsPage(web))

@@ -569,6 +569,196 @@ class MarkAccountDisconnectedRequest(_message.Message):
 Global___MarkAccountDisconnectedRequest: _TypeAlias = MarkAccountDisconnectedRequest  # noqa: Y015
 
 @_typing.final
+class CreateCalendarFeedRequest(_message.Message):
+    """Input of CreateCalendarFeed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    name: _builtins.str
+    """What it is for ("Team calendar"; at most 100 characters; empty: "Calendar")."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "organization_id", b"organization_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateCalendarFeedRequest: _TypeAlias = CreateCalendarFeedRequest  # noqa: Y015
+
+@_typing.final
+class CreatedCalendarFeed(_message.Message):
+    """Output of CreateCalendarFeed: the feed and its token, answered this once."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FEED_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """The secret in the feed's URL (`spcal_` + 43 characters). Never stored."""
+    @_builtins.property
+    def feed(self) -> Global___CalendarFeed:
+        """The feed."""
+
+    def __init__(
+        self,
+        *,
+        feed: Global___CalendarFeed | None = ...,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["feed", b"feed"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["feed", b"feed", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatedCalendarFeed: _TypeAlias = CreatedCalendarFeed  # noqa: Y015
+
+@_typing.final
+class ListCalendarFeedsRequest(_message.Message):
+    """Input of ListCalendarFeeds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCalendarFeedsRequest: _TypeAlias = ListCalendarFeedsRequest  # noqa: Y015
+
+@_typing.final
+class ListCalendarFeedsResponse(_message.Message):
+    """Output of ListCalendarFeeds: newest first, revoked ones included."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FEEDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def feeds(self) -> _containers.RepeatedCompositeFieldContainer[Global___CalendarFeed]:
+        """The feeds."""
+
+    def __init__(
+        self,
+        *,
+        feeds: _abc.Iterable[Global___CalendarFeed] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["feeds", b"feeds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListCalendarFeedsResponse: _TypeAlias = ListCalendarFeedsResponse  # noqa: Y015
+
+@_typing.final
+class RevokeCalendarFeedRequest(_message.Message):
+    """Input of RevokeCalendarFeed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    FEED_ID_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The workspace."""
+    feed_id: _builtins.str
+    """The feed."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        feed_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["feed_id", b"feed_id", "organization_id", b"organization_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevokeCalendarFeedRequest: _TypeAlias = RevokeCalendarFeedRequest  # noqa: Y015
+
+@_typing.final
+class ResolveCalendarFeedRequest(_message.Message):
+    """Input of ResolveCalendarFeed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """The token from the feed's URL."""
+    def __init__(
+        self,
+        *,
+        token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResolveCalendarFeedRequest: _TypeAlias = ResolveCalendarFeedRequest  # noqa: Y015
+
+@_typing.final
+class CalendarFeed(_message.Message):
+    """A calendar feed (never its token)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FEED_ID_FIELD_NUMBER: _builtins.int
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    REVOKED_AT_FIELD_NUMBER: _builtins.int
+    feed_id: _builtins.str
+    """Its id."""
+    organization_id: _builtins.str
+    """The workspace whose posts it shows."""
+    name: _builtins.str
+    """What it is for."""
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was made."""
+
+    @_builtins.property
+    def revoked_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was revoked; unset while it works."""
+
+    def __init__(
+        self,
+        *,
+        feed_id: _builtins.str = ...,
+        organization_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        revoked_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "revoked_at", b"revoked_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "feed_id", b"feed_id", "name", b"name", "organization_id", b"organization_id", "revoked_at", b"revoked_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CalendarFeed: _TypeAlias = CalendarFeed  # noqa: Y015
+
+@_typing.final
 class CheckAccountsRequest(_message.Message):
     """Input of CheckAccounts."""
 

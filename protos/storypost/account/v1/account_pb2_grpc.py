@@ -128,6 +128,26 @@ class AccountServiceStub:
                 request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsRequest.SerializeToString,
                 response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsResponse.FromString,
                 _registered_method=True)
+        self.CreateCalendarFeed = channel.unary_unary(
+                '/storypost.account.v1.AccountService/CreateCalendarFeed',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CreateCalendarFeedRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CreatedCalendarFeed.FromString,
+                _registered_method=True)
+        self.ListCalendarFeeds = channel.unary_unary(
+                '/storypost.account.v1.AccountService/ListCalendarFeeds',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ListCalendarFeedsRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ListCalendarFeedsResponse.FromString,
+                _registered_method=True)
+        self.RevokeCalendarFeed = channel.unary_unary(
+                '/storypost.account.v1.AccountService/RevokeCalendarFeed',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.RevokeCalendarFeedRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CalendarFeed.FromString,
+                _registered_method=True)
+        self.ResolveCalendarFeed = channel.unary_unary(
+                '/storypost.account.v1.AccountService/ResolveCalendarFeed',
+                request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ResolveCalendarFeedRequest.SerializeToString,
+                response_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CalendarFeed.FromString,
+                _registered_method=True)
         self.ReserveDailyPost = channel.unary_unary(
                 '/storypost.account.v1.AccountService/ReserveDailyPost',
                 request_serializer=storypost_dot_account_dot_v1_dot_account__pb2.DailyPostRequest.SerializeToString,
@@ -375,6 +395,34 @@ class AccountServiceServicer:
         that does not answer changes nothing (the account is tried again with backoff). Answers
         each known account's status; unknown ids are left out.
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCalendarFeed(self, request, context):
+        """Calendar feeds (the edge: its app and the feed's URL): a secret URL at which the
+        workspace's posting plan is an iCalendar feed. The token is answered once, by create,
+        and stored only as its hash. Resolve answers the live feed a token opens, NOT_FOUND for an
+        unknown or revoked one alike.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCalendarFeeds(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeCalendarFeed(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResolveCalendarFeed(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -629,6 +677,26 @@ def add_AccountServiceServicer_to_server(servicer, server):
                     servicer.CheckAccounts,
                     request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsRequest.FromString,
                     response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsResponse.SerializeToString,
+            ),
+            'CreateCalendarFeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCalendarFeed,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.CreateCalendarFeedRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CreatedCalendarFeed.SerializeToString,
+            ),
+            'ListCalendarFeeds': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCalendarFeeds,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ListCalendarFeedsRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.ListCalendarFeedsResponse.SerializeToString,
+            ),
+            'RevokeCalendarFeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeCalendarFeed,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.RevokeCalendarFeedRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CalendarFeed.SerializeToString,
+            ),
+            'ResolveCalendarFeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolveCalendarFeed,
+                    request_deserializer=storypost_dot_account_dot_v1_dot_account__pb2.ResolveCalendarFeedRequest.FromString,
+                    response_serializer=storypost_dot_account_dot_v1_dot_account__pb2.CalendarFeed.SerializeToString,
             ),
             'ReserveDailyPost': grpc.unary_unary_rpc_method_handler(
                     servicer.ReserveDailyPost,
@@ -1189,6 +1257,114 @@ class AccountService:
             '/storypost.account.v1.AccountService/CheckAccounts',
             storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsRequest.SerializeToString,
             storypost_dot_account_dot_v1_dot_account__pb2.CheckAccountsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCalendarFeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/CreateCalendarFeed',
+            storypost_dot_account_dot_v1_dot_account__pb2.CreateCalendarFeedRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.CreatedCalendarFeed.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCalendarFeeds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/ListCalendarFeeds',
+            storypost_dot_account_dot_v1_dot_account__pb2.ListCalendarFeedsRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.ListCalendarFeedsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeCalendarFeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/RevokeCalendarFeed',
+            storypost_dot_account_dot_v1_dot_account__pb2.RevokeCalendarFeedRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.CalendarFeed.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResolveCalendarFeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.account.v1.AccountService/ResolveCalendarFeed',
+            storypost_dot_account_dot_v1_dot_account__pb2.ResolveCalendarFeedRequest.SerializeToString,
+            storypost_dot_account_dot_v1_dot_account__pb2.CalendarFeed.FromString,
             options,
             channel_credentials,
             insecure,

@@ -122,6 +122,15 @@ class AccountServiceStub:
     that does not answer changes nothing (the account is tried again with backoff). Answers
     each known account's status; unknown ids are left out.
     """
+    CreateCalendarFeed: _grpc.UnaryUnaryMultiCallable[_account_pb2.CreateCalendarFeedRequest, _account_pb2.CreatedCalendarFeed]
+    """Calendar feeds (the edge: its app and the feed's URL): a secret URL at which the
+    workspace's posting plan is an iCalendar feed. The token is answered once, by create,
+    and stored only as its hash. Resolve answers the live feed a token opens, NOT_FOUND for an
+    unknown or revoked one alike.
+    """
+    ListCalendarFeeds: _grpc.UnaryUnaryMultiCallable[_account_pb2.ListCalendarFeedsRequest, _account_pb2.ListCalendarFeedsResponse]
+    RevokeCalendarFeed: _grpc.UnaryUnaryMultiCallable[_account_pb2.RevokeCalendarFeedRequest, _account_pb2.CalendarFeed]
+    ResolveCalendarFeed: _grpc.UnaryUnaryMultiCallable[_account_pb2.ResolveCalendarFeedRequest, _account_pb2.CalendarFeed]
     ReserveDailyPost: _grpc.UnaryUnaryMultiCallable[_account_pb2.DailyPostRequest, _account_pb2.DailyPostReservation]
     """Reserves one post on the UTC day of post_date for the platform account behind `account`,
     atomically and idempotently per (organization_id, post_uuid), counted across every
@@ -302,6 +311,15 @@ class AccountServiceAsyncStub(AccountServiceStub):
     that does not answer changes nothing (the account is tried again with backoff). Answers
     each known account's status; unknown ids are left out.
     """
+    CreateCalendarFeed: _aio.UnaryUnaryMultiCallable[_account_pb2.CreateCalendarFeedRequest, _account_pb2.CreatedCalendarFeed]  # type: ignore[assignment]
+    """Calendar feeds (the edge: its app and the feed's URL): a secret URL at which the
+    workspace's posting plan is an iCalendar feed. The token is answered once, by create,
+    and stored only as its hash. Resolve answers the live feed a token opens, NOT_FOUND for an
+    unknown or revoked one alike.
+    """
+    ListCalendarFeeds: _aio.UnaryUnaryMultiCallable[_account_pb2.ListCalendarFeedsRequest, _account_pb2.ListCalendarFeedsResponse]  # type: ignore[assignment]
+    RevokeCalendarFeed: _aio.UnaryUnaryMultiCallable[_account_pb2.RevokeCalendarFeedRequest, _account_pb2.CalendarFeed]  # type: ignore[assignment]
+    ResolveCalendarFeed: _aio.UnaryUnaryMultiCallable[_account_pb2.ResolveCalendarFeedRequest, _account_pb2.CalendarFeed]  # type: ignore[assignment]
     ReserveDailyPost: _aio.UnaryUnaryMultiCallable[_account_pb2.DailyPostRequest, _account_pb2.DailyPostReservation]  # type: ignore[assignment]
     """Reserves one post on the UTC day of post_date for the platform account behind `account`,
     atomically and idempotently per (organization_id, post_uuid), counted across every
@@ -581,6 +599,39 @@ class AccountServiceServicer(metaclass=_abc_1.ABCMeta):
         that does not answer changes nothing (the account is tried again with backoff). Answers
         each known account's status; unknown ids are left out.
         """
+
+    @_abc_1.abstractmethod
+    def CreateCalendarFeed(
+        self,
+        request: _account_pb2.CreateCalendarFeedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.CreatedCalendarFeed, _abc.Awaitable[_account_pb2.CreatedCalendarFeed]]:
+        """Calendar feeds (the edge: its app and the feed's URL): a secret URL at which the
+        workspace's posting plan is an iCalendar feed. The token is answered once, by create,
+        and stored only as its hash. Resolve answers the live feed a token opens, NOT_FOUND for an
+        unknown or revoked one alike.
+        """
+
+    @_abc_1.abstractmethod
+    def ListCalendarFeeds(
+        self,
+        request: _account_pb2.ListCalendarFeedsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.ListCalendarFeedsResponse, _abc.Awaitable[_account_pb2.ListCalendarFeedsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def RevokeCalendarFeed(
+        self,
+        request: _account_pb2.RevokeCalendarFeedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.CalendarFeed, _abc.Awaitable[_account_pb2.CalendarFeed]]: ...
+
+    @_abc_1.abstractmethod
+    def ResolveCalendarFeed(
+        self,
+        request: _account_pb2.ResolveCalendarFeedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_account_pb2.CalendarFeed, _abc.Awaitable[_account_pb2.CalendarFeed]]: ...
 
     @_abc_1.abstractmethod
     def ReserveDailyPost(
