@@ -187,7 +187,15 @@ class Param:
 
     @property
     def arg(self) -> str:
-        return snake(self.key)
+        # A key that is a Python keyword (list-posts' `from`) is the argument `from_` (PEP 8).
+        name = snake(self.key)
+        return f"{name}_" if keyword.iskeyword(name) else name
+
+    def body_item(self) -> str:
+        """The key's item in the `body_of(...)` call (a keyword key as a `**{...}` item)."""
+        if keyword.iskeyword(self.key):
+            return f'**{{"{self.key}": {self.value()}}}'
+        return f"{self.key}={self.value()}"
 
     @property
     def annotation(self) -> str:
@@ -291,7 +299,7 @@ def method_lines(procedure: Procedure, *, is_async: bool) -> list[str]:
     lines += method_docstring(procedure.summary, doc, args, "        ")
     if params:
         lines.append("        body = body_of(")
-        lines += [f"            {p.key}={p.value()}," for p in params]
+        lines += [f"            {p.body_item()}," for p in params]
         lines.append("        )")
     else:
         lines.append("        body: dict[str, Any] = {}")
@@ -371,6 +379,21 @@ def _props(procedure: Procedure) -> list[tuple[str, Schema]]:
     return list(procedure.input_schema.get("properties", {}).items())
 
 
+def request_lines(name: str, procedure: str, fields: list[tuple[str, str, str]]) -> list[str]:
+    """A request's TypedDict: a class, or the functional form when a key is a Python keyword
+    (list-posts' `from`), which a class body cannot declare."""
+    doc = f"Request body of `{procedure}`."
+    if not any(keyword.iskeyword(key) for key, _, _ in fields):
+        lines = [f"class {name}(TypedDict):", *docstring(doc, "    ")]
+        for key, annotation, description in fields:
+            lines += ["", *wrap(description, "    #: "), f"    {key}: {annotation}"]
+        return lines
+    lines = [f"{name} = TypedDict(", f'    "{name}",', "    {"]
+    for key, annotation, description in fields:
+        lines += [*wrap(description, "        #: "), f'        "{key}": {annotation},']
+    return [*lines, "    },", ")", *docstring(doc, "")]
+
+
 def types_module(procedures: Iterable[Procedure]) -> str:
     registry = TypeRegistry()
     order: list[str] = []
@@ -380,8 +403,7 @@ def types_module(procedures: Iterable[Procedure]) -> str:
         request_name = f"{prefix}Request"
         registry.schemas[request_name] = request
         registry.typing_names.add("TypedDict")
-        lines = [f"class {request_name}(TypedDict):"]
-        lines += docstring(f"Request body of `{procedure.name}`.", "    ")
+        fields: list[tuple[str, str, str]] = []
         required = set(request.get("required", ()))
         for key, prop in request.get("properties", {}).items():
             annotation = input_annotation(prop, key).replace("str | datetime", "str")
@@ -393,8 +415,8 @@ def types_module(procedures: Iterable[Procedure]) -> str:
             if key not in required:
                 registry.typing_names.add("NotRequired")
                 annotation = f"NotRequired[{annotation}]"
-            lines += ["", *wrap(prop.get("description", ""), "    #: "), f"    {key}: {annotation}"]
-        registry.classes[request_name] = lines
+            fields.append((key, annotation, prop.get("description", "")))
+        registry.classes[request_name] = request_lines(request_name, procedure.name, fields)
         order.append(request_name)
         before = set(registry.classes)
         response_name = registry.typed_dict(

@@ -26,6 +26,14 @@ def storypost_stack_env() -> dict[str, str]:
         # The failure matrix (tests/integration/publish/test_failure_matrix.py) keeps ~70
         # posts in platform calls at once, each held up to the platform timeout (production: 8).
         "STORYPOST_SCHEDULER_WORKERS": "128",
+        # Insight points seconds apart instead of hours (tests/integration/insights/; the
+        # sandbox's figures step hourly, so every point of a test reads the same figures).
+        "STORYPOST_INSIGHTS_POINTS_SECONDS": "0,6,12",
+        "STORYPOST_INSIGHTS_STORY_POINTS_SECONDS": "0,6,12",
+        "STORYPOST_INSIGHTS_BACKOFF_SECONDS": "1",
+        "STORYPOST_INSIGHTS_MAX_BACKOFF_SECONDS": "2",
+        "STORYPOST_INSIGHTS_REFRESH_MIN_SECONDS": "1",
+        "STORYPOST_INSIGHTS_MAX_IDLE_SECONDS": "0.5",
         # Webhook receivers of the tests listen on http://127.0.0.1.
         "STORYPOST_WEBHOOK_ALLOW_HTTP_LOOPBACK": "true",
     }

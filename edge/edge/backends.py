@@ -9,7 +9,7 @@ import grpc
 
 from edge.config import EdgeSettings
 from storypost.account.v1 import account_pb2_grpc
-from storypost.publish.v1 import publish_pb2_grpc
+from storypost.publish.v1 import insights_pb2_grpc, publish_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc
 from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_runtime.grpc_client import sync_channel
@@ -46,6 +46,11 @@ class Backends:
     @cached_property
     def publish_stub(self) -> publish_pb2_grpc.PublishServiceStub:
         return publish_pb2_grpc.PublishServiceStub(self.publish)
+
+    @cached_property
+    def insights_stub(self) -> insights_pb2_grpc.InsightsServiceStub:
+        """publish-svc's InsightsService (same channel)."""
+        return insights_pb2_grpc.InsightsServiceStub(self.publish)
 
     @cached_property
     def webhook_stub(self) -> webhook_pb2_grpc.WebhookServiceStub:

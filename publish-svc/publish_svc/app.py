@@ -18,13 +18,17 @@ from publish_svc.accounts_client import AccountsClient
 from publish_svc.backlogs import posts_due
 from publish_svc.config import PublishSettings
 from publish_svc.drivers.registry import DriverRegistry
+from publish_svc.insights.wiring import OUTBOX_COLLECTION, build_insights
+from publish_svc.insights.wiring import SERVICE_NAME as INSIGHTS_SERVICE_NAME
 from publish_svc.intake import PostIntake
 from publish_svc.metrics import PublishMetrics
 from publish_svc.posts import Posts
 from publish_svc.processing import PostProcessor
+from publish_svc.queues import Queues, QueueStore
 from publish_svc.quota import StoryQuota
 from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
+from publish_svc.reschedule import Rescheduler
 from publish_svc.scheduler import DueScheduler
 from publish_svc.servicer import PublishServicer
 from storypost.account.v1 import account_pb2_grpc
@@ -68,7 +72,9 @@ async def storage(
     js = nats.jetstream()
     await ensure_events_stream(js, settings)
     relay = OutboxRelay(
-        [db["posts"]], JetStreamPublisher(js), metrics=OutboxMetrics.create(registry)
+        [db["posts"], db[OUTBOX_COLLECTION]],
+        JetStreamPublisher(js),
+        metrics=OutboxMetrics.create(registry),
     )
     store = PostStore(db["posts"], relay.wake)
     await store.ensure_indexes()
@@ -126,6 +132,13 @@ def scheduling(
     )
 
 
+async def planning(stored: Storage, used: Clients, clock: Clock) -> Queues:
+    """The queues of connected accounts and the slots posts take from them."""
+    store = QueueStore(stored.db["queues"], stored.db["queue_slots"], stored.db["posts"])
+    await store.ensure_indexes()
+    return Queues(store, used.accounts, clock)
+
+
 async def build(
     settings: PublishSettings,
     stack: AsyncExitStack,
@@ -144,9 +157,16 @@ async def build(
         clock,
         settings.posting_window,
         scheduler.wake,
+        queues := await planning(stored, used, clock),
     )
     posts = Posts(stored.store, used.accounts, used.renderer, used.drivers, clock)
-    servicer = PublishServicer(intake, posts)
+    rescheduler = Rescheduler(
+        stored.store, used.accounts, clock, settings.posting_window, scheduler.wake, queues.store
+    )
+    servicer = PublishServicer(intake, posts, rescheduler, queues)
+    insights = await build_insights(
+        settings, stack, stored.db, used.accounts, clock, stored.relay.wake
+    )
     await stack.enter_async_context(background(stored.relay.run(), "outbox relay"))
     await stack.enter_async_context(background(scheduler.run(), "scheduler"))
     checks = AccountChecks(
@@ -159,5 +179,6 @@ async def build(
 
     def register(server: grpc.aio.Server) -> None:
         publish_pb2_grpc.add_PublishServiceServicer_to_server(servicer, server)
+        insights.register(server)
 
-    return ServiceParts([SERVICE_NAME], register)
+    return ServiceParts([SERVICE_NAME, INSIGHTS_SERVICE_NAME], register)

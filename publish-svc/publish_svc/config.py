@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from pydantic import Field
 
+from publish_svc.insights.config import InsightsSettings
 from storypost_runtime.settings import (
     GrpcServerSettings,
     MongoSettings,
@@ -16,7 +17,12 @@ from storypost_runtime.settings import (
 
 
 class PublishSettings(
-    GrpcServerSettings, PlatformApiSettings, MongoSettings, NatsSettings, ServiceAddresses
+    GrpcServerSettings,
+    PlatformApiSettings,
+    MongoSettings,
+    NatsSettings,
+    ServiceAddresses,
+    InsightsSettings,
 ):
     grpc_port: int = Field(default=50053, ge=0, le=65535)
     # Where the platforms' APIs answer: each its own URL, else sandbox_url (PlatformApiSettings,

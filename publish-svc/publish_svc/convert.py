@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from publish_svc.intake import Accepted, NewPost
 from publish_svc.model import Kind, Post, Status
 from publish_svc.post_params import Params, SocialParams
+from publish_svc.queues import Queue
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import proto_name
@@ -58,6 +62,8 @@ def post_pb(post: Post) -> pb.Post:
         finished_at=timestamp(post.finished_at),
         post_type=(post.params.post_type or "") if isinstance(post.params, SocialParams) else "",
         warnings=post.warnings,
+        connected_account_id=post.account.social_account_id,
+        series_uuid=post.series_uuid or "",
     )
 
 
@@ -72,4 +78,26 @@ def new_post[P: Params](request: Any, post_uuid: str, params: P) -> NewPost[P]:
         design=request.design,
         date=date_of(request),
         params=params,
+        queue_name=request.queue_name,
     )
+
+
+def queue_pb(queue: Queue) -> pb.Queue:
+    return pb.Queue(
+        social_account_id=queue.social_account_id,
+        queue_name=queue.name,
+        time_zone=queue.zone_name,
+        slots=[pb.QueueSlot(weekday=s.weekday_name, time=s.time_text) for s in queue.slots],
+        created_at=timestamp(queue.created_at),
+        updated_at=timestamp(queue.updated_at),
+    )
+
+
+def stamps(moments: Sequence[datetime]) -> list[Timestamp]:
+    """Timestamps of the instants, in order."""
+    found: list[Timestamp] = []
+    for moment in moments:
+        stamp = Timestamp()
+        stamp.FromDatetime(moment)
+        found.append(stamp)
+    return found

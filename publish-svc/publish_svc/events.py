@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from publish_svc.model import EVENT_TYPE, UUID_FIELD, Kind, Post, Status
+from storypost_runtime.clock import iso_utc
 from storypost_runtime.outbox import Event
 
 
@@ -30,3 +32,10 @@ def status_event(
     if status is Status.FAILED and error_message:
         data["errorMessage"] = error_message
     return Event.new(EVENT_TYPE[post.kind], post.organization_id, occurred_at, data)
+
+
+def rescheduled_event(post: Post, date: datetime, occurred_at: datetime) -> Event:
+    """The `scheduled` event of a post moved to `date`, which it carries (ours, added: the
+    spec's events have no date; a consumer that ignores unknown fields sees a `scheduled`)."""
+    event = status_event(post, Status.SCHEDULED, occurred_at)
+    return replace(event, data={**event.data, "date": iso_utc(date)})

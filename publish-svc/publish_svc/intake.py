@@ -28,6 +28,7 @@ from publish_svc.post_params import (
     StoryParams,
     params_doc,
 )
+from publish_svc.queues import Queue, Queues
 from publish_svc.quota import StoryQuota
 from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
@@ -67,6 +68,8 @@ class NewPost[P: Params]:
     design: rpb.Design
     date: datetime | None
     params: P
+    # A queue of the account to take the date from (the earliest free slot); "" for none.
+    queue_name: str = ""
 
     @property
     def kind(self) -> Kind:
@@ -100,6 +103,8 @@ class PostIntake:
     clock: Clock
     window: timedelta
     wake_scheduler: Callable[[], None]
+    # Where a post scheduled into a queue takes its date (none: queues are refused).
+    queues: Queues | None = None
     _finishing: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     # -- per kind ---------------------------------------------------------------------------
@@ -184,6 +189,7 @@ class PostIntake:
     async def _new_social(
         self, new: NewPost[SocialParams], social_account_id: str, post_type: str
     ) -> Accepted:
+        _refuse_date_and_queue(new)
         account = await self.accounts.connected(
             new.organization_id,
             social_ref(social_account_id),
@@ -226,6 +232,7 @@ class PostIntake:
         self, new: NewPost[Params], ref: apb.AccountRef, label: str
     ) -> apb.ConnectedAccount:
         """The account the post goes to, once its date (if any) is known to be usable."""
+        _refuse_date_and_queue(new)
         if new.date is not None and new.date < self.clock.now() - self.window:
             minutes = int(self.window.total_seconds() // 60)
             raise InvalidArgument(
@@ -244,6 +251,9 @@ class PostIntake:
         notes: Sequence[str] = (),
     ) -> Accepted:
         record_id = post_id(new.kind, new.organization_id, new.post_uuid)
+        # The queue is looked up before rendering (an unknown one costs no render); its slot
+        # is taken after, once the design is accepted.
+        queue = await self._queue(new, account) if new.queue_name else None
         rendering = await self.renderer.prepare(
             new.organization_id,
             record_id,
@@ -253,8 +263,27 @@ class PostIntake:
             max_duration_seconds=(post_type.max_duration_seconds if post_type else 0.0),
         )
         _check_media(_media(rendering), params, post_type)
-        doc = self._document(record_id, new, account, params, rendering, notes)
-        return await self._insert(doc)
+        if queue is None or self.queues is None:
+            return await self._insert(
+                self._document(record_id, new, account, params, rendering, notes)
+            )
+        slot = await self.queues.take(new.organization_id, queue, account, record_id)
+        try:
+            dated = replace(new, date=slot.at)
+            return await self._insert(
+                self._document(record_id, dated, account, params, rendering, notes)
+            )
+        except BaseException:
+            # The slot goes back unless the post (or a twin call's) was stored with it.
+            if await self.store.get_by_id(record_id) is None:
+                await self.queues.store.release(slot.id, record_id)
+            raise
+
+    async def _queue(self, new: NewPost[Params], account: apb.ConnectedAccount) -> Queue:
+        """The named queue of the post's account (400 naming queueName when it has none)."""
+        if self.queues is None:
+            raise InvalidArgument("queueName: queues are not available here")
+        return await self.queues.get(new.organization_id, account.social_account_id, new.queue_name)
 
     def _document(
         self,
@@ -320,6 +349,18 @@ class PostIntake:
         task = asyncio.create_task(finish())
         self._finishing.add(task)
         task.add_done_callback(self._finishing.discard)
+
+
+def _refuse_date_and_queue(new: NewPost[Params]) -> None:
+    """A post takes its date from `date` or from a queue, not from both (400 naming both)."""
+    if new.date is not None and new.queue_name:
+        raise InvalidArgument(
+            "give either date or queueName, not both",
+            field_violations={
+                "date": ["not together with queueName"],
+                "queueName": ["not together with date"],
+            },
+        )
 
 
 def _linknet_destination(

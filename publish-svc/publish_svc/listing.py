@@ -20,10 +20,14 @@ from publish_svc.model import Kind, Status
 from storypost_runtime.errors import InvalidArgument
 
 LISTED_FIELD = "listedAt"
-NOT_A_PAGE = "page_token is not a token of this listing: ask again without it for the newest page"
+# page_token is `cursor` in the API (list-posts): the messages name both.
+NOT_A_PAGE = (
+    "page_token is not a token of this listing (cursor: not a cursor of list-posts): ask "
+    "again without it for the newest page"
+)
 OTHER_QUERY = (
-    "page_token belongs to a listing with other filters (kinds, statuses, date range): "
-    "ask again with that listing's filters, or without the token"
+    "page_token (cursor) belongs to a listing with other filters (kinds, statuses, date "
+    "range, account, series): ask again with that listing's filters, or without it"
 )
 
 
@@ -34,6 +38,9 @@ class ListQuery:
     statuses: Sequence[Status]
     date_from: datetime | None
     date_to: datetime | None
+    # A connected account's social_account_id, and a series' UUID (lowercase); "" for any.
+    social_account_id: str = ""
+    series_uuid: str = ""
 
     def __post_init__(self) -> None:
         if self.date_from and self.date_to and self.date_to <= self.date_from:
@@ -48,6 +55,9 @@ class ListQuery:
             self.date_from.isoformat() if self.date_from else "",
             self.date_to.isoformat() if self.date_to else "",
         ]
+        # Only when set, so that tokens made before these filters existed stay valid.
+        if self.social_account_id or self.series_uuid:
+            key += [self.social_account_id, self.series_uuid]
         return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
 
 

@@ -105,6 +105,8 @@ class Post:
     traceparent: str | None = None
     # Who holds the post's lease: the attempt that claimed it (see scheduler.py).
     lease_holder: str | None = None
+    # The series it belongs to (none yet: series come later; ListPosts filters on it).
+    series_uuid: str | None = None
 
     @property
     def deadline_base(self) -> datetime:
@@ -146,4 +148,5 @@ class Post:
             render_error=doc.get("renderError"),
             traceparent=doc.get(TRACEPARENT_FIELD),
             lease_holder=doc.get("leaseOwner"),
+            series_uuid=doc.get("seriesUuid"),
         )

@@ -32,8 +32,9 @@ from publish_svc.drivers.base import (
     OutcomeKind,
 )
 from publish_svc.events import status_event
+from publish_svc.insights.store import POST_DUE_FIELD
 from publish_svc.metrics import PublishMetrics
-from publish_svc.model import OPEN, Kind, Post, Status
+from publish_svc.model import Kind, Post, Status
 from publish_svc.progress import ANSWER_GRACE, StoredProgress, TooLate, Unsettled
 from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
@@ -43,6 +44,7 @@ from storypost_runtime.component import component
 from storypost_runtime.leases import renewing
 from storypost_runtime.logs import get_logger
 from storypost_runtime.tracing import context_of_traceparent, tracer
+from storypost_runtime.vocabulary import OPEN_STATUSES
 
 log = get_logger(__name__)
 
@@ -351,6 +353,8 @@ class PostProcessor:
                 {
                     "permalink": outcome.permalink,
                     "platformPostId": outcome.platform_post_id,
+                    # Its insights are to be planned (publish_svc.insights, docs/insights.md).
+                    POST_DUE_FIELD: now,
                     **raw,
                     **debt,
                 },
@@ -464,6 +468,3 @@ class PostProcessor:
             set_fields=set_fields,
         )
 
-
-OPEN_STATUSES = (Status.SCHEDULED, Status.IN_PROGRESS)
-assert tuple(s.value for s in OPEN_STATUSES) == OPEN

@@ -6,12 +6,23 @@ from typing import Any
 
 import grpc
 
-from publish_svc.convert import KIND_OF_PB, STATUS_OF_PB, accepted_pb, moment_of, new_post, post_pb
+from publish_svc.convert import (
+    KIND_OF_PB,
+    STATUS_OF_PB,
+    accepted_pb,
+    moment_of,
+    new_post,
+    post_pb,
+    queue_pb,
+    stamps,
+)
 from publish_svc.intake import PostIntake
 from publish_svc.listing import ListQuery
 from publish_svc.model import Kind
 from publish_svc.post_params import ClipappParams, ReelParams, SocialParams, StoryParams
 from publish_svc.posts import Posts
+from publish_svc.queues import Queues
+from publish_svc.reschedule import Rescheduler
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.component import component
@@ -24,6 +35,8 @@ Context = grpc.aio.ServicerContext[Any, Any]
 class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
     intake: PostIntake
     posts: Posts
+    rescheduler: Rescheduler
+    queues: Queues
 
     async def ScheduleStory(
         self, request: pb.ScheduleStoryRequest, context: Context
@@ -87,6 +100,8 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
             [STATUS_OF_PB[s] for s in request.statuses if s in STATUS_OF_PB],
             moment_of(request, "date_from"),
             moment_of(request, "date_to"),
+            social_account_id=request.social_account_id,
+            series_uuid=request.series_uuid.lower(),
         )
         page = await self.posts.list(query, request.page_token, limit)
         return pb.ListPostsResponse(
@@ -94,6 +109,52 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
             next_page_token=page.next_token,
             previous_page_token=page.previous_token,
         )
+
+    async def ReschedulePost(self, request: pb.ReschedulePostRequest, context: Context) -> pb.Post:
+        kind = KIND_OF_PB.get(request.kind)
+        if kind is None:
+            raise InvalidArgument("kind must be one of story, reel, clipapp, social")
+        date = moment_of(request, "date")
+        if date is None:
+            raise InvalidArgument("date is required")
+        return post_pb(
+            await self.rescheduler.reschedule(
+                kind, request.organization_id, request.post_uuid, date
+            )
+        )
+
+    async def SetQueue(self, request: pb.SetQueueRequest, context: Context) -> pb.SetQueueResponse:
+        answer = await self.queues.set(
+            request.organization_id,
+            request.social_account_id,
+            request.queue_name,
+            request.time_zone,
+            [{"weekday": s.weekday, "time": s.time} for s in request.slots],
+        )
+        return pb.SetQueueResponse(
+            queue=queue_pb(answer.queue), next_slots=stamps(answer.next_slots)
+        )
+
+    async def ListQueues(
+        self, request: pb.ListQueuesRequest, context: Context
+    ) -> pb.ListQueuesResponse:
+        queues = await self.queues.listed(request.organization_id, request.social_account_id)
+        return pb.ListQueuesResponse(queues=[queue_pb(q) for q in queues])
+
+    async def DeleteQueue(self, request: pb.QueueRef, context: Context) -> pb.DeleteQueueResponse:
+        deleted = await self.queues.delete(
+            request.organization_id, request.social_account_id, request.queue_name
+        )
+        return pb.DeleteQueueResponse(deleted=deleted)
+
+    async def PreviewQueue(
+        self, request: pb.PreviewQueueRequest, context: Context
+    ) -> pb.PreviewQueueResponse:
+        ref = request.queue
+        slots = await self.queues.preview(
+            ref.organization_id, ref.social_account_id, ref.queue_name, request.count or 10
+        )
+        return pb.PreviewQueueResponse(slots=stamps(slots))
 
     # The Get* and Cancel* methods differ only in the kind.
     async def _get(self, kind: Kind, request: pb.GetPostRequest) -> pb.Post:

@@ -38,13 +38,11 @@ from render_svc.sources import VideoSources
 from render_svc.storage import MediaStore
 from storypost.account.v1 import account_pb2_grpc
 from storypost.render.v1 import render_pb2, render_pb2_grpc
-from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.errors import ResourceExhausted
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.metrics import MetricsIn
 from storypost_runtime.mongo import mongo_client
-from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
 from storypost_runtime.s3 import s3_client_kwargs, s3_session
 from storypost_runtime.service import ServiceParts
 from storypost_runtime.service_auth import caller_signer
@@ -115,23 +113,6 @@ async def storage(
     await store.ensure_bucket()
     await store.ensure_expiry_rule(OBJECT_PREFIX, BUCKET_EXPIRY_DAYS)
     return records, store
-
-
-async def event_relay(
-    settings: RenderSettings,
-    stack: AsyncExitStack,
-    records: RenderCollections,
-    registry: CollectorRegistry,
-) -> OutboxRelay:
-    """The outbox relay of the renderings' events, running."""
-    nats = await stack.enter_async_context(nats_connection(settings, "render-svc"))
-    js = nats.jetstream()
-    await ensure_events_stream(js, settings)
-    relay = OutboxRelay(
-        [records.renderings], JetStreamPublisher(js), metrics=OutboxMetrics.create(registry)
-    )
-    await stack.enter_async_context(background(relay.run(), "outbox relay"))
-    return relay
 
 
 async def browsers(
@@ -267,7 +248,6 @@ async def build(
     # Before the first child process (the browser's driver, ffmpeg) starts.
     confine_service_process(settings)
     records, store = await storage(settings, stack)
-    relay = await event_relay(settings, stack, records, registry)
     browser = await browsers(settings, stack)
     slot_gauges(browser[0], registry)
     root = await work_root(settings, stack)
@@ -291,7 +271,6 @@ async def build(
         tools,
         clock,
         lease_seconds=settings.render_finish_lease_seconds,
-        wake_relay=relay.wake,
         durations=finish_durations(registry),
     )
     stack.push_async_callback(finisher.close)

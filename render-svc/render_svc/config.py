@@ -7,7 +7,6 @@ from pydantic import Field
 from storypost_runtime.settings import (
     GrpcServerSettings,
     MongoSettings,
-    NatsSettings,
     PublicUrlSettings,
     S3Settings,
     ServiceAddresses,
@@ -17,7 +16,7 @@ MIB = 1024 * 1024
 
 
 class RenderSettings(
-    GrpcServerSettings, PublicUrlSettings, MongoSettings, NatsSettings, S3Settings, ServiceAddresses
+    GrpcServerSettings, PublicUrlSettings, MongoSettings, S3Settings, ServiceAddresses
 ):
     grpc_port: int = Field(default=50052, ge=0, le=65535)
     # public_url (PublicUrlSettings): stable temp blob URLs in pages start with it, and

@@ -1,9 +1,10 @@
-"""Finish: composite, preview and upload in the background, under a lease; events on NATS.
+"""Finish: composite, preview and upload in the background, under a lease.
 
 A rendering moves PREPARED -> FINISHING (a lease with a token) -> FINISHED or FAILED; each
-move is one single-document update guarded by the expected state (and the lease token), and
-the end state carries its event in the record's outbox. A finisher that dies leaves a lease
-that runs out; the resume loop (or the next Finish call) takes the rendering over.
+move is one single-document update guarded by the expected state (and the lease token). A
+finisher that dies leaves a lease that runs out; the resume loop (or the next Finish call)
+takes the rendering over. Its callers read the end state with GetRendering (publish-svc polls
+it while a due post waits for its rendering): no event is sent, since none had a reader.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import asyncio
 import secrets
 import shutil
 import time
-from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import KW_ONLY, field
 from datetime import timedelta
@@ -50,13 +50,10 @@ from storypost_runtime.leases import renewing
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import MetricsIn
 from storypost_runtime.mongo import Document
-from storypost_runtime.outbox import Event, with_event
 from storypost_runtime.tasks import TaskSet, run_passes
 
 log = get_logger(__name__)
 
-FINISHED_EVENT = "render.rendering.finished"
-FAILED_EVENT = "render.rendering.failed"
 COMPOSITE_TIMEOUT_SECONDS = 1800.0
 
 
@@ -81,7 +78,6 @@ class Finisher:
     _: KW_ONLY
     lease_seconds: float = 30.0
     composite_concurrency: int = 2
-    wake_relay: Callable[[], None] = lambda: None
     durations: Histogram | None = None
     _lease: timedelta = field(init=False)
     _composites: asyncio.Semaphore = field(init=False)
@@ -200,7 +196,7 @@ class Finisher:
             message = _failure_message(error)
             if not isinstance(error, DomainError | MediaToolError):
                 log.exception("finishing a rendering failed", rendering=doc["_id"])
-            await self._end(doc, token, FAILED, {"errorMessage": message}, message)
+            await self._end(doc, token, FAILED, {"errorMessage": message})
             return False
         finally:
             if rendering.media_kind == "video":
@@ -223,26 +219,12 @@ class Finisher:
         token: str,
         state: str,
         fields: dict[str, Any],
-        error: str | None = None,
     ) -> None:
         now = self.clock.now()
-        data: dict[str, Any] = {
-            "renderingId": doc["renderingId"],
-            "state": state,
-            "mediaKind": doc["mediaKind"],
+        update = {
+            "$set": {"state": state, "finishedAt": now, **fields},
+            "$unset": {"leaseUntil": "", "leaseToken": ""},
         }
-        if error:
-            data["errorMessage"] = error
-        event = Event.new(
-            FINISHED_EVENT if state == FINISHED else FAILED_EVENT, doc["organizationId"], now, data
-        )
-        update = with_event(
-            {
-                "$set": {"state": state, "finishedAt": now, **fields},
-                "$unset": {"leaseUntil": "", "leaseToken": ""},
-            },
-            event,
-        )
         matched = 0
         async for attempt in _retrying():
             with attempt:
@@ -252,7 +234,6 @@ class Finisher:
                 matched = result.matched_count
         if matched == 0:
             log.warning("lost the finishing lease; another finisher owns it", rendering=doc["_id"])
-        self.wake_relay()
 
     async def _composite(self, rendering: Rendering) -> tuple[str, str]:
         org, rid = rendering.organization_id, rendering.rendering_id

@@ -8,8 +8,10 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from storypost_runtime.mongo import Document, ensure_indexes
-from storypost_runtime.outbox import PENDING_FIELD
+from storypost_runtime.mongo import Document, drop_indexes, ensure_indexes
+
+# Renderings no longer carry events (nothing read them): their outbox index goes.
+RETIRED_INDEXES = ("outbox_pending",)
 
 
 @dataclass(frozen=True)
@@ -40,9 +42,9 @@ class RenderCollections:
                 IndexModel([*org_unique, ("renderingId", ASCENDING)], unique=True, name="org_id"),
                 # The resume loop: finishing renderings whose lease ran out.
                 IndexModel([("state", ASCENDING), ("leaseUntil", ASCENDING)], name="state_lease"),
-                IndexModel([(PENDING_FIELD, ASCENDING)], name="outbox_pending", sparse=True),
             ],
         )
+        await drop_indexes(self.renderings, RETIRED_INDEXES)
         await ensure_indexes(
             self.temp_blobs,
             [

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import KW_ONLY
+from typing import Any
 
 import nats
 from nats.aio.client import Client as NatsClient
@@ -22,7 +26,7 @@ from tenacity import (
 
 from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
-from storypost_runtime.settings import NatsSettings
+from storypost_runtime.settings import NatsSettings, SettingRefused, env_variable
 from storypost_runtime.tracing import inject, tracer
 
 log = get_logger(__name__)
@@ -36,21 +40,99 @@ def event_subject(event_type: str) -> str:
     return EVENTS_SUBJECT_PREFIX + event_type
 
 
+class NatsRefused(SettingRefused):
+    """NATS refused this component's identity or TLS: retrying cannot help, the setting must
+    change. The message names the variables in use (never their values)."""
+
+
+def connect_options(settings: NatsSettings) -> dict[str, Any]:
+    """nats.connect's identity and TLS options from the settings (docs/deploy.md "NATS")."""
+    options: dict[str, Any] = {}
+    if settings.nats_user:
+        options |= {"user": settings.nats_user, "password": settings.nats_password}
+    if settings.nats_token:
+        options["token"] = settings.nats_token
+    if settings.nats_creds_file:
+        options["user_credentials"] = settings.nats_creds_file
+    if settings.nats_nkey_seed_file:
+        options["nkeys_seed"] = settings.nats_nkey_seed_file
+    tls_url = settings.nats_url.startswith("tls://")
+    if tls_url or settings.nats_tls_ca_file or settings.nats_tls_cert_file:
+        context = ssl.create_default_context(cafile=settings.nats_tls_ca_file or None)
+        if settings.nats_tls_cert_file:
+            context.load_cert_chain(settings.nats_tls_cert_file, settings.nats_tls_key_file)
+        options["tls"] = context
+    return options
+
+
+def identity_variables(settings: NatsSettings) -> str:
+    """The variables that make up this component's NATS identity and TLS, for messages."""
+    named = [
+        env_variable(settings, field)
+        for field in (
+            "nats_url",
+            "nats_user",
+            "nats_password",
+            "nats_token",
+            "nats_creds_file",
+            "nats_nkey_seed_file",
+            "nats_tls_ca_file",
+            "nats_tls_cert_file",
+            "nats_tls_key_file",
+        )
+        if field == "nats_url"
+        or getattr(settings, field)
+        # A `tls://` server whose CA is not the system's needs it named.
+        or (field == "nats_tls_ca_file" and settings.nats_url.startswith("tls://"))
+    ]
+    return ", ".join(named)
+
+
+def _refusal(error: Exception) -> str | None:
+    """What NATS said when it refused the identity or the TLS handshake (None: another
+    error, such as a server not up yet, that a retry may cure)."""
+    text = str(error) or type(error).__name__
+    lowered = text.lower()
+    if isinstance(error, (nats.errors.AuthorizationError, ssl.SSLError)) or any(
+        word in lowered for word in ("authorization violation", "authentication", "certificate")
+    ):
+        return text
+    return None
+
+
 @asynccontextmanager
 async def nats_connection(
     settings: NatsSettings, name: str, give_up_after_seconds: float | None = 30.0
 ) -> AsyncIterator[NatsClient]:
     """Connects (retrying for up to `give_up_after_seconds` at start-up, forever when None),
-    reconnects forever, drains on exit."""
+    reconnects forever, drains on exit. A refused identity or TLS handshake raises NatsRefused
+    at once, naming the variables to check."""
+    refused: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
     async def on_error(error: Exception) -> None:
-        log.warning("nats error", error=str(error))
+        said = _refusal(error)
+        if said is not None and not refused.done():
+            refused.set_result(said)
+        log.warning("nats error", error=str(error) or type(error).__name__)
 
     async def on_disconnect() -> None:
         log.warning("nats disconnected")
 
     async def on_reconnect() -> None:
         log.info("nats reconnected")
+
+    async def connect() -> NatsClient:
+        return await nats.connect(
+            servers=[settings.nats_url],
+            name=name,
+            connect_timeout=2,
+            reconnect_time_wait=0.5,
+            max_reconnect_attempts=-1,
+            error_cb=on_error,
+            disconnected_cb=on_disconnect,
+            reconnected_cb=on_reconnect,
+            **connect_options(settings),
+        )
 
     client: NatsClient | None = None
     limit = give_up_after_seconds
@@ -62,16 +144,7 @@ async def nats_connection(
         reraise=True,
     ):
         with attempt:
-            client = await nats.connect(
-                servers=[settings.nats_url],
-                name=name,
-                connect_timeout=2,
-                reconnect_time_wait=0.5,
-                max_reconnect_attempts=-1,
-                error_cb=on_error,
-                disconnected_cb=on_disconnect,
-                reconnected_cb=on_reconnect,
-            )
+            client = await _first_of(connect(), refused, settings)
     assert client is not None
     try:
         yield client
@@ -80,6 +153,26 @@ async def nats_connection(
             await client.drain()
         else:
             await client.close()
+
+
+async def _first_of(
+    connecting: Coroutine[Any, Any, NatsClient],
+    refused: asyncio.Future[str],
+    settings: NatsSettings,
+) -> NatsClient:
+    """The connection, unless NATS refuses the identity first (nats-py's connect keeps trying
+    then, since it reconnects forever)."""
+    task = asyncio.ensure_future(connecting)
+    waited: set[asyncio.Future[Any]] = {task, refused}
+    done, _ = await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    raise NatsRefused(
+        f"NATS refused this component ({refused.result()}): check {identity_variables(settings)}"
+    )
 
 
 async def ensure_events_stream(js: JetStreamContext, settings: NatsSettings) -> None:

@@ -38,6 +38,7 @@ from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
 from storypost_runtime.documents import from_document
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import Metrics, counter, gauge
+from storypost_runtime.mongo import Document
 from storypost_runtime.settings import NatsSettings
 from storypost_runtime.tasks import run_passes
 from storypost_runtime.tracing import current_traceparent, in_stored_trace
@@ -46,7 +47,6 @@ log = get_logger(__name__)
 
 OUTBOX_FIELD = "outbox"
 PENDING_FIELD = "outboxPending"
-Document = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from storypost_runtime.grpc_server import GrpcServer, Registrar, stop_signal
 from storypost_runtime.logs import configure_logging, get_logger
 from storypost_runtime.metrics import RpcMetrics, serve_metrics
 from storypost_runtime.service_auth import Restrictions
-from storypost_runtime.settings import GrpcServerSettings, load_settings
+from storypost_runtime.settings import GrpcServerSettings, SettingRefused, load_settings
 from storypost_runtime.tracing import configure_tracing
 
 
@@ -68,6 +69,10 @@ def run(name: str, settings: GrpcServerSettings, build: Builder) -> None:
     traces = configure_tracing(name)
     try:
         asyncio.run(serve(name, settings, build))
+    except SettingRefused as refused:
+        get_logger(name).error("refused at start", error=str(refused))
+        print(f"{name} cannot start: {refused}", file=sys.stderr)
+        raise SystemExit(2) from None
     finally:
         if traces is not None:
             traces.shutdown()  # exports the spans still batched

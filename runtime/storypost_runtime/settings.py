@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import Final, Literal, Self
 
 from pydantic import Field, ValidationError, model_validator
@@ -17,6 +18,12 @@ DEVELOPMENT: Final = "development"
 # The embedded stack's S3 identity secret (cli/storypost_cli/stack): published, so it
 # protects nothing.
 DEV_S3_SECRET_KEY = "storypost-dev-secret"  # noqa: S105 - public development value
+
+
+class SettingRefused(Exception):
+    """A dependency refused what a setting says (NATS an identity, a TLS handshake): the
+    process stops at start with the message (exit 2, as for bad settings), since a retry
+    cannot help."""
 
 
 class BaseServiceSettings(BaseSettings):
@@ -94,6 +101,51 @@ class NatsSettings(BaseSettings):
     # Copies of the stream in a JetStream cluster (1 on a single server; 3 in production, so
     # one NATS node lost loses no event). Raised on an existing stream at the next start.
     nats_stream_replicas: int = Field(default=1, ge=1, le=5)
+    # How a component proves who it is to NATS (docs/deploy.md "NATS"): at most one of a user
+    # and password, a token, a credentials file (JWT and nkey seed, from a Secret) or an nkey
+    # seed file. None: the server admits anyone who reaches it (development).
+    nats_user: str = ""
+    nats_password: str = Field(default="", repr=False)
+    nats_token: str = Field(default="", repr=False)
+    nats_creds_file: str = ""
+    nats_nkey_seed_file: str = ""
+    # TLS: the CA that signed the server's certificate (a `tls://` URL without it trusts the
+    # system's CAs), and this component's certificate and key where the server verifies
+    # clients.
+    nats_tls_ca_file: str = ""
+    nats_tls_cert_file: str = ""
+    nats_tls_key_file: str = ""
+
+    @model_validator(mode="after")
+    def _nats_identity(self) -> Self:
+        ways = {
+            "STORYPOST_NATS_USER and STORYPOST_NATS_PASSWORD": bool(
+                self.nats_user or self.nats_password
+            ),
+            "STORYPOST_NATS_TOKEN": bool(self.nats_token),
+            "STORYPOST_NATS_CREDS_FILE": bool(self.nats_creds_file),
+            "STORYPOST_NATS_NKEY_SEED_FILE": bool(self.nats_nkey_seed_file),
+        }
+        chosen = [way for way, given in ways.items() if given]
+        if len(chosen) > 1:
+            raise ValueError(f"NATS takes one identity, not {' and '.join(chosen)}")
+        if bool(self.nats_user) != bool(self.nats_password):
+            raise ValueError("STORYPOST_NATS_USER and STORYPOST_NATS_PASSWORD go together")
+        if bool(self.nats_tls_cert_file) != bool(self.nats_tls_key_file):
+            raise ValueError(
+                "STORYPOST_NATS_TLS_CERT_FILE and STORYPOST_NATS_TLS_KEY_FILE go together"
+            )
+        for field in (
+            "nats_creds_file",
+            "nats_nkey_seed_file",
+            "nats_tls_ca_file",
+            "nats_tls_cert_file",
+            "nats_tls_key_file",
+        ):
+            path = getattr(self, field)
+            if path and not Path(path).is_file():
+                raise ValueError(f"{env_variable(self, field)}: no file {path}")
+        return self
 
     @model_validator(mode="after")
     def _production_nats(self) -> Self:

@@ -80,6 +80,8 @@ class PostStatus(StrEnum):
 
 FINAL_STATUSES = frozenset({PostStatus.EXECUTED, PostStatus.FAILED, PostStatus.CANCELED})
 OPEN_STATUSES: tuple[PostStatus, ...] = (PostStatus.SCHEDULED, PostStatus.IN_PROGRESS)
+# Ended without being published: what such a post held (a queue's slot) is free again.
+UNPUBLISHED_STATUSES: tuple[PostStatus, ...] = (PostStatus.FAILED, PostStatus.CANCELED)
 # A story is published in one step: the API never shows it in progress (spec).
 STORY_STATUSES: tuple[PostStatus, ...] = tuple(
     s for s in PostStatus if s is not PostStatus.IN_PROGRESS

@@ -8,7 +8,7 @@ from typing import Any
 import falcon
 from prometheus_client import CollectorRegistry, Counter
 
-from sandbox_net import admin, clipapp, oauth, photoapp, social
+from sandbox_net import admin, clipapp, insights, oauth, photoapp, social
 from sandbox_net.config import SandboxSettings
 from sandbox_net.errors import PlatformHttpError, handle_platform_error
 from sandbox_net.gate import Gate, LateAnswers
@@ -95,5 +95,6 @@ def create_sandbox(settings: SandboxSettings, registry: CollectorRegistry | None
     photoapp.add_routes(app, gate, processor)
     clipapp.add_routes(app, gate, processor)
     social.add_routes(app, gate)
+    insights.add_routes(app, gate)
     admin.add_routes(app, store, holds)
     return Sandbox(app, store, processor, holds)

@@ -36,6 +36,10 @@ class SandboxSettings(BaseSettings):
     photoapp_publish_limit: int = Field(default=25, ge=0)
     # Download media URLs like a real platform (failures make the container ERROR).
     fetch_media: bool = True
+    # Insights: a post's figures grow once per step of its age; a story's insights answer
+    # only during its lifetime (then 400 story_expired, as the real photo network).
+    insights_step_seconds: float = Field(default=3600.0, gt=0)
+    story_lifetime_seconds: float = Field(default=24 * 3600, gt=0)
 
 
 class SandboxProcessSettings(BaseServiceSettings):

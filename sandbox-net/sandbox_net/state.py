@@ -34,6 +34,8 @@ class RuntimeConfig:
     container_ttl_seconds: float
     photoapp_publish_limit: int
     fetch_media: bool
+    insights_step_seconds: float
+    story_lifetime_seconds: float
 
     @classmethod
     def from_settings(cls, settings: SandboxSettings) -> RuntimeConfig:

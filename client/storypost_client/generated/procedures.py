@@ -34,6 +34,14 @@ ProcedureName = Literal[
     "schedule-social-post",
     "status-social-post",
     "cancel-social-post",
+    "list-posts",
+    "reschedule-post",
+    "set-queue",
+    "list-queues",
+    "preview-queue",
+    "delete-queue",
+    "get-post-insights",
+    "list-account-insights",
 ]
 
 PROCEDURES: Final[Mapping[str, ProcedureInfo]] = {
@@ -191,6 +199,66 @@ PROCEDURES: Final[Mapping[str, ProcedureInfo]] = {
     "cancel-social-post": ProcedureInfo(
         name="cancel-social-post",
         summary="Cancels a scheduled or in-progress social post.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "list-posts": ProcedureInfo(
+        name="list-posts",
+        summary=(
+            "Lists the organization's posts of every kind, newest date first, a page at a time."
+        ),
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "reschedule-post": ProcedureInfo(
+        name="reschedule-post",
+        summary="Moves a scheduled post to another date.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "set-queue": ProcedureInfo(
+        name="set-queue",
+        summary="Creates or replaces a posting queue of a connected account.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "list-queues": ProcedureInfo(
+        name="list-queues",
+        summary="Lists the organization's posting queues.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "preview-queue": ProcedureInfo(
+        name="preview-queue",
+        summary="The dates the next posts scheduled into a queue would get.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "delete-queue": ProcedureInfo(
+        name="delete-queue",
+        summary="Deletes a posting queue.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "get-post-insights": ProcedureInfo(
+        name="get-post-insights",
+        summary="Returns what the platform reports about a published post: views, reach, likes.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "list-account-insights": ProcedureInfo(
+        name="list-account-insights",
+        summary=(
+            "Lists a connected account's figures per day: followers, and what its posts gained."
+        ),
         idempotent=True,
         client_timeout_seconds=30.0,
         render_input=False,

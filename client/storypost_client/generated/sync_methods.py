@@ -17,15 +17,25 @@ from storypost_client.generated.types import (
     CreateDraftResponse,
     CreateTempBlobUploadUrlResponse,
     DeleteDraftResponse,
+    DeleteQueueResponse,
     GenerateUuidResponse,
+    GetPostInsightsResponse,
+    Kind,
+    ListAccountInsightsResponse,
     ListClipappAccountsResponse,
     ListPhotoappUsersResponse,
+    ListPostsResponse,
+    ListQueuesResponse,
     ListSocialAccountsResponse,
+    PreviewQueueResponse,
     PrivacyLevel,
+    ReschedulePostResponse,
     ScheduleClipappPostResponse,
     SchedulePhotoappReelResponse,
     SchedulePhotoappStoryResponse,
     ScheduleSocialPostResponse,
+    SetQueueResponse,
+    Status,
     StatusClipappPostResponse,
     StatusDraftResponse,
     StatusPhotoappReelResponse,
@@ -431,6 +441,7 @@ class SyncMethods:
         ai_generated: bool | None = None,
         share_to_linknet: bool | None = None,
         linknet_destination_id: str | int | None = None,
+        queue_name: str | None = None,
         timeout: float | None = None,
     ) -> SchedulePhotoappStoryResponse:
         """Renders a page and schedules it as a story on a connected photoapp account.
@@ -475,6 +486,11 @@ class SyncMethods:
         answers): use a client read timeout of at least 120 seconds, and after a client timeout
         retry with the same UUID.
 
+        **Queues:** instead of `date`, `queueName` names a queue of the post's account
+        (`set-queue`): the post takes the queue's earliest free slot far enough ahead to be
+        rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
+        both); a repeated UUID takes no second slot.
+
         `POST {base_url}/schedule-photoapp-story` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -491,6 +507,7 @@ class SyncMethods:
             share_to_linknet: Cross-post the story to a linknet destination.
             linknet_destination_id: Linknet destination to cross-post to when `shareToLinknet` is
                 true; it must be linked to the account. Omitted means the first linked one.
+            queue_name: A queue of the post's account to take the date from (not with `date`).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -502,6 +519,7 @@ class SyncMethods:
             aiGenerated=ai_generated,
             shareToLinknet=share_to_linknet,
             linknetDestinationId=linknet_destination_id,
+            queueName=queue_name,
         )
         answer = self._call("schedule-photoapp-story", body, timeout)
         return cast(SchedulePhotoappStoryResponse, answer)
@@ -573,6 +591,7 @@ class SyncMethods:
         share_to_feed: bool | None = None,
         ai_generated: bool | None = None,
         share_to_linknet: bool | None = None,
+        queue_name: str | None = None,
         timeout: float | None = None,
     ) -> SchedulePhotoappReelResponse:
         """Renders a video page and schedules it as a reel on a connected photoapp account.
@@ -606,6 +625,11 @@ class SyncMethods:
         answers): use a client read timeout of at least 120 seconds, and after a client timeout
         retry with the same UUID.
 
+        **Queues:** instead of `date`, `queueName` names a queue of the post's account
+        (`set-queue`): the post takes the queue's earliest free slot far enough ahead to be
+        rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
+        both); a repeated UUID takes no second slot.
+
         `POST {base_url}/schedule-photoapp-reel` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -623,6 +647,7 @@ class SyncMethods:
             share_to_feed: Also show the reel in the feed. Default `false`.
             ai_generated: Marks the reel as AI-generated.
             share_to_linknet: Let the linknet network recommend the reel. Default `true`.
+            queue_name: A queue of the post's account to take the date from (not with `date`).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -635,6 +660,7 @@ class SyncMethods:
             shareToFeed=share_to_feed,
             aiGenerated=ai_generated,
             shareToLinknet=share_to_linknet,
+            queueName=queue_name,
         )
         answer = self._call("schedule-photoapp-reel", body, timeout)
         return cast(SchedulePhotoappReelResponse, answer)
@@ -709,6 +735,7 @@ class SyncMethods:
         branded_content: bool | None = None,
         ai_generated: bool | None = None,
         auto_audio: bool | None = None,
+        queue_name: str | None = None,
         timeout: float | None = None,
     ) -> ScheduleClipappPostResponse:
         """Renders a page and schedules it as a post on a directly connected clipapp account.
@@ -749,6 +776,11 @@ class SyncMethods:
         answers): use a client read timeout of at least 120 seconds, and after a client timeout
         retry with the same UUID.
 
+        **Queues:** instead of `date`, `queueName` names a queue of the post's account
+        (`set-queue`): the post takes the queue's earliest free slot far enough ahead to be
+        rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
+        both); a repeated UUID takes no second slot.
+
         `POST {base_url}/schedule-clipapp-post` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -773,6 +805,7 @@ class SyncMethods:
             branded_content: Disclose the post as paid partnership content. Default `false`.
             ai_generated: Mark the post as AI-generated. Default `false`.
             auto_audio: Let the network add audio to a photo post. Default `false`.
+            queue_name: A queue of the post's account to take the date from (not with `date`).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -792,6 +825,7 @@ class SyncMethods:
             brandedContent=branded_content,
             aiGenerated=ai_generated,
             autoAudio=auto_audio,
+            queueName=queue_name,
         )
         answer = self._call("schedule-clipapp-post", body, timeout)
         return cast(ScheduleClipappPostResponse, answer)
@@ -859,6 +893,7 @@ class SyncMethods:
         text: str | None = None,
         options: Mapping[str, Any] | None = None,
         date: str | datetime | None = None,
+        queue_name: str | None = None,
         timeout: float | None = None,
     ) -> ScheduleSocialPostResponse:
         """Renders a page and schedules it as a post on any connected social account.
@@ -904,6 +939,11 @@ class SyncMethods:
         answers): use a client read timeout of at least 120 seconds, and after a client timeout
         retry with the same UUID.
 
+        **Queues:** instead of `date`, `queueName` names a queue of the post's account
+        (`set-queue`): the post takes the queue's earliest free slot far enough ahead to be
+        rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
+        both); a repeated UUID takes no second slot.
+
         `POST {base_url}/schedule-social-post` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -920,6 +960,7 @@ class SyncMethods:
                 lists for it.
             date: When to publish; omitted or past means as soon as rendering is complete. A
                 timezone-aware `datetime` is sent as UTC.
+            queue_name: A queue of the post's account to take the date from (not with `date`).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -931,6 +972,7 @@ class SyncMethods:
             text=text,
             options=None if options is None else dict(options),
             date=None if date is None else iso_date(date),
+            queueName=queue_name,
         )
         answer = self._call("schedule-social-post", body, timeout)
         return cast(ScheduleSocialPostResponse, answer)
@@ -994,3 +1036,310 @@ class SyncMethods:
         )
         answer = self._call("cancel-social-post", body, timeout)
         return cast(CancelSocialPostResponse, answer)
+
+    def list_posts(
+        self,
+        *,
+        kind: Kind | None = None,
+        status: Status | None = None,
+        social_account_id: str | None = None,
+        from_: str | datetime | None = None,
+        to: str | datetime | None = None,
+        series_uuid: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        timeout: float | None = None,
+    ) -> ListPostsResponse:
+        """Lists the organization's posts of every kind, newest date first, a page at a time.
+
+        Lists the posts of the organization (stories, reels, clipapp and social posts), newest
+        `date` first (posts sharing a date in a fixed order), at most `limit` per page. Every filter
+        is optional and they combine: `kind`, `status`, `socialAccountId` (the connected account, as
+        `list-social-accounts` names it, for every kind), `seriesUuid`, and `from` (inclusive) /
+        `to` (exclusive) bounds on the post's date. A post scheduled without a date is listed at the
+        time it was accepted.
+
+        **Paging:** when more posts follow, the answer carries `nextCursor`; pass it as `cursor`,
+        with the same filters, for the next page. A cursor names where the last page stopped (a date
+        and a post), not a position, so posts added or changed meanwhile never make a page repeat or
+        skip the posts that were already there. A cursor of other filters, or one this API did not
+        make, is an expected error (HTTP 400) naming `cursor`.
+
+        `previewUrl` is given when stored with the post; `status-photoapp-story` answers a fresh
+        preview of a story.
+
+        `POST {base_url}/list-posts` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            kind: Only posts of this kind.
+            status: Only posts in this status.
+            social_account_id: Only posts to this connected account (`socialAccountId` of
+                `list-social-accounts`).
+            from_: Only posts whose date is at or after this instant. A timezone-aware `datetime` is
+                sent as UTC.
+            to: Only posts whose date is before this instant (exclusive); after `from`. A
+                timezone-aware `datetime` is sent as UTC.
+            series_uuid: Only posts of this series.
+            limit: Posts per page. Default `50`.
+            cursor: `nextCursor` of the previous page (with the same filters); omitted for the
+                newest page.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            kind=kind,
+            status=status,
+            socialAccountId=social_account_id,
+            **{"from": None if from_ is None else iso_date(from_)},
+            to=None if to is None else iso_date(to),
+            seriesUuid=series_uuid,
+            limit=limit,
+            cursor=cursor,
+        )
+        answer = self._call("list-posts", body, timeout)
+        return cast(ListPostsResponse, answer)
+
+    def reschedule_post(
+        self,
+        *,
+        kind: Kind,
+        uuid: str,
+        date: str | datetime,
+        timeout: float | None = None,
+    ) -> ReschedulePostResponse:
+        """Moves a scheduled post to another date.
+
+        Moves a post that is still `scheduled`, and not being published, to `date`. The checks of
+        scheduling apply again: a `date` more than 60 minutes in the past is refused (the post could
+        never be published in time), a social post's `date` must be in the future (a social post is
+        `scheduled` only while its date is ahead), and the account must still be connected. The
+        60-minute window then counts from the new date. The post's status event
+        (`photoapp_story_post.status_changed`, `social_post.status_changed`, …) is sent again with
+        `status: scheduled` and the new `date`.
+
+        **Errors:** a post that is no longer `scheduled` (`in-progress`, `executed`, `failed`,
+        `canceled`), or that a scheduler is publishing right now, is an expected error (HTTP 400)
+        and is unchanged; so is an unknown post. A reschedule and the post's publication never both
+        happen: whichever comes first wins.
+
+        **Idempotency:** moving a post again to the same `date` succeeds again (its event is sent
+        again).
+
+        `POST {base_url}/reschedule-post` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            kind: The post's kind.
+            uuid: The post's UUID (as its schedule call named it).
+            date: The new date. A timezone-aware `datetime` is sent as UTC.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            kind=kind,
+            uuid=uuid,
+            date=None if date is None else iso_date(date),
+        )
+        answer = self._call("reschedule-post", body, timeout)
+        return cast(ReschedulePostResponse, answer)
+
+    def set_queue(
+        self,
+        *,
+        social_account_id: str,
+        time_zone: str,
+        slots: Any,
+        queue_name: str | None = None,
+        timeout: float | None = None,
+    ) -> SetQueueResponse:
+        """Creates or replaces a posting queue of a connected account.
+
+        A queue is a named set of weekly slots of one connected account (`socialAccountId` of
+        `list-social-accounts`) in a time zone (an IANA name such as `Europe/Berlin`). A schedule
+        procedure given `queueName` instead of `date` posts at the queue's earliest free slot far
+        enough ahead for the page to be rendered. Setting a queue again under its name replaces its
+        time zone and slots (posts that took its slots keep their dates). The answer names the
+        queue's next 5 free slots.
+
+        Slots are local times in the queue's `timeZone`: a local time that does not exist (clocks
+        springing forward) is taken at the first minute after the gap, one that exists twice (clocks
+        falling back) once, at its first occurrence. Dates are answered in UTC.
+
+        **Limits:** 1 to 100 slots, at most 20 queues per account.
+
+        **Errors:** an unknown time zone, a bad slot, too many slots or queues, or an account that
+        is not connected to the organization is an expected error (HTTP 400, the validation body
+        naming the field) and nothing is stored.
+
+        `POST {base_url}/set-queue` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            social_account_id: The connected account the queue posts to.
+            time_zone: IANA time zone name, e.g. `Europe/Berlin`.
+            slots: The weekly slots (repeats count once).
+            queue_name: The queue's name, unique per account. Default `default`.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            socialAccountId=social_account_id,
+            timeZone=time_zone,
+            slots=slots,
+            queueName=queue_name,
+        )
+        answer = self._call("set-queue", body, timeout)
+        return cast(SetQueueResponse, answer)
+
+    def list_queues(
+        self,
+        *,
+        social_account_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ListQueuesResponse:
+        """Lists the organization's posting queues.
+
+        Lists the queues of the organization, of one connected account when `socialAccountId` is
+        given, by account and name. Input: `{}` for every queue.
+
+        `POST {base_url}/list-queues` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            social_account_id: Only this account's queues.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            socialAccountId=social_account_id,
+        )
+        answer = self._call("list-queues", body, timeout)
+        return cast(ListQueuesResponse, answer)
+
+    def preview_queue(
+        self,
+        *,
+        social_account_id: str,
+        queue_name: str,
+        count: int | None = None,
+        timeout: float | None = None,
+    ) -> PreviewQueueResponse:
+        """The dates the next posts scheduled into a queue would get.
+
+        Answers the queue's next `count` free slots, earliest first, in UTC: the dates the next
+        posts scheduled into it would get, one after the other. Slots already taken by a post are
+        left out (a canceled or failed post's slot is free again), and so are slots on a UTC day the
+        account's daily post limit already fills.
+
+        Slots are local times in the queue's `timeZone`: a local time that does not exist (clocks
+        springing forward) is taken at the first minute after the gap, one that exists twice (clocks
+        falling back) once, at its first occurrence. Dates are answered in UTC.
+
+        `POST {base_url}/preview-queue` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            social_account_id: The queue's account.
+            queue_name: The queue's name.
+            count: How many slots. Default `10`.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            socialAccountId=social_account_id,
+            queueName=queue_name,
+            count=count,
+        )
+        answer = self._call("preview-queue", body, timeout)
+        return cast(PreviewQueueResponse, answer)
+
+    def delete_queue(
+        self,
+        *,
+        social_account_id: str,
+        queue_name: str,
+        timeout: float | None = None,
+    ) -> DeleteQueueResponse:
+        """Deletes a posting queue.
+
+        Deletes the queue; posts that took its slots keep their dates. `deleted` says whether there
+        was such a queue: deleting one that does not exist succeeds too (`deleted: false`), so a
+        retry is safe.
+
+        `POST {base_url}/delete-queue` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            social_account_id: The queue's account.
+            queue_name: The queue's name.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            socialAccountId=social_account_id,
+            queueName=queue_name,
+        )
+        answer = self._call("delete-queue", body, timeout)
+        return cast(DeleteQueueResponse, answer)
+
+    def get_post_insights(
+        self,
+        *,
+        kind: Kind,
+        uuid: str,
+        refresh: bool | None = None,
+        timeout: float | None = None,
+    ) -> GetPostInsightsResponse:
+        """Returns what the platform reports about a published post: views, reach, likes.
+
+        The insights of one executed post (any kind), as its platform reports them. storypost reads
+        them right after the post is published, then 1 hour, 6 hours, 24 hours, 7 days and 30 days
+        later; a story at once, after 1, 6 and 23 hours (a story's insights are only available
+        during its 24 hours). `metrics` holds the latest reading, `history` every reading kept (90
+        days), oldest first.
+
+        `refresh: true` reads the platform at once first, at most once a minute per post (a repeat
+        within the minute answers the stored figures); when the platform rate-limits the reading the
+        call answers 429 with `Retry-After`.
+
+        A post of another organization, or no post at all, answers 400 `… not found`; a post not
+        executed yet answers 400. `collectionState` is `stopped` with `stoppedReason` when the
+        account was disconnected (insights are no longer collected); `lastError` is the platform's
+        latest refusal while a reading is retried later.
+
+        `POST {base_url}/get-post-insights` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            kind: The post's kind.
+            uuid: The post's UUID (`storyPostUuid`, `reelPostUuid`, …).
+            refresh: Read the platform now before answering. Default `false`.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            kind=kind,
+            uuid=uuid,
+            refresh=refresh,
+        )
+        answer = self._call("get-post-insights", body, timeout)
+        return cast(GetPostInsightsResponse, answer)
+
+    def list_account_insights(
+        self,
+        *,
+        social_account_id: str,
+        from_: str,
+        to: str,
+        timeout: float | None = None,
+    ) -> ListAccountInsightsResponse:
+        """Lists a connected account's figures per day: followers, and what its posts gained.
+
+        One row per day (UTC) from `from` to `to` (both included, at most 366 days) that has
+        figures, its `metrics`: `followers` (the platform's count that day, when it was read) and
+        what the account's posts gained that day across every reading (`views`, `reach`, `likes`,
+        `comments`, `shares`, `saves`, stories' `impressions`, `replies`…). Days are kept for good
+        (the raw readings for 90 days). An account of another organization has no rows.
+
+        `POST {base_url}/list-account-insights` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            social_account_id: The account, as `list-social-accounts` lists it.
+            from_: The first day, YYYY-MM-DD (UTC).
+            to: The last day, YYYY-MM-DD (UTC), included.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            socialAccountId=social_account_id,
+            **{"from": from_},
+            to=to,
+        )
+        answer = self._call("list-account-insights", body, timeout)
+        return cast(ListAccountInsightsResponse, answer)

@@ -16,6 +16,12 @@ PrivacyLevel = Literal[
     "PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY"
 ]
 
+Kind = Literal["story", "reel", "clipapp", "social"]
+
+Status = Literal["scheduled", "in-progress", "executed", "failed", "canceled"]
+
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
 
 class GenerateUuidRequest(TypedDict):
     """Request body of `generate-uuid`."""
@@ -112,10 +118,10 @@ class PostTypeOption(TypedDict):
     required: bool
 
     #: The allowed values, when the option takes one of a list.
-    enum: NotRequired[list[Any]]
+    enum: NotRequired[list[str | float | bool]]
 
     #: The value used when the option is omitted.
-    default: NotRequired[Any]
+    default: NotRequired[str | float | bool]
 
     #: Smallest allowed number.
     minimum: NotRequired[float]
@@ -185,6 +191,10 @@ class SocialAccount(TypedDict):
 
     #: True when the account must be reconnected in the app before posts can be scheduled.
     disconnected: bool
+
+    #: Disconnected accounts: why (the platform refused the account's token, with its message).
+    #: Absent while connected.
+    disconnectReason: NotRequired[str]
 
     #: Directly connected photoapp accounts: the `photoappUsername` for the photoapp procedures.
     photoappUsername: NotRequired[str]
@@ -404,6 +414,9 @@ class SchedulePhotoappStoryRequest(TypedDict):
     #: account. Omitted means the first linked one.
     linknetDestinationId: NotRequired[str | int]
 
+    #: A queue of the post's account to take the date from (not with `date`).
+    queueName: NotRequired[str]
+
 
 class SchedulePhotoappStoryResponse(TypedDict):
     """Success answer of `schedule-photoapp-story`. New keys may appear at any time; ignore the ones
@@ -419,6 +432,9 @@ class SchedulePhotoappStoryResponse(TypedDict):
     #: Present only when there are warnings: unknown `<photoapp-*>` elements, unknown attributes on
     #: sticker elements, overlapping stickers. The call succeeded anyway.
     warnings: NotRequired[list[str]]
+
+    #: The date the post took from its queue; only with `queueName`.
+    date: NotRequired[str]
 
 
 class StatusPhotoappStoryRequest(TypedDict):
@@ -496,6 +512,9 @@ class SchedulePhotoappReelRequest(TypedDict):
     #: Let the linknet network recommend the reel.
     shareToLinknet: NotRequired[bool]
 
+    #: A queue of the post's account to take the date from (not with `date`).
+    queueName: NotRequired[str]
+
 
 class SchedulePhotoappReelResponse(TypedDict):
     """Success answer of `schedule-photoapp-reel`. New keys may appear at any time; ignore the ones
@@ -511,6 +530,9 @@ class SchedulePhotoappReelResponse(TypedDict):
     #: Present only when there are warnings: unknown `<photoapp-*>` elements, unknown attributes on
     #: sticker elements, overlapping stickers. The call succeeded anyway.
     warnings: NotRequired[list[str]]
+
+    #: The date the post took from its queue; only with `queueName`.
+    date: NotRequired[str]
 
 
 class StatusPhotoappReelRequest(TypedDict):
@@ -606,6 +628,9 @@ class ScheduleClipappPostRequest(TypedDict):
     #: Let the network add audio to a photo post.
     autoAudio: NotRequired[bool]
 
+    #: A queue of the post's account to take the date from (not with `date`).
+    queueName: NotRequired[str]
+
 
 class ScheduleClipappPostResponse(TypedDict):
     """Success answer of `schedule-clipapp-post`. New keys may appear at any time; ignore the ones
@@ -621,6 +646,9 @@ class ScheduleClipappPostResponse(TypedDict):
     #: Present only when there are warnings: unknown `<photoapp-*>` elements, unknown attributes on
     #: sticker elements, overlapping stickers. The call succeeded anyway.
     warnings: NotRequired[list[str]]
+
+    #: The date the post took from its queue; only with `queueName`.
+    date: NotRequired[str]
 
 
 class StatusClipappPostRequest(TypedDict):
@@ -695,6 +723,9 @@ class ScheduleSocialPostRequest(TypedDict):
     #: When to publish; omitted or past means as soon as rendering is complete.
     date: NotRequired[str]
 
+    #: A queue of the post's account to take the date from (not with `date`).
+    queueName: NotRequired[str]
+
 
 class ScheduleSocialPostResponse(TypedDict):
     """Success answer of `schedule-social-post`. New keys may appear at any time; ignore the ones
@@ -711,6 +742,9 @@ class ScheduleSocialPostResponse(TypedDict):
     #: Present only when there are warnings: unknown `<photoapp-*>` elements, unknown attributes on
     #: sticker elements, overlapping stickers. The call succeeded anyway.
     warnings: NotRequired[list[str]]
+
+    #: The date the post took from its queue; only with `queueName`.
+    date: NotRequired[str]
 
 
 class StatusSocialPostRequest(TypedDict):
@@ -767,3 +801,338 @@ class CancelSocialPostResponse(TypedDict):
 
     #: Always `canceled`.
     status: Literal["canceled"]
+
+
+ListPostsRequest = TypedDict(
+    "ListPostsRequest",
+    {
+        #: Only posts of this kind.
+        "kind": NotRequired[Kind],
+        #: Only posts in this status.
+        "status": NotRequired[Status],
+        #: Only posts to this connected account (`socialAccountId` of `list-social-accounts`).
+        "socialAccountId": NotRequired[str],
+        #: Only posts whose date is at or after this instant.
+        "from": NotRequired[str],
+        #: Only posts whose date is before this instant (exclusive); after `from`.
+        "to": NotRequired[str],
+        #: Only posts of this series.
+        "seriesUuid": NotRequired[str],
+        #: Posts per page.
+        "limit": NotRequired[int],
+        #: `nextCursor` of the previous page (with the same filters); omitted for the newest page.
+        "cursor": NotRequired[str],
+    },
+)
+"""Request body of `list-posts`."""
+
+
+class Post(TypedDict):
+    """A `Post` record."""
+
+    #: The post's kind: `story` and `reel` (photoapp), `clipapp`, `social`; with `uuid`, what the
+    #: kind's status, cancel and `reschedule-post` take.
+    kind: Literal["story", "reel", "clipapp", "social"]
+
+    #: The post's UUID (its `storyPostUuid`, `reelPostUuid`, `clipappPostUuid` or `socialPostUuid`).
+    uuid: str
+
+    #: Where the post stands.
+    status: PostStatus
+
+    #: The post's date; for a post scheduled without one, when it was accepted.
+    date: str
+
+    #: The connected account it posts to, as `list-social-accounts` names it (every kind).
+    socialAccountId: str
+
+    #: The series the post belongs to; absent when none.
+    seriesUuid: NotRequired[str]
+
+    #: A JPEG preview, when one is stored with the post (a published story); `status-photoapp-story`
+    #: gives a fresh one for a story once rendered.
+    previewUrl: NotRequired[str]
+
+    #: Why the post failed; present only when `status` is `failed`.
+    errorMessage: NotRequired[str]
+
+    #: Link to the published post; present when executed and the platform reports one.
+    permalink: NotRequired[str]
+
+
+class ListPostsResponse(TypedDict):
+    """Success answer of `list-posts`. New keys may appear at any time; ignore the ones you do not
+    know.
+    """
+
+    #: The page's posts, newest date first.
+    posts: list[Post]
+
+    #: Pass it as `cursor` for the next (older) page; absent on the last page.
+    nextCursor: NotRequired[str]
+
+
+class ReschedulePostRequest(TypedDict):
+    """Request body of `reschedule-post`."""
+
+    #: The post's kind.
+    kind: Kind
+
+    #: The post's UUID (as its schedule call named it).
+    uuid: str
+
+    #: The new date.
+    date: str
+
+
+class ReschedulePostResponse(TypedDict):
+    """Success answer of `reschedule-post`. New keys may appear at any time; ignore the ones you do
+    not know.
+    """
+
+    #: The post's kind.
+    kind: Literal["story", "reel", "clipapp", "social"]
+
+    #: The post's UUID.
+    uuid: str
+
+    #: Always `scheduled`.
+    status: Literal["scheduled"]
+
+    #: The new date, in UTC.
+    date: str
+
+
+class SetQueueRequest(TypedDict):
+    """Request body of `set-queue`."""
+
+    #: The connected account the queue posts to.
+    socialAccountId: str
+
+    #: The queue's name, unique per account.
+    queueName: NotRequired[str]
+
+    #: IANA time zone name, e.g. `Europe/Berlin`.
+    timeZone: str
+
+    #: The weekly slots (repeats count once).
+    slots: Any
+
+
+class Slot(TypedDict):
+    """A weekly slot."""
+
+    #: Day of the week.
+    weekday: Weekday
+
+    #: Local time of day, `HH:MM` (00:00 to 23:59).
+    time: str
+
+
+class SetQueueResponse(TypedDict):
+    """Success answer of `set-queue`. New keys may appear at any time; ignore the ones you do not
+    know.
+    """
+
+    #: The connected account the queue posts to.
+    socialAccountId: str
+
+    #: The queue's name, unique per account.
+    queueName: str
+
+    #: IANA time zone name the slots are in.
+    timeZone: str
+
+    #: The weekly slots, Monday first, by time.
+    slots: list[Slot]
+
+    #: When it was first set.
+    createdAt: NotRequired[str]
+
+    #: When it was last set.
+    updatedAt: NotRequired[str]
+
+    #: The next 5 free slots, earliest first, in UTC.
+    nextSlots: list[str]
+
+
+class ListQueuesRequest(TypedDict):
+    """Request body of `list-queues`."""
+
+    #: Only this account's queues.
+    socialAccountId: NotRequired[str]
+
+
+class Queue(TypedDict):
+    """A `Queue` record."""
+
+    #: The connected account the queue posts to.
+    socialAccountId: str
+
+    #: The queue's name, unique per account.
+    queueName: str
+
+    #: IANA time zone name the slots are in.
+    timeZone: str
+
+    #: The weekly slots, Monday first, by time.
+    slots: list[Slot]
+
+    #: When it was first set.
+    createdAt: NotRequired[str]
+
+    #: When it was last set.
+    updatedAt: NotRequired[str]
+
+
+class ListQueuesResponse(TypedDict):
+    """Success answer of `list-queues`. New keys may appear at any time; ignore the ones you do not
+    know.
+    """
+
+    #: The queues, by account and name.
+    queues: list[Queue]
+
+
+class PreviewQueueRequest(TypedDict):
+    """Request body of `preview-queue`."""
+
+    #: The queue's account.
+    socialAccountId: str
+
+    #: The queue's name.
+    queueName: str
+
+    #: How many slots.
+    count: NotRequired[int]
+
+
+class PreviewQueueResponse(TypedDict):
+    """Success answer of `preview-queue`. New keys may appear at any time; ignore the ones you do
+    not know.
+    """
+
+    #: The next free slots.
+    slots: list[str]
+
+
+class DeleteQueueRequest(TypedDict):
+    """Request body of `delete-queue`."""
+
+    #: The queue's account.
+    socialAccountId: str
+
+    #: The queue's name.
+    queueName: str
+
+
+class DeleteQueueResponse(TypedDict):
+    """Success answer of `delete-queue`. New keys may appear at any time; ignore the ones you do not
+    know.
+    """
+
+    #: The queue's account.
+    socialAccountId: str
+
+    #: The queue's name.
+    queueName: str
+
+    #: Whether there was such a queue.
+    deleted: bool
+
+
+class GetPostInsightsRequest(TypedDict):
+    """Request body of `get-post-insights`."""
+
+    #: The post's kind.
+    kind: Kind
+
+    #: The post's UUID (`storyPostUuid`, `reelPostUuid`, …).
+    uuid: str
+
+    #: Read the platform now before answering.
+    refresh: NotRequired[bool]
+
+
+class History(TypedDict):
+    """A `History` record."""
+
+    #: When the platform was read.
+    collectedAt: str
+
+    #: Metric names as the platform reports them: `views`, `reach`, `likes`, `comments`, `shares`,
+    #: `saves`; stories: `impressions`, `reach`, `replies`, `taps_forward`, `taps_back`, `exits`. A
+    #: platform may report fewer.
+    metrics: dict[str, int]
+
+
+class GetPostInsightsResponse(TypedDict):
+    """Success answer of `get-post-insights`. New keys may appear at any time; ignore the ones you
+    do not know.
+    """
+
+    #: The post's UUID.
+    uuid: str
+
+    #: The post's kind.
+    kind: Literal["story", "reel", "clipapp", "social"]
+
+    #: When `metrics` were read; absent before the first.
+    collectedAt: NotRequired[str]
+
+    #: The latest figures (empty before the first). Metric names as the platform reports them:
+    #: `views`, `reach`, `likes`, `comments`, `shares`, `saves`; stories: `impressions`, `reach`,
+    #: `replies`, `taps_forward`, `taps_back`, `exits`. A platform may report fewer.
+    metrics: dict[str, int]
+
+    #: Every reading kept (90 days), oldest first.
+    history: list[History]
+
+    #: `collecting` (more readings are planned), `done` or `stopped`.
+    collectionState: Literal["collecting", "done", "stopped"]
+
+    #: When the next reading is planned.
+    nextCollectionAt: NotRequired[str]
+
+    #: Why the collection stopped.
+    stoppedReason: NotRequired[str]
+
+    #: The platform's latest refusal, while it is retried.
+    lastError: NotRequired[str]
+
+
+ListAccountInsightsRequest = TypedDict(
+    "ListAccountInsightsRequest",
+    {
+        #: The account, as `list-social-accounts` lists it.
+        "socialAccountId": str,
+        #: The first day, YYYY-MM-DD (UTC).
+        "from": str,
+        #: The last day, YYYY-MM-DD (UTC), included.
+        "to": str,
+    },
+)
+"""Request body of `list-account-insights`."""
+
+
+class Day(TypedDict):
+    """A `Day` record."""
+
+    #: The day (UTC).
+    day: str
+
+    #: `followers` that day (when read) and what the account's posts gained that day: `views`,
+    #: `reach`, `likes`, `impressions`…
+    metrics: dict[str, int]
+
+
+class ListAccountInsightsResponse(TypedDict):
+    """Success answer of `list-account-insights`. New keys may appear at any time; ignore the ones
+    you do not know.
+    """
+
+    #: The account.
+    socialAccountId: str
+
+    #: The days with figures, oldest first.
+    days: list[Day]

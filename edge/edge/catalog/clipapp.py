@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
+from edge.catalog.queues import queued
 
 _POST_UUID = "54ba01fa-7f90-4e90-95c7-961c8cd5ceee"
 _POST = f.Subject("clipappPostUuid", "clipapp post", _POST_UUID, "clipapp")
@@ -112,7 +113,7 @@ CANCEL_CLIPAPP_POST = f.final_status_procedure(
 )
 
 PROCEDURES: tuple[Procedure, ...] = (
-    SCHEDULE_CLIPAPP_POST,
+    queued(SCHEDULE_CLIPAPP_POST),  # takes queueName too (catalog/queues.py)
     STATUS_CLIPAPP_POST,
     CANCEL_CLIPAPP_POST,
 )

@@ -87,6 +87,11 @@ def integer(description: str, *, minimum: int, maximum: int | None = None) -> Sc
     return schema
 
 
+def json_scalar(description: str) -> Schema:
+    """A string, a number or a boolean (e.g. a value a post type's option takes)."""
+    return {"type": ["string", "number", "boolean"], "description": description}
+
+
 def platform(description: str) -> Schema:
     """An uppercase platform name: an open list (new platforms may appear), never an enum."""
     return {"type": "string", "pattern": PLATFORM_PATTERN, "description": description}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
+from edge.catalog.queues import queued
 from storypost_runtime import vocabulary
 from storypost_runtime.vocabulary import PostStatus
 
@@ -182,10 +183,10 @@ CANCEL_PHOTOAPP_REEL = f.final_status_procedure(
 )
 
 PROCEDURES: tuple[Procedure, ...] = (
-    SCHEDULE_PHOTOAPP_STORY,
+    queued(SCHEDULE_PHOTOAPP_STORY),  # takes queueName too (catalog/queues.py)
     STATUS_PHOTOAPP_STORY,
     CANCEL_PHOTOAPP_STORY,
-    SCHEDULE_PHOTOAPP_REEL,
+    queued(SCHEDULE_PHOTOAPP_REEL),  # takes queueName too (catalog/queues.py)
     STATUS_PHOTOAPP_REEL,
     CANCEL_PHOTOAPP_REEL,
 )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from edge.catalog import accounts, clipapp, media, misc, photoapp, social
+from edge.catalog import accounts, clipapp, insights, media, misc, photoapp, planning, social
 from edge.catalog.model import Procedure
 
 CATALOG_VERSION = 1
@@ -22,6 +23,8 @@ _TAGS = {
     "photoapp": "Stories and reels on the photo network (photoapp).",
     "clipapp": "Posts on the short-video network (clipapp), connected directly.",
     "social": "Posts on any platform connected through the social integrations.",
+    "planning": "Posts of every kind: listing them and moving scheduled ones.",
+    "insights": "What the platforms report about published posts and connected accounts.",
 }
 _API_DESCRIPTION = (
     "Renders pages built from story components into images or videos and posts them as "
@@ -91,13 +94,17 @@ class Catalog:
         """An OpenAPI 3.1 document of every procedure, served as `GET /api/v1/openapi.json`."""
         schemas: dict[str, Any] = {
             "ErrorBody": _error_body_schema(),
-            "ValidationErrorBody": _validation_error_body_schema(),
+            "ValidationErrorBody": _open_objects(_validation_error_body_schema()),
         }
         paths: dict[str, Any] = {}
         for procedure in self._procedures:
             prefix = _pascal_case(procedure.name)
-            schemas[f"{prefix}Request"] = copy.deepcopy(dict(procedure.input_schema))
-            schemas[f"{prefix}Response"] = copy.deepcopy(dict(procedure.output_schema))
+            request = _defaults_described(
+                _open_objects(copy.deepcopy(dict(procedure.input_schema)))
+            )
+            response = _open_objects(copy.deepcopy(dict(procedure.output_schema)))
+            for name, schema in ((f"{prefix}Request", request), (f"{prefix}Response", response)):
+                schemas[name] = _named_parts(schema, name, schemas)
             paths[PROCEDURE_PATH + procedure.name] = {
                 "parameters": [
                     {"$ref": "#/components/parameters/OrganizationId"},
@@ -147,7 +154,8 @@ class Catalog:
 
 @functools.cache
 def build_catalog() -> Catalog:
-    """The catalog of the 22 procedures of API v1, in the order the spec lists them."""
+    """The catalog of API v1: the spec's 22 procedures in the order it lists them, then the
+    ones added since (catalogVersion stays 1: additions only)."""
     return Catalog(
         (
             *misc.PROCEDURES,
@@ -156,6 +164,8 @@ def build_catalog() -> Catalog:
             *photoapp.PROCEDURES,
             *clipapp.PROCEDURES,
             *social.PROCEDURES,
+            *planning.PROCEDURES,
+            *insights.PROCEDURES,
         )
     )
 
@@ -182,6 +192,95 @@ def _number(value: float) -> int | float:
 
 def _pascal_case(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("-"))
+
+
+def _open_objects(node: Any) -> Any:
+    """`node` with `additionalProperties: true` on each object schema that says nothing of its
+    keys (an `options` map, the validation body's `paramsJsonSchema`).
+
+    JSON Schema reads such an object as open; openapi-typescript reads it as closed
+    (`Record<string, never>`: no key can be given), so the document says it."""
+    if isinstance(node, dict):
+        for value in node.values():
+            _open_objects(value)
+        if (
+            node.get("type") == "object"
+            and "properties" not in node
+            and "additionalProperties" not in node
+        ):
+            node["additionalProperties"] = True
+    elif isinstance(node, list):
+        for item in node:
+            _open_objects(item)
+    return node
+
+
+def _defaults_described(request: dict[str, Any]) -> dict[str, Any]:
+    """A request schema whose keys' `default`s are said in their descriptions instead.
+
+    A default is what the API uses when the key is left out. Generators read it otherwise:
+    openapi-typescript makes a key with a default required in a named schema, and
+    openapi-python-client sends the default itself; without it both leave the key out, as
+    the SDKs do, and the API's default applies."""
+    for prop in request.get("properties", {}).values():
+        if isinstance(prop, dict) and "default" in prop:
+            shown = json.dumps(prop.pop("default"))
+            description = str(prop.get("description", "")).rstrip()
+            prop["description"] = f"{description} Default when omitted: `{shown}`.".lstrip()
+    return request
+
+
+def _type_name(key: str) -> str:
+    """The name of what a property holds: `postTypes` → `PostType`, `options` → `Option`."""
+    name = key[:1].upper() + key[1:]
+    return name[:-1] if name.endswith("s") and not name.endswith("ss") else name
+
+
+def _named_parts(schema: dict[str, Any], owner: str, named: dict[str, Any]) -> dict[str, Any]:
+    """`schema` (the component `owner`) with each nested object that has properties moved
+    into `named` and referenced by name.
+
+    Generators name an inline object after its path (openapi-python-client's
+    `ListSocialAccountsResponseSocialAccountsItemPostTypesItem`), and openapi-typescript
+    leaves it without a name at all: a named component is a type a caller can write down.
+    Names follow the Python SDK's (`SocialAccount`, `PostType`, `PostTypeOption`): what a
+    property holds, in the singular (the values of a map prefixed with their owner); the
+    same schema under the same name is one component, another one is prefixed with its
+    owner."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    for key, prop in properties.items():
+        if _is_record(prop):
+            description = prop.pop("description", None)
+            ref = _component(prop, _type_name(key), owner, named)
+            properties[key] = ref | ({"description": description} if description else {})
+        elif prop.get("type") == "array" and _is_record(prop.get("items")):
+            prop["items"] = _component(prop["items"], _type_name(key), owner, named)
+        elif prop.get("type") == "object" and _is_record(prop.get("additionalProperties")):
+            value_name = owner + _type_name(key)
+            prop["additionalProperties"] = _component(
+                prop["additionalProperties"], value_name, owner, named
+            )
+    return schema
+
+
+def _is_record(schema: object) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "object" and "properties" in schema
+
+
+def _component(
+    schema: dict[str, Any], name: str, owner: str, named: dict[str, Any]
+) -> dict[str, str]:
+    """A `$ref` to `schema` under `name` in `named` (under `owner + name` when `name` is
+    another schema's already)."""
+    schema = _named_parts(schema, name, named)
+    if name in named and named[name] != schema:
+        name = owner + name
+        if name in named and named[name] != schema:
+            raise ValueError(f"two different schemas would be called {name}")
+    named[name] = schema
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def _operation(procedure: Procedure, prefix: str) -> dict[str, Any]:

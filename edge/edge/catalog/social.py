@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
+from edge.catalog.queues import queued
 
 _POST_UUID = "6e3ad904-5df2-4afb-a744-18c526bb4e39"
 _POST = f.Subject("socialPostUuid", "social post", _POST_UUID, "social")
@@ -136,7 +137,7 @@ CANCEL_SOCIAL_POST = f.final_status_procedure(
 )
 
 PROCEDURES: tuple[Procedure, ...] = (
-    SCHEDULE_SOCIAL_POST,
+    queued(SCHEDULE_SOCIAL_POST),  # takes queueName too (catalog/queues.py)
     STATUS_SOCIAL_POST,
     CANCEL_SOCIAL_POST,
 )

@@ -6,7 +6,16 @@ from collections.abc import Iterable, Mapping
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures import accounts, clipapp, media, misc, photoapp, social
+from edge.procedures import (
+    accounts,
+    clipapp,
+    insights,
+    media,
+    misc,
+    photoapp,
+    planning,
+    social,
+)
 from edge.procedures.base import Handler
 
 
@@ -36,5 +45,5 @@ def all_handlers(
     procedure_names: Iterable[str], backends: Backends, settings: EdgeSettings
 ) -> dict[str, Handler]:
     """The handlers of every area, wired to the services."""
-    areas = (accounts, media, photoapp, clipapp, social)
+    areas = (accounts, media, photoapp, clipapp, social, planning, insights)
     return build_handlers(procedure_names, *(area.handlers(backends, settings) for area in areas))

@@ -26,6 +26,7 @@ class ClipappProcedures(PublishProcedures):
             design=design(params),
             clipapp_account_id=params["clipappAccountId"],
             date=timestamp(params.get("date")),
+            queue_name=params.get("queueName", ""),
             title=params.get("title", ""),
             description=params.get("description", ""),
             privacy_level=params.get("privacyLevel", CLIPAPP_DEFAULT_PRIVACY_LEVEL),

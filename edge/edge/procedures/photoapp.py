@@ -25,6 +25,7 @@ class PhotoappProcedures(PublishProcedures):
                 design=design(params),
                 photoapp_username=params["photoappUsername"],
                 date=timestamp(params.get("date")),
+                queue_name=params.get("queueName", ""),
                 ai_generated=bool(params.get("aiGenerated")),
                 share_to_linknet=bool(params.get("shareToLinknet")),
                 linknet_destination_id="" if destination is None else str(destination),
@@ -50,6 +51,7 @@ class PhotoappProcedures(PublishProcedures):
                 photoapp_username=params["photoappUsername"],
                 caption=params.get("caption", ""),
                 date=timestamp(params.get("date")),
+                queue_name=params.get("queueName", ""),
                 share_to_feed=bool(params.get("shareToFeed", False)),
                 ai_generated=bool(params.get("aiGenerated")),
                 # Unset when not given: publish-svc applies the default.

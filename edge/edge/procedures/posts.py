@@ -39,9 +39,13 @@ class PublishProcedures:
         current_status: bool = False,
     ) -> JsonObject:
         """A schedule procedure: publish-svc renders the design before it answers, so the call
-        has the render deadline; its answer is `scheduled_json`'s."""
+        has the render deadline; its answer is `scheduled_json`'s, with the `date` the post
+        took from its queue when the request named one (`queue_name`)."""
         reply = call(request, timeout=self.settings.render_deadline_seconds)
-        return scheduled_json(uuid_field, reply, current_status=current_status)
+        body = scheduled_json(uuid_field, reply, current_status=current_status)
+        if getattr(request, "queue_name", "") and reply.post.HasField("date"):
+            body["date"] = iso_utc(to_datetime(reply.post.date))
+        return body
 
 
 def design(params: Mapping[str, Any]) -> rpb.Design:
@@ -51,12 +55,18 @@ def design(params: Mapping[str, Any]) -> rpb.Design:
     return rpb.Design(html=params["html"])
 
 
+def moment(value: str) -> datetime:
+    """An ISO 8601 date-time the schema validated; RFC 3339 allows a lowercase `t` and `z`,
+    which `fromisoformat` does not read."""
+    return datetime.fromisoformat(value.upper())
+
+
 def timestamp(value: str | None) -> Timestamp | None:
     """An ISO 8601 date-time (validated by the schema) as a protobuf Timestamp."""
     if value is None:
         return None
     stamp = Timestamp()
-    stamp.FromDatetime(datetime.fromisoformat(value))
+    stamp.FromDatetime(moment(value))
     return stamp
 
 

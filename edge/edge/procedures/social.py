@@ -30,6 +30,7 @@ class SocialProcedures(PublishProcedures):
                 text=params.get("text", ""),
                 options_json=json.dumps(params.get("options") or {}),
                 date=timestamp(params.get("date")),
+                queue_name=params.get("queueName", ""),
             ),
             "socialPostUuid",
             current_status=True,

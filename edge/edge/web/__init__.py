@@ -20,6 +20,7 @@ from edge.web.pages.calendar_feeds import CalendarFeedsPage
 from edge.web.pages.credentials import CredentialsPage
 from edge.web.pages.editor import DraftStatus, EditorPage
 from edge.web.pages.gallery import GalleryPage
+from edge.web.pages.insights import AccountInsightsPage, PostInsightsPage
 from edge.web.pages.posts import PostPage, PostsPage
 from edge.web.pages.users import ProfilePage, UsersPage
 from edge.web.pages.webhooks import WebhooksPage
@@ -70,8 +71,10 @@ def mount(app: falcon.App, web: Web, static: StaticFiles) -> None:
     app.add_route(calendar_feed.ROUTE, calendar_feed.of(web))
     app.add_route(f"{ORG}/posts", PostsPage(web))
     app.add_route(f"{ORG}/posts/{{kind}}/{{post_uuid}}", PostPage(web))
+    app.add_route(f"{ORG}/posts/{{kind}}/{{post_uuid}}/insights", PostInsightsPage(web))
     app.add_route(f"{ORG}/accounts", AccountsPage(web))
     app.add_route(f"{ORG}/accounts/callback", ConnectCallbackPage(web))
+    app.add_route(f"{ORG}/accounts/{{social_account_id}}/insights", AccountInsightsPage(web))
     app.add_route(f"{ORG}/settings", SettingsHome())
     app.add_route(f"{ORG}/settings/credentials", CredentialsPage(web))
     app.add_route(f"{ORG}/settings/webhooks", WebhooksPage(web))

@@ -18,7 +18,7 @@ from edge.web.session import EXPIRED_FORM, Sessions, Viewer, org_path, same_toke
 from edge.web.views import PAGE_CSP, Views
 from storypost.account.v1 import account_pb2 as apb
 from storypost.account.v1 import account_pb2_grpc
-from storypost.publish.v1 import publish_pb2_grpc
+from storypost.publish.v1 import insights_pb2_grpc, publish_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc
 from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_runtime.component import component
@@ -48,6 +48,8 @@ class Web:
     render: render_pb2_grpc.RenderServiceStub
     publish: publish_pb2_grpc.PublishServiceStub
     webhooks: webhook_pb2_grpc.WebhookServiceStub
+    # publish-svc's InsightsService (the insights pages); None: those pages answer 503.
+    insights: insights_pb2_grpc.InsightsServiceStub | None = None
 
     @classmethod
     def build(cls, backends: Backends, settings: EdgeSettings, views: Views) -> Web:
@@ -59,6 +61,7 @@ class Web:
             render=backends.render_stub,
             publish=backends.publish_stub,
             webhooks=backends.webhook_stub,
+            insights=backends.insights_stub,
         )
 
     def app_url(self, organization_id: str) -> str:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 import grpc
-import nats
 import pytest
-from nats.js.api import DeliverPolicy
 
 from storypost.render.v1 import render_pb2 as pb
 from storypost.render.v1 import render_pb2_grpc
-from storypost.testing.stack import StackHandle
 from tests.integration.render.conftest import Videos
 from tests.integration.render.rendering import download, finished, prepare, story_page
 from tests.integration.render.support import decode_rgb, mean_color, probe
@@ -125,59 +121,37 @@ async def test_a_reel_needs_a_video(render: render_pb2_grpc.RenderServiceAsyncSt
     assert "a reel needs a video" in (raised.value.details() or "")
 
 
-async def test_a_video_design_is_composited_with_a_preview_and_an_event(
-    render: render_pb2_grpc.RenderServiceAsyncStub,
-    page_server: PageServer,
-    videos: Videos,
-    storypost_stack: StackHandle,
+async def test_a_video_design_is_composited_with_a_preview(
+    render: render_pb2_grpc.RenderServiceAsyncStub, page_server: PageServer, videos: Videos
 ) -> None:
-    client = await nats.connect(storypost_stack.env["STORYPOST_NATS_URL"])
-    try:
-        js = client.jetstream()
-        events = await js.subscribe(
-            "events.render.rendering.*", deliver_policy=DeliverPolicy.NEW, ordered_consumer=True
-        )
-        html = video_page(
-            page_server.url("/video/good.mp4"),
-            '<photoapp-hashtag hashtag="behindthescenes"></photoapp-hashtag>',
-        )
-        prepared = await prepare(render, pb.Design(html=html))
-        assert prepared.state == pb.RENDERING_STATE_PREPARED
-        assert prepared.media_kind == pb.MEDIA_KIND_VIDEO
-        assert prepared.duration_seconds == pytest.approx(2.0, abs=0.1)
-        assert [s.kind for s in prepared.stickers] == ["hashtag"]
-        done = await finished(render, prepared)
-        assert done.state == pb.RENDERING_STATE_FINISHED, done.error_message
-        assert done.media_content_type == "video/mp4"
-        media = await download(done.media_url)
-        facts = probe(media)
-        assert facts["codec_name"] == "h264"
-        assert (facts["width"], facts["height"]) == ("1080", "1920")
-        assert float(facts["duration"]) == pytest.approx(2.0, abs=0.1)
-        preview = await download(done.preview_url)
-        assert probe(preview) | {"duration": ""} == {
-            "codec_name": "mjpeg",
-            "width": "360",
-            "height": "640",
-            "duration": "",
-        }
-        # The page's black background did not hide the video: the preview is the colourful
-        # test pattern with the white sticker on top, not a black frame.
-        red, green, blue = mean_color(decode_rgb(preview, 36, 64))
-        assert red + green + blue > 150
-        message = None
-        async with asyncio.timeout(20):
-            while message is None:
-                candidate = await events.next_msg(timeout=20)
-                body = json.loads(candidate.data)
-                if body["data"]["renderingId"] == prepared.rendering_id:
-                    message = candidate
-        assert message.subject == "events.render.rendering.finished"
-        body = json.loads(message.data)
-        assert body["organizationId"] == prepared.organization_id
-        assert body["data"]["state"] == "finished" and body["data"]["mediaKind"] == "video"
-    finally:
-        await client.close()
+    html = video_page(
+        page_server.url("/video/good.mp4"),
+        '<photoapp-hashtag hashtag="behindthescenes"></photoapp-hashtag>',
+    )
+    prepared = await prepare(render, pb.Design(html=html))
+    assert prepared.state == pb.RENDERING_STATE_PREPARED
+    assert prepared.media_kind == pb.MEDIA_KIND_VIDEO
+    assert prepared.duration_seconds == pytest.approx(2.0, abs=0.1)
+    assert [s.kind for s in prepared.stickers] == ["hashtag"]
+    done = await finished(render, prepared)
+    assert done.state == pb.RENDERING_STATE_FINISHED, done.error_message
+    assert done.media_content_type == "video/mp4"
+    media = await download(done.media_url)
+    facts = probe(media)
+    assert facts["codec_name"] == "h264"
+    assert (facts["width"], facts["height"]) == ("1080", "1920")
+    assert float(facts["duration"]) == pytest.approx(2.0, abs=0.1)
+    preview = await download(done.preview_url)
+    assert probe(preview) | {"duration": ""} == {
+        "codec_name": "mjpeg",
+        "width": "360",
+        "height": "640",
+        "duration": "",
+    }
+    # The page's black background did not hide the video: the preview is the colourful
+    # test pattern with the white sticker on top, not a black frame.
+    red, green, blue = mean_color(decode_rgb(preview, 36, 64))
+    assert red + green + blue > 150
 
 
 async def test_slow_video_sources_hold_no_browser_slot(

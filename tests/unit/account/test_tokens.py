@@ -78,14 +78,15 @@ def test_token_key_settings() -> None:
     assert TokenCipher([TEST_TOKEN_KEY]).decrypt(cipher.encrypt("new")) == "new"  # first encrypts
     # Production (with the callers' keys it also needs): the development key is refused.
     callers = ServiceCredential.generate("publish-svc").public_entry()
+    production = {"environment": "production", "service_public_keys": callers, **ADDRESSES}
     with pytest.raises(ValidationError, match="development key"):
-        AccountSettings(environment="production", service_public_keys=callers, **ADDRESSES)
-    AccountSettings(
-        environment="production",
-        service_public_keys=callers,
-        **ADDRESSES,
-        account_token_key=SecretStr(TEST_TOKEN_KEY),
-        platform_client_secret=SecretStr("a-client-secret-of-our-own"),
+        AccountSettings.model_validate(production)
+    AccountSettings.model_validate(
+        production
+        | {
+            "account_token_key": TEST_TOKEN_KEY,
+            "platform_client_secret": "a-client-secret-of-our-own",
+        }
     )
     with pytest.raises(ValidationError, match="32 bytes"):
         AccountSettings(account_token_key=SecretStr("not-a-key"))

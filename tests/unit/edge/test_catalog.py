@@ -38,6 +38,12 @@ SPEC_PROCEDURES = (
     "status-social-post",
     "cancel-social-post",
 )
+# Procedures added since (issue 51), after the spec's, in catalog order (catalogVersion 1).
+ADDED_PROCEDURES = (
+    *("list-posts", "reschedule-post", "set-queue", "list-queues", "preview-queue"),
+    *("delete-queue", "get-post-insights", "list-account-insights"),
+)
+ALL_PROCEDURES = SPEC_PROCEDURES + ADDED_PROCEDURES
 RENDER_PROCEDURES = {
     "create-draft",
     "schedule-photoapp-story",
@@ -73,11 +79,11 @@ def prop(name: str, key: str) -> dict[str, Any]:
 # --- the catalog as a whole -------------------------------------------------------------
 
 
-def test_catalog_has_exactly_the_22_procedures_of_the_spec_in_order() -> None:
+def test_catalog_has_the_22_procedures_of_the_spec_in_order_then_the_added_ones() -> None:
     assert len(SPEC_PROCEDURES) == 22
-    assert CATALOG.names() == SPEC_PROCEDURES
-    assert len(CATALOG) == 22
-    assert [procedure.name for procedure in CATALOG] == list(SPEC_PROCEDURES)
+    assert CATALOG.names() == ALL_PROCEDURES
+    assert len(CATALOG) == len(ALL_PROCEDURES)
+    assert [procedure.name for procedure in CATALOG] == list(ALL_PROCEDURES)
 
 
 def test_get_finds_procedures_by_name_and_none_otherwise() -> None:
@@ -219,6 +225,10 @@ REQUIRED_INPUTS = {
     "schedule-social-post": ["socialPostUuid", "socialAccountId", "postType"],
     "status-social-post": ["socialPostUuid"],
     "cancel-social-post": ["socialPostUuid"],
+    "reschedule-post": ["kind", "uuid", "date"],
+    "set-queue": ["socialAccountId", "timeZone", "slots"],
+    "preview-queue": ["socialAccountId", "queueName"],
+    "delete-queue": ["socialAccountId", "queueName"],
 }
 
 
@@ -234,22 +244,27 @@ INPUT_FIELDS = {
     "create-draft": {"url", "html", "draftUuid", "name", "folderName"},
     "schedule-photoapp-story": {
         *("url", "html", "photoappUsername", "storyPostUuid", "date", "aiGenerated"),
-        *("shareToLinknet", "linknetDestinationId"),
+        *("shareToLinknet", "linknetDestinationId", "queueName"),
     },
     "schedule-photoapp-reel": {
         *("url", "html", "photoappUsername", "reelPostUuid", "caption", "date"),
-        *("shareToFeed", "aiGenerated", "shareToLinknet"),
+        *("shareToFeed", "aiGenerated", "shareToLinknet", "queueName"),
     },
     "schedule-clipapp-post": {
         *("url", "html", "clipappAccountId", "clipappPostUuid", "date", "title"),
         *("description", "privacyLevel", "videoCoverTimestampMs", "disableDuet"),
         *("disableComment", "disableStitch", "brandOrganic", "brandedContent"),
-        *("aiGenerated", "autoAudio"),
+        *("aiGenerated", "autoAudio", "queueName"),
     },
     "schedule-social-post": {
         *("url", "html", "socialAccountId", "socialPostUuid", "postType", "text"),
-        *("options", "date"),
+        *("options", "date", "queueName"),
     },
+    "list-posts": {
+        *("kind", "status", "socialAccountId", "from", "to", "seriesUuid", "limit"),
+        "cursor",
+    },
+    "reschedule-post": {"kind", "uuid", "date"},
 }
 
 
@@ -326,6 +341,7 @@ STATUSES = {
     "schedule-social-post": ["scheduled", "in-progress", "executed", "failed", "canceled"],
     "status-social-post": ["scheduled", "in-progress", "executed", "failed", "canceled"],
     "cancel-social-post": ["canceled"],
+    "reschedule-post": ["scheduled"],
 }
 
 
@@ -349,7 +365,52 @@ REQUIRED_OUTPUTS = {
     "status-photoapp-story": ["storyPostUuid", "status"],
     "status-clipapp-post": ["clipappPostUuid", "status"],
     "status-social-post": ["socialPostUuid", "status"],
+    "list-posts": ["posts"],
+    "reschedule-post": ["kind", "uuid", "status", "date"],
 }
+
+
+def test_queue_inputs() -> None:
+    slots = prop("set-queue", "slots")
+    assert (slots["minItems"], slots["maxItems"]) == (1, 100)
+    assert slots["items"]["properties"]["weekday"]["enum"][0] == "monday"
+    assert prop("set-queue", "queueName")["default"] == "default"
+    assert (
+        prop("preview-queue", "count")["maximum"],
+        prop("preview-queue", "count")["default"],
+    ) == (50, 10)
+    procedure = by_name("set-queue")
+    good = {
+        "socialAccountId": "sa_1",
+        "timeZone": "UTC",
+        "slots": [{"weekday": "monday", "time": "09:00"}],
+    }
+    assert validate_params(procedure, good) is None
+    for slot in ({"weekday": "monday", "time": "25:00"}, {"weekday": "mon", "time": "09:00"}):
+        assert validate_params(procedure, {**good, "slots": [slot]}) is not None, slot
+    assert validate_params(procedure, {**good, "slots": [good["slots"][0]] * 101}) is not None
+
+
+def test_list_posts_pages_and_posts() -> None:
+    procedure = by_name("list-posts")
+    assert prop("list-posts", "limit") == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "description": "Posts per page.",
+        "default": 50,
+    }
+    assert prop("list-posts", "kind")["enum"] == ["story", "reel", "clipapp", "social"]
+    assert prop("list-posts", "seriesUuid")["format"] == "uuid"
+    post = procedure.output_schema["properties"]["posts"]["items"]
+    assert post["required"] == ["kind", "uuid", "status", "date", "socialAccountId"]
+    assert set(post["properties"]) == {
+        *("kind", "uuid", "status", "date", "socialAccountId", "seriesUuid", "previewUrl"),
+        *("errorMessage", "permalink"),
+    }
+    assert "nextCursor" in procedure.output_schema["properties"]
+    for bad in ({"limit": 0}, {"limit": 101}, {"kind": "tweet"}, {"from": "2026-07-01"}):
+        assert validate_params(procedure, bad) is not None, bad
 
 
 @pytest.mark.parametrize(("name", "required"), REQUIRED_OUTPUTS.items())
@@ -365,7 +426,8 @@ def test_optional_outputs_of_the_spec_are_declared() -> None:
     assert optional("create-temp-blob-upload-url") == {"uploadUrl"}
     assert optional("create-draft") == {"warnings"}
     assert optional("status-draft") == {"previewUrl", "editorUrl"}
-    assert optional("schedule-photoapp-story") == {"warnings"}
+    # `date` only when the post took it from a queue (`queueName`, issue 51).
+    assert optional("schedule-photoapp-story") == {"warnings", "date"}
     assert optional("status-photoapp-story") == {"errorMessage", "previewUrl"}
     assert optional("status-photoapp-reel") == {"errorMessage"}
     assert optional("status-clipapp-post") == {"errorMessage", "clipappStatus"}
@@ -423,7 +485,7 @@ def test_catalog_json_lists_every_procedure_with_its_facts() -> None:
     document = CATALOG.to_catalog_json()
     assert document["catalogVersion"] == 1
     entries = document["procedures"]
-    assert [entry["name"] for entry in entries] == list(SPEC_PROCEDURES)
+    assert [entry["name"] for entry in entries] == list(ALL_PROCEDURES)
     for entry, procedure in zip(entries, PROCEDURES, strict=True):
         assert set(entry) == {
             *("name", "summary", "doc", "inputSchema", "outputSchema", "exampleInput"),
@@ -501,7 +563,7 @@ def test_openapi_top_level_shape() -> None:
 
 def test_openapi_has_one_post_path_per_procedure() -> None:
     paths = OPENAPI["paths"]
-    assert list(paths) == [f"/o/{{organizationId}}/api/v1/{name}" for name in SPEC_PROCEDURES]
+    assert list(paths) == [f"/o/{{organizationId}}/api/v1/{name}" for name in ALL_PROCEDURES]
     operation_ids = []
     declared_tags = {tag["name"] for tag in OPENAPI["tags"]}
     for path, item in paths.items():
@@ -515,7 +577,7 @@ def test_openapi_has_one_post_path_per_procedure() -> None:
         for variable in re.findall(r"{([^}]+)}", path):
             declared = [p for p in parameters if p["name"] == variable and p["in"] == "path"]
             assert declared and declared[0]["required"] is True
-    assert len(set(operation_ids)) == 22
+    assert len(set(operation_ids)) == len(ALL_PROCEDURES)
     assert by_name("schedule-photoapp-story") and "schedulePhotoappStory" in operation_ids
 
 
@@ -567,7 +629,10 @@ def test_openapi_examples_match_their_schemas() -> None:
         response = operation["responses"]["200"]["content"]["application/json"]
         for media in (request, response):
             schema = resolve(OPENAPI, media["schema"]["$ref"])
-            validator = Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+            # Nested records are named components: their refs resolve in the document's.
+            validator = Draft202012Validator(
+                {**schema, "components": OPENAPI["components"]}, format_checker=FORMAT_CHECKER
+            )
             assert list(validator.iter_errors(media["example"])) == []
 
 

@@ -14,8 +14,11 @@ from publish_svc.intake import NewPost, PostIntake
 from publish_svc.model import Kind, Post
 from publish_svc.posts import Posts
 from publish_svc.processing import PostProcessor
+from publish_svc.queues import Queues, QueueStore
 from publish_svc.quota import StoryQuota
 from publish_svc.records import PostStore
+from publish_svc.reschedule import Rescheduler
+from publish_svc.servicer import PublishServicer
 from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.mongo import Document
@@ -45,6 +48,12 @@ class Core:
     intake: PostIntake
     posts: Posts
     quota: StoryQuota
+    rescheduler: Rescheduler
+
+    queues: Queues
+
+    def servicer(self) -> PublishServicer:
+        return PublishServicer(self.intake, self.posts, self.rescheduler, self.queues)
 
     def processor(self, spans: Tracer | None = None) -> PostProcessor:
         return PostProcessor(
@@ -94,6 +103,12 @@ async def core(db: AsyncDatabase[Document]) -> Core:
     renderer = FakeRenderer()
     driver = ScriptedDriver()
     quota = StoryQuota(db["story_quota"], 3)
-    intake = PostIntake(store, quota, accounts, renderer, clock, WINDOW, lambda: None)  # type: ignore[arg-type]
+    queue_store = QueueStore(db["queues"], db["queue_slots"], db["posts"])
+    await queue_store.ensure_indexes()
+    queues = Queues(queue_store, accounts, clock)  # type: ignore[arg-type]
+    intake = PostIntake(store, quota, accounts, renderer, clock, WINDOW, lambda: None, queues)  # type: ignore[arg-type]
     posts = Posts(store, accounts, renderer, OneDriver(driver), clock)  # type: ignore[arg-type]
-    return Core(db, clock, store, accounts, renderer, driver, intake, posts, quota)
+    rescheduler = Rescheduler(store, accounts, clock, WINDOW, lambda: None, queue_store)  # type: ignore[arg-type]
+    return Core(
+        db, clock, store, accounts, renderer, driver, intake, posts, quota, rescheduler, queues
+    )

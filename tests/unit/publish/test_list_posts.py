@@ -13,7 +13,6 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from publish_svc.listing import NOT_A_PAGE, OTHER_QUERY
 from publish_svc.model import Kind, Status, post_id
 from publish_svc.post_params import params_doc
-from publish_svc.servicer import PublishServicer
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.mongo import Document
@@ -65,7 +64,7 @@ def _ts(moment: datetime) -> Timestamp:
 
 
 async def _list(core: Core, **fields: Any) -> pb.ListPostsResponse:
-    servicer = PublishServicer(core.intake, core.posts)
+    servicer = core.servicer()
     return await servicer.ListPosts(pb.ListPostsRequest(organization_id="org", **fields), None)  # type: ignore[arg-type]
 
 
@@ -153,3 +152,26 @@ async def test_records_from_before_listed_at_get_it_and_the_index_serves_the_lis
     indexes = await core.db["posts"].index_information()
     assert indexes["org_listed"]["key"] == [("organizationId", 1), ("listedAt", -1), ("_id", -1)]
     assert "org_due" not in indexes
+
+
+async def test_account_and_series_filters_page_with_tokens_bound_to_them(core: Core) -> None:
+    for i in range(6):
+        doc = _doc(f"s-{i}", START + i * DAY)
+        doc["account"]["socialAccountId"] = f"sa_{i % 2}"
+        if i < 2:
+            doc["seriesUuid"] = "5e0c8f43-7d2a-4f41-9b1e-3c2a1d0e9f87"
+        await core.store.insert(doc)
+    first = await _list(core, social_account_id="sa_1", limit=2)
+    assert _uuids(first) == ["s-5", "s-3"]
+    assert [p.connected_account_id for p in first.posts] == ["sa_1", "sa_1"]
+    rest = await _list(core, social_account_id="sa_1", limit=2, page_token=first.next_page_token)
+    assert _uuids(rest) == ["s-1"] and rest.next_page_token == ""
+    # A token is bound to its account filter, as to the others.
+    with pytest.raises(InvalidArgument) as other:
+        await _list(core, social_account_id="sa_0", page_token=first.next_page_token)
+    assert str(other.value) == OTHER_QUERY
+    series = await _list(core, series_uuid="5E0C8F43-7D2A-4F41-9B1E-3C2A1D0E9F87")
+    assert _uuids(series) == ["s-1", "s-0"]
+    assert {p.series_uuid for p in series.posts} == {"5e0c8f43-7d2a-4f41-9b1e-3c2a1d0e9f87"}
+    both = await _list(core, social_account_id="sa_0", series_uuid=series.posts[0].series_uuid)
+    assert _uuids(both) == ["s-0"]

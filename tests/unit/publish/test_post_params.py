@@ -13,7 +13,6 @@ import pytest
 import publish_svc
 from publish_svc.model import Kind
 from publish_svc.post_params import ClipappParams, ReelParams, params_doc, params_from_doc
-from publish_svc.servicer import PublishServicer
 from storypost.account.v1 import account_pb2 as apb
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.render.v1 import render_pb2 as rpb
@@ -161,7 +160,7 @@ async def test_a_schedule_call_stores_what_the_untyped_code_stored(
     core.accounts.accounts["7001"] = CLIPAPP_ACCOUNT
     if rpc in VIDEO_CALLS:
         core.renderer.media_kind = rpb.MEDIA_KIND_VIDEO
-    schedule: Callable[..., Awaitable[Any]] = getattr(PublishServicer(core.intake, core.posts), rpc)
+    schedule: Callable[..., Awaitable[Any]] = getattr(core.servicer(), rpc)
     await schedule(request_pb, None)
     doc = await core.db["posts"].find_one({"postUuid": UUID})
     assert doc is not None

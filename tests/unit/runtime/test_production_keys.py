@@ -59,6 +59,10 @@ NOT_PUBLISHED = {
     # Empty by default: the default credential chain. Its published development value is
     # refused outside development (tests/unit/runtime/test_s3_addressing.py).
     "s3_secret_key",
+    # NATS identities (tests/integration/test_nats_identity.py): empty by default (a server
+    # that admits anyone), no value of them is published; the server refuses a wrong one.
+    "nats_password",
+    "nats_token",
 }
 # What production needs beyond the secrets: each gRPC server its callers' public keys, each
 # component that calls others its own credential (docs/service-auth.md).

@@ -92,6 +92,340 @@ POST_STATUS_CANCELED: PostStatus.ValueType  # 5
 Global___PostStatus: _TypeAlias = PostStatus  # noqa: Y015
 
 @_typing.final
+class QueueSlot(_message.Message):
+    """One weekly slot of a queue, in the queue's time zone."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WEEKDAY_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
+    weekday: _builtins.str
+    """monday, tuesday, wednesday, thursday, friday, saturday or sunday."""
+    time: _builtins.str
+    """Local time of day, HH:MM (00:00 to 23:59)."""
+    def __init__(
+        self,
+        *,
+        weekday: _builtins.str = ...,
+        time: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["time", b"time", "weekday", b"weekday"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueSlot: _TypeAlias = QueueSlot  # noqa: Y015
+
+@_typing.final
+class Queue(_message.Message):
+    """A queue of a connected account."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOCIAL_ACCOUNT_ID_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
+    SLOTS_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    social_account_id: _builtins.str
+    """The connected account (its social_account_id)."""
+    queue_name: _builtins.str
+    """The queue's name, unique per account (1 to 64 characters)."""
+    time_zone: _builtins.str
+    """IANA time zone name the slots are in (e.g. Europe/Berlin)."""
+    @_builtins.property
+    def slots(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueSlot]:
+        """The weekly slots, Monday first, by time."""
+
+    @_builtins.property
+    def created_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was first set."""
+
+    @_builtins.property
+    def updated_at(self) -> _timestamp_pb2.Timestamp:
+        """When it was last set."""
+
+    def __init__(
+        self,
+        *,
+        social_account_id: _builtins.str = ...,
+        queue_name: _builtins.str = ...,
+        time_zone: _builtins.str = ...,
+        slots: _abc.Iterable[Global___QueueSlot] | None = ...,
+        created_at: _timestamp_pb2.Timestamp | None = ...,
+        updated_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "updated_at", b"updated_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "queue_name", b"queue_name", "slots", b"slots", "social_account_id", b"social_account_id", "time_zone", b"time_zone", "updated_at", b"updated_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Queue: _TypeAlias = Queue  # noqa: Y015
+
+@_typing.final
+class QueueRef(_message.Message):
+    """Names one queue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SOCIAL_ACCOUNT_ID_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The organization."""
+    social_account_id: _builtins.str
+    """The connected account."""
+    queue_name: _builtins.str
+    """The queue's name."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        social_account_id: _builtins.str = ...,
+        queue_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "queue_name", b"queue_name", "social_account_id", b"social_account_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueRef: _TypeAlias = QueueRef  # noqa: Y015
+
+@_typing.final
+class SetQueueRequest(_message.Message):
+    """Input of SetQueue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SOCIAL_ACCOUNT_ID_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    TIME_ZONE_FIELD_NUMBER: _builtins.int
+    SLOTS_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The organization."""
+    social_account_id: _builtins.str
+    """The connected account (its social_account_id, as list-social-accounts gives it)."""
+    queue_name: _builtins.str
+    """The queue's name; empty means "default"."""
+    time_zone: _builtins.str
+    """IANA time zone name."""
+    @_builtins.property
+    def slots(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueSlot]:
+        """1 to 100 weekly slots."""
+
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        social_account_id: _builtins.str = ...,
+        queue_name: _builtins.str = ...,
+        time_zone: _builtins.str = ...,
+        slots: _abc.Iterable[Global___QueueSlot] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "queue_name", b"queue_name", "slots", b"slots", "social_account_id", b"social_account_id", "time_zone", b"time_zone"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetQueueRequest: _TypeAlias = SetQueueRequest  # noqa: Y015
+
+@_typing.final
+class SetQueueResponse(_message.Message):
+    """Output of SetQueue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    NEXT_SLOTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def queue(self) -> Global___Queue:
+        """The queue as stored."""
+
+    @_builtins.property
+    def next_slots(self) -> _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]:
+        """Its next 5 free slots."""
+
+    def __init__(
+        self,
+        *,
+        queue: Global___Queue | None = ...,
+        next_slots: _abc.Iterable[_timestamp_pb2.Timestamp] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["queue", b"queue"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_slots", b"next_slots", "queue", b"queue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetQueueResponse: _TypeAlias = SetQueueResponse  # noqa: Y015
+
+@_typing.final
+class ListQueuesRequest(_message.Message):
+    """Input of ListQueues."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SOCIAL_ACCOUNT_ID_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The organization."""
+    social_account_id: _builtins.str
+    """Only this account's queues; empty for every account."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        social_account_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "social_account_id", b"social_account_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListQueuesRequest: _TypeAlias = ListQueuesRequest  # noqa: Y015
+
+@_typing.final
+class ListQueuesResponse(_message.Message):
+    """Output of ListQueues."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___Queue]:
+        """The queues, by account and name."""
+
+    def __init__(
+        self,
+        *,
+        queues: _abc.Iterable[Global___Queue] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["queues", b"queues"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListQueuesResponse: _TypeAlias = ListQueuesResponse  # noqa: Y015
+
+@_typing.final
+class DeleteQueueResponse(_message.Message):
+    """Output of DeleteQueue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    deleted: _builtins.bool
+    """Whether there was such a queue (false: nothing to delete, also a success)."""
+    def __init__(
+        self,
+        *,
+        deleted: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteQueueResponse: _TypeAlias = DeleteQueueResponse  # noqa: Y015
+
+@_typing.final
+class PreviewQueueRequest(_message.Message):
+    """Input of PreviewQueue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    """How many slots, 1 to 50."""
+    @_builtins.property
+    def queue(self) -> Global___QueueRef:
+        """The queue."""
+
+    def __init__(
+        self,
+        *,
+        queue: Global___QueueRef | None = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["queue", b"queue"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "queue", b"queue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PreviewQueueRequest: _TypeAlias = PreviewQueueRequest  # noqa: Y015
+
+@_typing.final
+class PreviewQueueResponse(_message.Message):
+    """Output of PreviewQueue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SLOTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def slots(self) -> _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]:
+        """The next free slots, earliest first."""
+
+    def __init__(
+        self,
+        *,
+        slots: _abc.Iterable[_timestamp_pb2.Timestamp] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["slots", b"slots"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PreviewQueueResponse: _TypeAlias = PreviewQueueResponse  # noqa: Y015
+
+@_typing.final
+class ReschedulePostRequest(_message.Message):
+    """Input of ReschedulePost."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    POST_UUID_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The organization."""
+    kind: Global___PostKind.ValueType
+    """The post's kind (not UNSPECIFIED)."""
+    post_uuid: _builtins.str
+    """The post's UUID."""
+    @_builtins.property
+    def date(self) -> _timestamp_pb2.Timestamp:
+        """The new date."""
+
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        kind: Global___PostKind.ValueType = ...,
+        post_uuid: _builtins.str = ...,
+        date: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "kind", b"kind", "organization_id", b"organization_id", "post_uuid", b"post_uuid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReschedulePostRequest: _TypeAlias = ReschedulePostRequest  # noqa: Y015
+
+@_typing.final
 class ListPostsRequest(_message.Message):
     """Input of ListPosts. A post is listed under its date, or when it was accepted if it was
     scheduled without one (Post.date); pages are newest first, ties in order of post id.
@@ -106,14 +440,24 @@ class ListPostsRequest(_message.Message):
     DATE_FROM_FIELD_NUMBER: _builtins.int
     DATE_TO_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    SOCIAL_ACCOUNT_ID_FIELD_NUMBER: _builtins.int
+    SERIES_UUID_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     limit: _builtins.int
     """At most this many per page (1 to 500; 0 means 100)."""
     page_token: _builtins.str
     """A next_page_token or previous_page_token of an earlier answer to the same query
-    (organization, kinds, statuses, date_from, date_to); empty for the newest page.
-    Any other value is INVALID_ARGUMENT.
+    (organization, kinds, statuses, date_from, date_to, social_account_id, series_uuid);
+    empty for the newest page. Any other value is INVALID_ARGUMENT.
+    """
+    social_account_id: _builtins.str
+    """Only posts to this connected account (its social_account_id, as list-social-accounts
+    names every connection, whatever the post's kind); empty for every account.
+    """
+    series_uuid: _builtins.str
+    """Only posts of this series (a UUID); empty for every post. No post belongs to a series
+    yet: the filter is accepted now so that callers can use it when series come.
     """
     @_builtins.property
     def kinds(self) -> _containers.RepeatedScalarFieldContainer[Global___PostKind.ValueType]:
@@ -143,10 +487,12 @@ class ListPostsRequest(_message.Message):
         date_from: _timestamp_pb2.Timestamp | None = ...,
         date_to: _timestamp_pb2.Timestamp | None = ...,
         page_token: _builtins.str = ...,
+        social_account_id: _builtins.str = ...,
+        series_uuid: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "kinds", b"kinds", "limit", b"limit", "organization_id", b"organization_id", "page_token", b"page_token", "statuses", b"statuses"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "kinds", b"kinds", "limit", b"limit", "organization_id", b"organization_id", "page_token", b"page_token", "series_uuid", b"series_uuid", "social_account_id", b"social_account_id", "statuses", b"statuses"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -198,6 +544,7 @@ class ScheduleStoryRequest(_message.Message):
     AI_GENERATED_FIELD_NUMBER: _builtins.int
     SHARE_TO_LINKNET_FIELD_NUMBER: _builtins.int
     LINKNET_DESTINATION_ID_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     story_post_uuid: _builtins.str
@@ -210,6 +557,10 @@ class ScheduleStoryRequest(_message.Message):
     """Cross-post to a linknet destination of the account."""
     linknet_destination_id: _builtins.str
     """The linknet destination (as a string); empty means the first linked one."""
+    queue_name: _builtins.str
+    """A queue of the account to take the date from: the earliest free slot far enough
+    ahead (the post's date is then that slot). Not together with date.
+    """
     @_builtins.property
     def design(self) -> _render_pb2.Design:
         """The design."""
@@ -229,10 +580,11 @@ class ScheduleStoryRequest(_message.Message):
         ai_generated: _builtins.bool = ...,
         share_to_linknet: _builtins.bool = ...,
         linknet_destination_id: _builtins.str = ...,
+        queue_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ai_generated", b"ai_generated", "date", b"date", "design", b"design", "linknet_destination_id", b"linknet_destination_id", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "share_to_linknet", b"share_to_linknet", "story_post_uuid", b"story_post_uuid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ai_generated", b"ai_generated", "date", b"date", "design", b"design", "linknet_destination_id", b"linknet_destination_id", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "queue_name", b"queue_name", "share_to_linknet", b"share_to_linknet", "story_post_uuid", b"story_post_uuid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -253,6 +605,7 @@ class ScheduleReelRequest(_message.Message):
     SHARE_TO_FEED_FIELD_NUMBER: _builtins.int
     AI_GENERATED_FIELD_NUMBER: _builtins.int
     SHARE_TO_LINKNET_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     reel_post_uuid: _builtins.str
@@ -267,6 +620,10 @@ class ScheduleReelRequest(_message.Message):
     """Marks the reel as AI-generated."""
     share_to_linknet: _builtins.bool
     """Recommend the reel on linknet; unset means true."""
+    queue_name: _builtins.str
+    """A queue of the account to take the date from: the earliest free slot far enough
+    ahead (the post's date is then that slot). Not together with date.
+    """
     @_builtins.property
     def design(self) -> _render_pb2.Design:
         """The design; its <photoapp-story> needs a video src of up to 180 s."""
@@ -287,10 +644,11 @@ class ScheduleReelRequest(_message.Message):
         share_to_feed: _builtins.bool = ...,
         ai_generated: _builtins.bool = ...,
         share_to_linknet: _builtins.bool | None = ...,
+        queue_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet", "date", b"date", "design", b"design", "share_to_linknet", b"share_to_linknet"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet", "ai_generated", b"ai_generated", "caption", b"caption", "date", b"date", "design", b"design", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "reel_post_uuid", b"reel_post_uuid", "share_to_feed", b"share_to_feed", "share_to_linknet", b"share_to_linknet"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet", "ai_generated", b"ai_generated", "caption", b"caption", "date", b"date", "design", b"design", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "queue_name", b"queue_name", "reel_post_uuid", b"reel_post_uuid", "share_to_feed", b"share_to_feed", "share_to_linknet", b"share_to_linknet"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__share_to_linknet: _TypeAlias = _typing.Literal["share_to_linknet"]  # noqa: Y015
     _WhichOneofArgType__share_to_linknet: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet"]  # noqa: Y015
@@ -320,6 +678,7 @@ class ScheduleClipappPostRequest(_message.Message):
     BRANDED_CONTENT_FIELD_NUMBER: _builtins.int
     AI_GENERATED_FIELD_NUMBER: _builtins.int
     AUTO_AUDIO_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     clipapp_post_uuid: _builtins.str
@@ -348,6 +707,10 @@ class ScheduleClipappPostRequest(_message.Message):
     """Marks the post as AI-generated."""
     auto_audio: _builtins.bool
     """Let the network add audio to photo posts."""
+    queue_name: _builtins.str
+    """A queue of the account to take the date from: the earliest free slot far enough
+    ahead (the post's date is then that slot). Not together with date.
+    """
     @_builtins.property
     def design(self) -> _render_pb2.Design:
         """The design; a video design becomes a video post, otherwise a photo post."""
@@ -375,10 +738,11 @@ class ScheduleClipappPostRequest(_message.Message):
         branded_content: _builtins.bool = ...,
         ai_generated: _builtins.bool = ...,
         auto_audio: _builtins.bool = ...,
+        queue_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms", "date", b"date", "design", b"design", "video_cover_timestamp_ms", b"video_cover_timestamp_ms"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms", "ai_generated", b"ai_generated", "auto_audio", b"auto_audio", "brand_organic", b"brand_organic", "branded_content", b"branded_content", "clipapp_account_id", b"clipapp_account_id", "clipapp_post_uuid", b"clipapp_post_uuid", "date", b"date", "description", b"description", "design", b"design", "disable_comment", b"disable_comment", "disable_duet", b"disable_duet", "disable_stitch", b"disable_stitch", "organization_id", b"organization_id", "privacy_level", b"privacy_level", "title", b"title", "video_cover_timestamp_ms", b"video_cover_timestamp_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms", "ai_generated", b"ai_generated", "auto_audio", b"auto_audio", "brand_organic", b"brand_organic", "branded_content", b"branded_content", "clipapp_account_id", b"clipapp_account_id", "clipapp_post_uuid", b"clipapp_post_uuid", "date", b"date", "description", b"description", "design", b"design", "disable_comment", b"disable_comment", "disable_duet", b"disable_duet", "disable_stitch", b"disable_stitch", "organization_id", b"organization_id", "privacy_level", b"privacy_level", "queue_name", b"queue_name", "title", b"title", "video_cover_timestamp_ms", b"video_cover_timestamp_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__video_cover_timestamp_ms: _TypeAlias = _typing.Literal["video_cover_timestamp_ms"]  # noqa: Y015
     _WhichOneofArgType__video_cover_timestamp_ms: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms"]  # noqa: Y015
@@ -400,6 +764,7 @@ class ScheduleSocialPostRequest(_message.Message):
     TEXT_FIELD_NUMBER: _builtins.int
     OPTIONS_JSON_FIELD_NUMBER: _builtins.int
     DATE_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     social_post_uuid: _builtins.str
@@ -412,6 +777,10 @@ class ScheduleSocialPostRequest(_message.Message):
     """Caption; shortened to the post type's maxCaptionLength."""
     options_json: _builtins.str
     """Post type options as a JSON object (keys are the post type's option keys)."""
+    queue_name: _builtins.str
+    """A queue of the account to take the date from: the earliest free slot far enough
+    ahead (the post's date is then that slot). Not together with date.
+    """
     @_builtins.property
     def design(self) -> _render_pb2.Design:
         """The design."""
@@ -431,10 +800,11 @@ class ScheduleSocialPostRequest(_message.Message):
         text: _builtins.str = ...,
         options_json: _builtins.str = ...,
         date: _timestamp_pb2.Timestamp | None = ...,
+        queue_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design", "options_json", b"options_json", "organization_id", b"organization_id", "post_type", b"post_type", "social_account_id", b"social_account_id", "social_post_uuid", b"social_post_uuid", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design", "options_json", b"options_json", "organization_id", b"organization_id", "post_type", b"post_type", "queue_name", b"queue_name", "social_account_id", b"social_account_id", "social_post_uuid", b"social_post_uuid", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -518,6 +888,8 @@ class Post(_message.Message):
     FINISHED_AT_FIELD_NUMBER: _builtins.int
     POST_TYPE_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    CONNECTED_ACCOUNT_ID_FIELD_NUMBER: _builtins.int
+    SERIES_UUID_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     post_uuid: _builtins.str
@@ -542,6 +914,12 @@ class Post(_message.Message):
     """The account it posts to: the photoapp username, clipapp account id or social account id."""
     post_type: _builtins.str
     """The social post type (social posts)."""
+    connected_account_id: _builtins.str
+    """The social_account_id of the connected account it posts to, for every kind (the field
+    social_account_id above is set for social posts only).
+    """
+    series_uuid: _builtins.str
+    """The series it belongs to (a UUID); empty when none."""
     @_builtins.property
     def date(self) -> _timestamp_pb2.Timestamp:
         """When it is due."""
@@ -577,10 +955,12 @@ class Post(_message.Message):
         finished_at: _timestamp_pb2.Timestamp | None = ...,
         post_type: _builtins.str = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
+        connected_account_id: _builtins.str = ...,
+        series_uuid: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "date", b"date", "finished_at", b"finished_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["account", b"account", "clipapp_status", b"clipapp_status", "created_at", b"created_at", "date", b"date", "error_message", b"error_message", "finished_at", b"finished_at", "kind", b"kind", "organization_id", b"organization_id", "permalink", b"permalink", "platform", b"platform", "post_type", b"post_type", "post_uuid", b"post_uuid", "preview_url", b"preview_url", "social_account_id", b"social_account_id", "status", b"status", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["account", b"account", "clipapp_status", b"clipapp_status", "connected_account_id", b"connected_account_id", "created_at", b"created_at", "date", b"date", "error_message", b"error_message", "finished_at", b"finished_at", "kind", b"kind", "organization_id", b"organization_id", "permalink", b"permalink", "platform", b"platform", "post_type", b"post_type", "post_uuid", b"post_uuid", "preview_url", b"preview_url", "series_uuid", b"series_uuid", "social_account_id", b"social_account_id", "status", b"status", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

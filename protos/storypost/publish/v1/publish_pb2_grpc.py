@@ -106,6 +106,31 @@ class PublishServiceStub:
                 request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListPostsRequest.SerializeToString,
                 response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListPostsResponse.FromString,
                 _registered_method=True)
+        self.ReschedulePost = channel.unary_unary(
+                '/storypost.publish.v1.PublishService/ReschedulePost',
+                request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ReschedulePostRequest.SerializeToString,
+                response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.Post.FromString,
+                _registered_method=True)
+        self.SetQueue = channel.unary_unary(
+                '/storypost.publish.v1.PublishService/SetQueue',
+                request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SetQueueRequest.SerializeToString,
+                response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SetQueueResponse.FromString,
+                _registered_method=True)
+        self.ListQueues = channel.unary_unary(
+                '/storypost.publish.v1.PublishService/ListQueues',
+                request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListQueuesRequest.SerializeToString,
+                response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListQueuesResponse.FromString,
+                _registered_method=True)
+        self.DeleteQueue = channel.unary_unary(
+                '/storypost.publish.v1.PublishService/DeleteQueue',
+                request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.QueueRef.SerializeToString,
+                response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.DeleteQueueResponse.FromString,
+                _registered_method=True)
+        self.PreviewQueue = channel.unary_unary(
+                '/storypost.publish.v1.PublishService/PreviewQueue',
+                request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueRequest.SerializeToString,
+                response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueResponse.FromString,
+                _registered_method=True)
 
 
 class PublishServiceServicer:
@@ -211,6 +236,48 @@ class PublishServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReschedulePost(self, request, context):
+        """Moves a post that is still scheduled, and not being published, to another date, with
+        the checks scheduling makes (the 60-minute window, the account still connected); its
+        status event (`scheduled`, with the new date) is sent again. FAILED_PRECONDITION when it
+        is no longer scheduled or is being published (nothing changes), INVALID_ARGUMENT for a
+        date the post could not be published at, NOT_FOUND for an unknown post.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetQueue(self, request, context):
+        """Creates or replaces a queue of a connected account: weekly slots in a time zone. Answers
+        it with its next free slots. INVALID_ARGUMENT (with the field in BadRequest) for an
+        unknown zone, a bad slot, more than 100 slots, a 21st queue of the account, or an account
+        not connected to the organization; nothing is stored then.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListQueues(self, request, context):
+        """Lists the organization's queues (of one account when named).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteQueue(self, request, context):
+        """Deletes a queue; the posts that took its slots keep their dates.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PreviewQueue(self, request, context):
+        """The next free slots of a queue: the dates the next posts scheduled into it would get.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PublishServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -278,6 +345,31 @@ def add_PublishServiceServicer_to_server(servicer, server):
                     servicer.ListPosts,
                     request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListPostsRequest.FromString,
                     response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListPostsResponse.SerializeToString,
+            ),
+            'ReschedulePost': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReschedulePost,
+                    request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ReschedulePostRequest.FromString,
+                    response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.Post.SerializeToString,
+            ),
+            'SetQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetQueue,
+                    request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SetQueueRequest.FromString,
+                    response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SetQueueResponse.SerializeToString,
+            ),
+            'ListQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListQueues,
+                    request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListQueuesRequest.FromString,
+                    response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.ListQueuesResponse.SerializeToString,
+            ),
+            'DeleteQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteQueue,
+                    request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.QueueRef.FromString,
+                    response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.DeleteQueueResponse.SerializeToString,
+            ),
+            'PreviewQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.PreviewQueue,
+                    request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueRequest.FromString,
+                    response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -638,6 +730,141 @@ class PublishService:
             '/storypost.publish.v1.PublishService/ListPosts',
             storypost_dot_publish_dot_v1_dot_publish__pb2.ListPostsRequest.SerializeToString,
             storypost_dot_publish_dot_v1_dot_publish__pb2.ListPostsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReschedulePost(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.publish.v1.PublishService/ReschedulePost',
+            storypost_dot_publish_dot_v1_dot_publish__pb2.ReschedulePostRequest.SerializeToString,
+            storypost_dot_publish_dot_v1_dot_publish__pb2.Post.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.publish.v1.PublishService/SetQueue',
+            storypost_dot_publish_dot_v1_dot_publish__pb2.SetQueueRequest.SerializeToString,
+            storypost_dot_publish_dot_v1_dot_publish__pb2.SetQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.publish.v1.PublishService/ListQueues',
+            storypost_dot_publish_dot_v1_dot_publish__pb2.ListQueuesRequest.SerializeToString,
+            storypost_dot_publish_dot_v1_dot_publish__pb2.ListQueuesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.publish.v1.PublishService/DeleteQueue',
+            storypost_dot_publish_dot_v1_dot_publish__pb2.QueueRef.SerializeToString,
+            storypost_dot_publish_dot_v1_dot_publish__pb2.DeleteQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PreviewQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.publish.v1.PublishService/PreviewQueue',
+            storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueRequest.SerializeToString,
+            storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueResponse.FromString,
             options,
             channel_credentials,
             insecure,

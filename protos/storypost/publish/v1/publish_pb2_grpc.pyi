@@ -72,6 +72,25 @@ class PublishServiceStub:
     """Lists an organization's posts of every kind, newest date first, a page at a time, in an
     optional date range (the app's post list and calendar).
     """
+    ReschedulePost: _grpc.UnaryUnaryMultiCallable[_publish_pb2.ReschedulePostRequest, _publish_pb2.Post]
+    """Moves a post that is still scheduled, and not being published, to another date, with
+    the checks scheduling makes (the 60-minute window, the account still connected); its
+    status event (`scheduled`, with the new date) is sent again. FAILED_PRECONDITION when it
+    is no longer scheduled or is being published (nothing changes), INVALID_ARGUMENT for a
+    date the post could not be published at, NOT_FOUND for an unknown post.
+    """
+    SetQueue: _grpc.UnaryUnaryMultiCallable[_publish_pb2.SetQueueRequest, _publish_pb2.SetQueueResponse]
+    """Creates or replaces a queue of a connected account: weekly slots in a time zone. Answers
+    it with its next free slots. INVALID_ARGUMENT (with the field in BadRequest) for an
+    unknown zone, a bad slot, more than 100 slots, a 21st queue of the account, or an account
+    not connected to the organization; nothing is stored then.
+    """
+    ListQueues: _grpc.UnaryUnaryMultiCallable[_publish_pb2.ListQueuesRequest, _publish_pb2.ListQueuesResponse]
+    """Lists the organization's queues (of one account when named)."""
+    DeleteQueue: _grpc.UnaryUnaryMultiCallable[_publish_pb2.QueueRef, _publish_pb2.DeleteQueueResponse]
+    """Deletes a queue; the posts that took its slots keep their dates."""
+    PreviewQueue: _grpc.UnaryUnaryMultiCallable[_publish_pb2.PreviewQueueRequest, _publish_pb2.PreviewQueueResponse]
+    """The next free slots of a queue: the dates the next posts scheduled into it would get."""
 
 @_typing.type_check_only
 class PublishServiceAsyncStub(PublishServiceStub):
@@ -115,6 +134,25 @@ class PublishServiceAsyncStub(PublishServiceStub):
     """Lists an organization's posts of every kind, newest date first, a page at a time, in an
     optional date range (the app's post list and calendar).
     """
+    ReschedulePost: _aio.UnaryUnaryMultiCallable[_publish_pb2.ReschedulePostRequest, _publish_pb2.Post]  # type: ignore[assignment]
+    """Moves a post that is still scheduled, and not being published, to another date, with
+    the checks scheduling makes (the 60-minute window, the account still connected); its
+    status event (`scheduled`, with the new date) is sent again. FAILED_PRECONDITION when it
+    is no longer scheduled or is being published (nothing changes), INVALID_ARGUMENT for a
+    date the post could not be published at, NOT_FOUND for an unknown post.
+    """
+    SetQueue: _aio.UnaryUnaryMultiCallable[_publish_pb2.SetQueueRequest, _publish_pb2.SetQueueResponse]  # type: ignore[assignment]
+    """Creates or replaces a queue of a connected account: weekly slots in a time zone. Answers
+    it with its next free slots. INVALID_ARGUMENT (with the field in BadRequest) for an
+    unknown zone, a bad slot, more than 100 slots, a 21st queue of the account, or an account
+    not connected to the organization; nothing is stored then.
+    """
+    ListQueues: _aio.UnaryUnaryMultiCallable[_publish_pb2.ListQueuesRequest, _publish_pb2.ListQueuesResponse]  # type: ignore[assignment]
+    """Lists the organization's queues (of one account when named)."""
+    DeleteQueue: _aio.UnaryUnaryMultiCallable[_publish_pb2.QueueRef, _publish_pb2.DeleteQueueResponse]  # type: ignore[assignment]
+    """Deletes a queue; the posts that took its slots keep their dates."""
+    PreviewQueue: _aio.UnaryUnaryMultiCallable[_publish_pb2.PreviewQueueRequest, _publish_pb2.PreviewQueueResponse]  # type: ignore[assignment]
+    """The next free slots of a queue: the dates the next posts scheduled into it would get."""
 
 class PublishServiceServicer(metaclass=_abc_1.ABCMeta):
     """PublishService schedules, reports and cancels posts. Every Schedule* call is idempotent
@@ -233,5 +271,54 @@ class PublishServiceServicer(metaclass=_abc_1.ABCMeta):
         """Lists an organization's posts of every kind, newest date first, a page at a time, in an
         optional date range (the app's post list and calendar).
         """
+
+    @_abc_1.abstractmethod
+    def ReschedulePost(
+        self,
+        request: _publish_pb2.ReschedulePostRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_publish_pb2.Post, _abc.Awaitable[_publish_pb2.Post]]:
+        """Moves a post that is still scheduled, and not being published, to another date, with
+        the checks scheduling makes (the 60-minute window, the account still connected); its
+        status event (`scheduled`, with the new date) is sent again. FAILED_PRECONDITION when it
+        is no longer scheduled or is being published (nothing changes), INVALID_ARGUMENT for a
+        date the post could not be published at, NOT_FOUND for an unknown post.
+        """
+
+    @_abc_1.abstractmethod
+    def SetQueue(
+        self,
+        request: _publish_pb2.SetQueueRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_publish_pb2.SetQueueResponse, _abc.Awaitable[_publish_pb2.SetQueueResponse]]:
+        """Creates or replaces a queue of a connected account: weekly slots in a time zone. Answers
+        it with its next free slots. INVALID_ARGUMENT (with the field in BadRequest) for an
+        unknown zone, a bad slot, more than 100 slots, a 21st queue of the account, or an account
+        not connected to the organization; nothing is stored then.
+        """
+
+    @_abc_1.abstractmethod
+    def ListQueues(
+        self,
+        request: _publish_pb2.ListQueuesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_publish_pb2.ListQueuesResponse, _abc.Awaitable[_publish_pb2.ListQueuesResponse]]:
+        """Lists the organization's queues (of one account when named)."""
+
+    @_abc_1.abstractmethod
+    def DeleteQueue(
+        self,
+        request: _publish_pb2.QueueRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_publish_pb2.DeleteQueueResponse, _abc.Awaitable[_publish_pb2.DeleteQueueResponse]]:
+        """Deletes a queue; the posts that took its slots keep their dates."""
+
+    @_abc_1.abstractmethod
+    def PreviewQueue(
+        self,
+        request: _publish_pb2.PreviewQueueRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_publish_pb2.PreviewQueueResponse, _abc.Awaitable[_publish_pb2.PreviewQueueResponse]]:
+        """The next free slots of a queue: the dates the next posts scheduled into it would get."""
 
 def add_PublishServiceServicer_to_server(servicer: PublishServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
