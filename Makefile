@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 .PHONY: run test deps apt venv lock protos protos-check lint typecheck pytest bench clean-data \
 	wheels images test-containers test-production-shape container-suite validate-deploy \
-	reliability load
+	reliability test-newcomer load node client-gen
 
 run: deps
 	$(VENV)/bin/storypost dev up
@@ -17,13 +17,18 @@ run: deps
 # Then the container suite, whenever a Docker engine answers or can be started (scripts/images).
 test: deps protos-check lint typecheck pytest container-suite
 
-deps: apt venv
+deps: apt node venv
 
 apt:
 	@scripts/ensure-apt.sh
 
+# Node.js (Debian's, where missing) and the TypeScript SDK's locked devDependencies (sdk-ts/).
+node:
+	@scripts/ensure-node.sh
+
 venv: $(VENV)/.installed
 
+# Python 3.13 comes from scripts/find-python.sh: on PATH, pyenv's, Debian's (apt) or uv's (README).
 # requirements.lock: the exact version and hashes of every package the venv, CI and the images
 # install (docs/dev-stack.md). Installed with its hashes checked, then storypost and its SDK as
 # editable installs without dependencies, built by the locked hatchling (no index needed for
@@ -32,8 +37,8 @@ venv: $(VENV)/.installed
 # pyproject files: nothing to do otherwise.
 LOCK := requirements.lock
 $(VENV)/.installed: $(LOCK) pyproject.toml client/pyproject.toml
-	@PYTHON=$$(scripts/find-python.sh); \
-	if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))'; then \
+	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))'; then \
+	  PYTHON=$$(scripts/find-python.sh); \
 	  rm -rf $(VENV); echo "creating $(VENV) with $$PYTHON"; "$$PYTHON" -m venv $(VENV); \
 	fi
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)
@@ -48,8 +53,10 @@ $(VENV)/.installed: $(LOCK) pyproject.toml client/pyproject.toml
 # LOCK_ARGS=--upgrade takes the newest of everything, --upgrade-package NAME of one package.
 LOCK_ARGS ?=
 lock:
-	@[ -x $(VENV)/bin/uv ] || { [ -x $(PY) ] || "$$(scripts/find-python.sh)" -m venv $(VENV); \
-	  $(PY) -m pip install -q uv; }
+	@if [ ! -x $(VENV)/bin/uv ]; then \
+	  if [ ! -x $(PY) ]; then PYTHON=$$(scripts/find-python.sh); "$$PYTHON" -m venv $(VENV); fi; \
+	  $(PY) -m pip install -q uv; \
+	fi
 	$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.13 --generate-hashes \
 	  --custom-compile-command 'make lock' --output-file $(LOCK) $(LOCK_ARGS) \
 	  pyproject.toml client/pyproject.toml --all-extras
@@ -59,6 +66,7 @@ protos: venv
 
 client-gen: venv
 	$(PY) scripts/gen_client.py
+	$(PY) scripts/gen_ts_client.py
 
 protos-check: venv
 	$(PY) scripts/protogen.py protos --check
@@ -70,15 +78,24 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-pytest: venv
-	$(VENV)/bin/pytest -q --durations=15 $(PYTEST_ARGS)
+# STORYPOST_REQUIRE_NODE: the TypeScript SDK's tests fail, rather than skip, without Node.
+pytest: venv node
+	STORYPOST_REQUIRE_NODE=1 $(VENV)/bin/pytest -q --durations=15 $(PYTEST_ARGS)
 
 bench: deps
-	$(PY) bench/edge.py
+	$(PY) bench/edge_vs_bare.py
 
-# The whole reliability suite, the long tests included (docs/reliability.md).
+# The whole reliability suite, the long tests included (docs/reliability.md), then the newcomer test.
 reliability: deps
 	STORYPOST_RELIABILITY_LONG=1 $(VENV)/bin/pytest -q tests/reliability $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-newcomer PYTEST_ARGS=
+
+# The README's two commands on a stock Debian 13 container (tests/newcomer/): a clone of the
+# committed HEAD to a published sandbox story, then Ctrl-C; minutes. Not part of `make test`.
+# The engine: DOCKER_HOST's, or a dockerd of our own that is stopped afterwards.
+test-newcomer: venv
+	STORYPOST_NEWCOMER_TEST=1 scripts/images/engine.sh run \
+	  $(VENV)/bin/pytest -q -s tests/newcomer $(PYTEST_ARGS)
 
 # Sustained load on the embedded stack: 100 organizations x 60 requests/min (LOAD_ARGS=--quick).
 LOAD_ARGS ?=

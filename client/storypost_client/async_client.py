@@ -79,16 +79,23 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         attempt = 0
         while True:
             attempt += 1
+            slot = self.pacer.reserve()
+            answered: httpx.Headers | None = None
             try:
+                if slot.wait > 0:
+                    await asyncio.sleep(slot.wait)
                 response = await self._http.post(
                     request.url,
                     content=request.content,
                     headers=request.headers,
                     timeout=request.timeout,
                 )
+                answered = response.headers
                 return transport.decode_answer(procedure, response, attempt)
             except transport.ATTEMPT_ERRORS as error:
                 delay = self._retry_wait(request, attempt, error)
+            finally:
+                self.pacer.settle(slot, answered)
             await asyncio.sleep(delay)
 
     # Polling helpers: poll the status procedure with backoff until a final state.

@@ -11,6 +11,7 @@ import httpx
 
 from storypost_client import transport
 from storypost_client.errors import StorypostError
+from storypost_client.pacing import Pacer
 from storypost_client.polling import PollPolicy
 from storypost_client.retry import RetryPolicy
 
@@ -33,10 +34,14 @@ class ClientBase(Generic[HttpClient]):
         connect_timeout: float = transport.DEFAULT_CONNECT_TIMEOUT,
         http_client: HttpClient | None = None,
         on_retry: transport.RetryHook | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self._endpoint = transport.Endpoint(base_url, token, connect_timeout)
         self.retry = retry or RetryPolicy()
         self.poll = poll or PollPolicy()
+        # Waits for the rate limit's bucket before a call would meet a 429
+        # (storypost_client.pacing); shared by every thread or task using this client.
+        self.pacer = pacer or Pacer()
         # A client made here is closed with this one; a caller's is the caller's to close.
         self._own_http = http_client is None
         self._http: HttpClient = http_client or self._new_http()

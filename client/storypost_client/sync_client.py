@@ -46,8 +46,9 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
 
     Every procedure is a typed method (`client.schedule_photoapp_story(...)`); `call()` takes
     any procedure by name. Calls are retried per `retry` (the spec's guidance: 429, 502, 503,
-    504 and connection failures, for idempotent procedures, with the same body). Use it as a
-    context manager, or call `close()`.
+    504 and connection failures, for idempotent procedures, with the same body), and paced from
+    the rate-limit headers so that they wait for the bucket instead of meeting a 429 (`pacer`,
+    storypost_client.pacing). Use it as a context manager, or call `close()`.
     """
 
     def _new_http(self) -> httpx.Client:
@@ -79,16 +80,23 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         attempt = 0
         while True:
             attempt += 1
+            slot = self.pacer.reserve()
+            answered: httpx.Headers | None = None
             try:
+                if slot.wait > 0:
+                    time.sleep(slot.wait)
                 response = self._http.post(
                     request.url,
                     content=request.content,
                     headers=request.headers,
                     timeout=request.timeout,
                 )
+                answered = response.headers
                 return transport.decode_answer(procedure, response, attempt)
             except transport.ATTEMPT_ERRORS as error:
                 delay = self._retry_wait(request, attempt, error)
+            finally:
+                self.pacer.settle(slot, answered)
             time.sleep(delay)
 
     # Polling helpers: poll the status procedure with backoff until a final state.

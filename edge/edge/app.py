@@ -15,6 +15,7 @@ from edge.backends import Backends
 from edge.catalog import Catalog
 from edge.config import EdgeSettings
 from edge.errors import INTERNAL_ERROR, ApiError
+from edge.mcp import mcp_resource
 from edge.middleware import AccessLog, EdgeMetrics, RequestScopeApp
 from edge.procedures.base import Handler
 from edge.resources import (
@@ -78,15 +79,17 @@ def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeAp
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)
+    procedures = ProcedureResource(
+        settings,
+        deps.catalog,
+        deps.handlers,
+        deps.authenticator,
+        RateLimitGate(accounts),
+    )
+    app.add_route("/o/{organization_id}/api/v1/{procedure}", procedures)
+    # The MCP server (docs/mcp.md): a tool per procedure, each call on the API's path.
     app.add_route(
-        "/o/{organization_id}/api/v1/{procedure}",
-        ProcedureResource(
-            settings,
-            deps.catalog,
-            deps.handlers,
-            deps.authenticator,
-            RateLimitGate(accounts),
-        ),
+        "/o/{organization_id}/mcp", mcp_resource(procedures, deps.catalog.to_catalog_json())
     )
     app.add_route("/api/v1/catalog.json", CatalogResource(deps.catalog))
     app.add_route("/api/v1/openapi.json", OpenApiResource(deps.catalog, settings.public_url))

@@ -9,7 +9,7 @@ from typing import Any
 import falcon
 import grpc
 
-from edge.auth import Authenticator, RateLimitGate
+from edge.auth import Authenticator, Caller, RateLimitGate
 from edge.body import read_json_object
 from edge.catalog import Catalog, Procedure
 from edge.config import EdgeSettings
@@ -43,26 +43,46 @@ class ProcedureResource:
         self, req: falcon.Request, resp: falcon.Response, organization_id: str, procedure: str
     ) -> None:
         req.context.procedure = procedure
+        caller = self.admit(req, resp, organization_id)
+        proc = self.procedure(procedure)
+        params = read_json_object(req, self.settings.max_body_bytes)
+        resp.media = self.dispatch(proc, self.call_context(req, organization_id, caller), params)
+
+    def admit(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> Caller:
+        """The request's caller (401 unless its bearer token is of `organization_id`), and
+        one request taken from the organization's bucket: its RateLimit-* headers go on the
+        answer (429 when it is empty). Every route of the API admits its requests here."""
         caller = self.authenticator.authenticate(req.get_header("Authorization"), organization_id)
         req.context.organization_id = organization_id
         resp.set_headers(self.rate_limit.consume(organization_id))
-        proc = self.catalog.get(procedure)
+        return caller
+
+    def procedure(self, name: str) -> Procedure:
+        proc = self.catalog.get(name)
         if proc is None:
-            raise ApiError(404, f"unknown procedure: {procedure}")
-        params = read_json_object(req, self.settings.max_body_bytes)
-        explanation = validate_params(proc, params)
-        if explanation is not None:
-            raise ApiError(400, "invalid params", body=validation_body(proc, explanation))
-        if proc.render_input:
-            check_render_input(params)
-        ctx = CallContext(
+            raise ApiError(404, f"unknown procedure: {name}")
+        return proc
+
+    def call_context(
+        self, req: falcon.Request, organization_id: str, caller: Caller
+    ) -> CallContext:
+        return CallContext(
             organization_id=organization_id,
             credential_id=caller.credential_id,
             request_id=req.context.request_id,
             base_url=self.settings.base_url(organization_id),
             app_url=self.settings.app_url(organization_id),
         )
-        resp.media = self._call(proc, ctx, params)
+
+    def dispatch(self, proc: Procedure, ctx: CallContext, params: Mapping[str, Any]) -> Any:
+        """An admitted call of `proc`: JSON Schema validation, then its handler. Raises the
+        ApiError of an error answer."""
+        explanation = validate_params(proc, params)
+        if explanation is not None:
+            raise ApiError(400, "invalid params", body=validation_body(proc, explanation))
+        if proc.render_input:
+            check_render_input(params)
+        return self._call(proc, ctx, params)
 
     def _call(self, proc: Procedure, ctx: CallContext, params: Mapping[str, Any]) -> Any:
         try:

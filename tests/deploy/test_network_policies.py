@@ -1,7 +1,8 @@
 """Each overlay's NetworkPolicies, evaluated the way Kubernetes does (k8s_eval): every call
 the code makes is admitted, nothing else between storypost pods is, metrics only from the
-monitoring namespace, and render-svc reaches only DNS, its dependencies, the service it calls
-and the public internet."""
+monitoring namespace, and render-svc and webhook-svc (which reach addresses tenants choose)
+reach only DNS, their dependencies in the dependencies' namespace, the service they call and
+the public internet. Every port is a number (some engines resolve names on the wrong pod)."""
 
 from __future__ import annotations
 
@@ -151,12 +152,22 @@ def test_metrics_are_scraped_from_the_monitoring_namespace_only(overlay: Overlay
                 assert not allowed(overlay.policies, prometheus, pod, port, proto), (pod.name, port)
 
 
-def dependency(value: str, default_port: int) -> tuple[list[Any], int]:
-    """Where render-svc's connection to a configured dependency (URL) lands, and its port.
+# The components whose egress is walled (they fetch, or post to, addresses tenants choose).
+WALLED = ("render-svc", "webhook-svc")
 
-    `svc.namespace` names a pod in that namespace; a public name a public address; a host
-    we cannot know (prod's MongoDB URL lives in its Secret) both an in-cluster pod and a
-    private address outside (a peered database network).
+
+def dependencies_namespace(overlay: Overlay) -> Namespace:
+    """Where the overlay's dependencies run: the namespace of its NATS address (nats.<ns>)."""
+    host = urlsplit(deployment_envs(overlay.docs)["render-svc"]["STORYPOST_NATS_URL"]).hostname
+    labels = (host or "").split(".")
+    assert len(labels) >= 2, f"{overlay.target}: NATS is not addressed in a namespace: {host}"
+    return Namespace(labels[1])
+
+
+def dependency(value: str, default_port: int) -> tuple[list[Any], int]:
+    """Where a connection to a configured dependency (URL) lands, and its port.
+
+    `svc.namespace` names a pod in that namespace; a public name a public address.
     """
     if value.startswith("mongodb"):
         host_port = value.split("://", 1)[1].split("/", 1)[0].split("@")[-1].split(",")[0]
@@ -170,65 +181,107 @@ def dependency(value: str, default_port: int) -> tuple[list[Any], int]:
     return [External(ipaddress.ip_address(PUBLIC[0]))], port
 
 
-def render_dependencies(overlay: Overlay) -> dict[str, tuple[list[Any], int]]:
-    env = deployment_envs(overlay.docs)["render-svc"]
-    # No endpoint URL: AWS S3 itself (storypost_runtime.s3), a public address on 443.
-    s3 = env.get("STORYPOST_S3_ENDPOINT_URL") or (
-        f"https://s3.{env['STORYPOST_S3_REGION']}.amazonaws.com"
-    )
+def dependencies(overlay: Overlay, component: str) -> dict[str, tuple[list[Any], int]]:
+    """MongoDB and NATS (and render-svc's S3) as the component's environment names them."""
+    env = deployment_envs(overlay.docs)[component]
     nats = env["STORYPOST_NATS_URL"]
     mongo = secret_value(overlay.docs, "storypost-secrets", "mongo-url")
-    found = {
-        "s3": dependency(s3, 443 if s3.startswith("https") else 80),
-        "nats": dependency(nats, 4222),
-    }
+    found = {"nats": dependency(nats, 4222)}
     if mongo is not None:
         found["mongo"] = dependency(mongo, 27017)
     else:
+        # Production's URL lives in its Secret: MongoDB in the dependencies' namespace
+        # (docs/deploy.md; one outside the cluster needs a rule of the operator's own).
         port = urlsplit(MongoSettings.model_fields["mongo_url"].default).port or 27017
-        unknown = [
-            Pod("mongo", Namespace("databases"), {"app": "mongo"}, (ContainerPort(port),)),
-            External(ipaddress.ip_address("10.20.0.5")),
-        ]
-        found["mongo"] = (unknown, port)
+        mongo_pod = Pod(
+            "mongo", dependencies_namespace(overlay), {"app": "mongo"}, (ContainerPort(port),)
+        )
+        found["mongo"] = ([mongo_pod], port)
+    if component == "render-svc":
+        # No endpoint URL: AWS S3 itself (storypost_runtime.s3), a public address on 443.
+        s3 = env.get("STORYPOST_S3_ENDPOINT_URL") or (
+            f"https://s3.{env['STORYPOST_S3_REGION']}.amazonaws.com"
+        )
+        found["s3"] = dependency(s3, 443 if s3.startswith("https") else 80)
     return found
 
 
-def test_render_svc_reaches_its_dependencies_dns_and_the_public_internet(overlay: Overlay) -> None:
-    render = overlay.pods["render-svc"]
-    for name, (endpoints, port) in render_dependencies(overlay).items():
-        for endpoint in endpoints:
-            assert allowed(overlay.policies, render, endpoint, port), (overlay.target, name)
-    dns = Pod("coredns", KUBE_SYSTEM, {"k8s-app": "kube-dns"}, (ContainerPort(53, "dns", "UDP"),))
-    assert allowed(overlay.policies, render, dns, 53, "UDP")
-    assert allowed(overlay.policies, render, dns, 53, "TCP")
-    for address in PUBLIC:
-        for port in (443, 80):
-            outside = External(ipaddress.ip_address(address))
-            assert allowed(overlay.policies, render, outside, port), (address, port)
+def test_no_policy_names_a_port() -> None:
+    # aws-network-policy-agent #149: a named port resolved on the wrong pod. Numbers only, in
+    # every overlay, ingress and egress alike.
+    for target in ("base", *OVERLAYS):
+        for name, policy in of_kind(render(target), "NetworkPolicy").items():
+            for key in ("ingress", "egress"):
+                for rule in policy["spec"].get(key) or []:
+                    for port in rule.get("ports") or []:
+                        assert "port" not in port or isinstance(port["port"], int), (
+                            f"{target}: {name} names port {port['port']!r}"
+                        )
 
 
-def test_render_svc_never_reaches_private_addresses_or_the_metadata_service(
-    overlay: Overlay,
+def test_dependencies_live_in_the_namespace_the_policies_name(overlay: Overlay) -> None:
+    # The overlay's value (its patch of rule 1) and its addresses agree: NATS and the
+    # in-cluster MongoDB are in the one namespace the walled components may reach them in.
+    namespace = dependencies_namespace(overlay)
+    for component in WALLED:
+        for name, (endpoints, _port) in dependencies(overlay, component).items():
+            for endpoint in endpoints:
+                if isinstance(endpoint, Pod):
+                    assert endpoint.namespace == namespace, (overlay.target, component, name)
+
+
+@pytest.mark.parametrize("component", WALLED)
+def test_walled_components_reach_their_dependencies_dns_and_the_public_internet(
+    overlay: Overlay, component: str
 ) -> None:
-    render = overlay.pods["render-svc"]
-    isolating = [p for p in overlay.policies if selects(p, render) and "Egress" in policy_types(p)]
-    assert isolating, f"{overlay.target}: render-svc's egress is not isolated"
+    pod = overlay.pods[component]
+    for name, (endpoints, port) in dependencies(overlay, component).items():
+        for endpoint in endpoints:
+            assert allowed(overlay.policies, pod, endpoint, port), (overlay.target, name)
+    dns = Pod("coredns", KUBE_SYSTEM, {"k8s-app": "kube-dns"}, (ContainerPort(53, "dns", "UDP"),))
+    assert allowed(overlay.policies, pod, dns, 53, "UDP")
+    assert allowed(overlay.policies, pod, dns, 53, "TCP")
+    for address in PUBLIC:
+        for port in (443, 80, 8443):
+            outside = External(ipaddress.ip_address(address))
+            assert allowed(overlay.policies, pod, outside, port), (address, port)
+
+
+@pytest.mark.parametrize("component", WALLED)
+def test_walled_components_never_reach_private_addresses_or_the_metadata_service(
+    overlay: Overlay, component: str
+) -> None:
+    pod = overlay.pods[component]
+    isolating = [p for p in overlay.policies if selects(p, pod) and "Egress" in policy_types(p)]
+    assert isolating, f"{overlay.target}: {component}'s egress is not isolated"
     for address in PRIVATE:
         outside = External(ipaddress.ip_address(address))
-        for port in (80, 443, 8080, 53):
-            assert not allowed(overlay.policies, render, outside, port), (address, port)
-    assert not allowed(
-        overlay.policies, render, External(ipaddress.ip_address("169.254.169.254")), 27017
-    )
+        # MongoDB's and NATS's ports too: never "open to every private address".
+        for port in (80, 443, 8080, 53, 27017, 4222):
+            assert not allowed(overlay.policies, pod, outside, port), (address, port)
     # DNS means the cluster's resolver, not any server on 53.
     assert not allowed(
-        overlay.policies, render, External(ipaddress.ip_address("10.0.0.53")), 53, "UDP"
+        overlay.policies, pod, External(ipaddress.ip_address("10.0.0.53")), 53, "UDP"
     )
     other = Pod("other", KUBE_SYSTEM, {"k8s-app": "metrics-server"}, (ContainerPort(53),))
-    assert not allowed(overlay.policies, render, other, 53, "UDP")
-    # A dependency's namespace, on another port than the dependency's.
-    for endpoints, _port in render_dependencies(overlay).values():
+    assert not allowed(overlay.policies, pod, other, 53, "UDP")
+    # MongoDB's and NATS's ports in any namespace but the dependencies' one.
+    for namespace in (ELSEWHERE, KUBE_SYSTEM, MONITORING, overlay.namespace):
+        stranger = Pod("db", namespace, {"app": "mongo"}, (), ipaddress.ip_address("10.244.9.1"))
+        for port in (27017, 4222):
+            assert not allowed(overlay.policies, pod, stranger, port), (namespace, port)
+    # A dependency's namespace, on another port than the dependencies'.
+    for endpoints, _port in dependencies(overlay, component).values():
         for endpoint in endpoints:
             if isinstance(endpoint, Pod):
-                assert not allowed(overlay.policies, render, endpoint, 9333), endpoint
+                assert not allowed(overlay.policies, pod, endpoint, 9333), endpoint
+
+
+def test_webhook_svc_reaches_no_storypost_pod(overlay: Overlay) -> None:
+    # It calls no storypost service: every port of every storypost pod is out of its reach,
+    # by its own egress policy already (whatever the others' ingress says).
+    webhook = overlay.pods["webhook-svc"]
+    egress_only = [p for p in overlay.policies if "Egress" in policy_types(p)]
+    for dest in overlay.pods.values():
+        for port, proto in ports_of(dest):
+            assert not allowed(egress_only, webhook, dest, port, proto), (dest.name, port, proto)

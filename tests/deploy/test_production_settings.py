@@ -24,10 +24,14 @@ FERNET = {"STORYPOST_ACCOUNT_TOKEN_KEY", "STORYPOST_WEBHOOK_SECRET_KEY"}
 # Every variable the rule covers, and the components that read it.
 ADDRESSES = {
     "STORYPOST_MONGO_URL": {"account-svc", "render-svc", "publish-svc", "webhook-svc"},
-    "STORYPOST_NATS_URL": {"account-svc", "render-svc", "publish-svc", "webhook-svc"},
+    "STORYPOST_NATS_URL": {"account-svc", "publish-svc", "webhook-svc"},
     "STORYPOST_PUBLIC_URL": {"edge", "account-svc", "render-svc"},
     "STORYPOST_SANDBOX_URL": {"account-svc", "publish-svc"},
 }
+
+
+# Optional keys of the Secret, one of which a cluster with NATS authentication sets.
+OPTIONAL = {"STORYPOST_NATS_PASSWORD", "STORYPOST_NATS_TOKEN"}
 
 
 def secret_for(component: str, variable: str) -> str:
@@ -45,7 +49,11 @@ def production() -> dict[str, dict[str, str]]:
     """Deployment → the environment its process sees in the prod overlay."""
     envs = deployment_envs(render("overlays/prod"))
     return {
-        name: {k: secret_for(name, k) if v == SECRET_PLACEHOLDER else v for k, v in env.items()}
+        name: {
+            k: secret_for(name, k) if v == SECRET_PLACEHOLDER else v
+            for k, v in env.items()
+            if k not in OPTIONAL
+        }
         for name, env in envs.items()
         if name != "sandbox-net"  # development only: not in production's set
     }

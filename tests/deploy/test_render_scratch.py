@@ -64,6 +64,11 @@ def tmp_volume(deployment: dict[str, Any]) -> dict[str, Any]:
     return volume
 
 
+# What the container itself may write on the node's disk besides /tmp: its logs (the root
+# filesystem is read-only). The work files never count against the node's ephemeral storage.
+NODE_DISK_BYTES = 2 * 1024**3
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_render_svc_scratch_space_holds_what_its_limits_allow(target: str) -> None:
     docs = render(target)
@@ -73,17 +78,23 @@ def test_render_svc_scratch_space_holds_what_its_limits_allow(target: str) -> No
     work_dir = PurePosixPath(str(setting(RenderSettings, env, "render_work_dir")) or "/tmp")
     assert work_dir.is_relative_to("/tmp"), f"{target}: work files outside /tmp: {work_dir}"
     volume = tmp_volume(deployment)
-    assert volume["emptyDir"].get("medium") != "Memory", "videos on tmpfs would count as RAM"
-    size = quantity_bytes(volume["emptyDir"]["sizeLimit"])
+    # A generic ephemeral volume: a claim made and deleted with the pod, its capacity the
+    # volume's (not an emptyDir on the node's disk, nor tmpfs, which would count as RAM).
+    assert set(volume) == {"name", "ephemeral"}, f"{target}: /tmp is {volume}"
+    claim = volume["ephemeral"]["volumeClaimTemplate"]["spec"]
+    assert claim["accessModes"] == ["ReadWriteOnce"], target
+    size = quantity_bytes(claim["resources"]["requests"]["storage"])
     needed = scratch_needed(env)
     assert size >= needed, f"{target}: /tmp is {size / 2**30:.1f} GiB, needs {needed / 2**30:.1f}"
-    # A container limit below the volume would evict the pod before the volume is full.
+    # The node is asked for the container's logs only, never for the videos' room.
     resources = containers(deployment)[0]["resources"]
-    limit = resources.get("limits", {}).get("ephemeral-storage")
-    if limit is not None:
-        assert quantity_bytes(limit) >= size, f"{target}: ephemeral-storage limit {limit}"
-        request = resources.get("requests", {}).get("ephemeral-storage", 0)
-        assert quantity_bytes(request) <= quantity_bytes(limit)
+    for kind in ("requests", "limits"):
+        value = resources.get(kind, {}).get("ephemeral-storage")
+        assert value is not None, f"{target}: no ephemeral-storage {kind}"
+        assert quantity_bytes(value) <= NODE_DISK_BYTES, f"{target}: ephemeral-storage {value}"
+    assert quantity_bytes(resources["requests"]["ephemeral-storage"]) <= quantity_bytes(
+        resources["limits"]["ephemeral-storage"]
+    )
 
 
 def test_the_need_follows_the_settings() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storypost_client.cli import accounts, bulk, drafts, login, lookup, media, posts
+from storypost_client.cli import accounts, bulk, drafts, login, lookup, mcp, media, planning, posts
 from storypost_client.cli.parsing import Subparsers
 
 
@@ -15,3 +15,5 @@ def register(commands: Subparsers) -> None:
     media.register(commands)
     accounts.register(commands)
     lookup.register(commands)
+    planning.register(commands)
+    mcp.register(commands)

@@ -37,7 +37,6 @@ import time
 import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,9 +97,15 @@ def base_of(name: str) -> str:
     return base if sep and number.isdigit() else name
 
 
+# render-svc's seccomp profile: the allow list the Kubernetes overlays install (docs/deploy.md).
+RENDER_SECCOMP = (
+    Path(__file__).resolve().parents[3] / "deploy/k8s/components/render-seccomp/render-svc.json"
+)
+
+
 def render_seccomp_profile() -> str:
-    """render-svc's seccomp profile, as the engine takes it inline (render_svc/browser)."""
-    return (resources.files("render_svc.browser") / "seccomp.json").read_text()
+    """render-svc's seccomp profile, as the engine takes it inline (the Kubernetes one)."""
+    return RENDER_SECCOMP.read_text()
 
 
 def network_mode() -> NetworkMode:
