@@ -212,7 +212,7 @@ def container(tmp_path: Path) -> Iterator[tuple[Container, str]]:
     bundle, branch = make_bundle(tmp_path)
     box = Container(docker, f"storypost-newcomer-{os.getpid()}")
     try:
-        box.start(bundle, ROOT / "render-svc/render_svc/browser/seccomp.json")
+        box.start(bundle, ROOT / "deploy/k8s/components/render-seccomp/render-svc.json")
         say(f"container {box.name} of {BASE_IMAGE} started")
         yield box, branch
     finally:

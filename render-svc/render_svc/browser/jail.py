@@ -13,7 +13,7 @@ privilege and lets Chromium's own sandbox (its nested user, PID and network name
 seccomp-bpf for renderers) stay on. Inside, the browser runs as a non-root user
 (`INSIDE_ID` when render-svc runs as root), because Chromium refuses its sandbox as root.
 Containers need user namespaces allowed: the Docker/Kubernetes default seccomp profiles
-refuse `unshare(CLONE_NEWUSER)`; render_svc/browser/seccomp.json allows it
+refuse `unshare(CLONE_NEWUSER)`; deploy/k8s/components/render-seccomp/render-svc.json allows it
 (docs/render.md).
 """
 
@@ -79,7 +79,8 @@ def main(argv: list[str]) -> int:
             "render sandbox: cannot create a network namespace for the browser "
             f"(unshare(CLONE_NEWUSER|CLONE_NEWNET): {error}). User namespaces must be "
             "allowed: kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0, and "
-            "in a container the seccomp profile render_svc/browser/seccomp.json",
+            "in a container the seccomp profile "
+            "deploy/k8s/components/render-seccomp/render-svc.json",
             file=sys.stderr,
         )
         return EXIT_NO_NAMESPACE
