@@ -74,6 +74,41 @@ class ActionPage(Page):
         what was entered in it. Any other failure is the error page."""
         self.show_page(req, resp, viewer, status=400, error=refusal(error).message, **entered)
 
+    def entered_name(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        form: Form,
+        *,
+        blank: str,
+        most: int,
+    ) -> str | None:
+        """The form's `name`, stripped (`blank` when empty); None once the page answered 400
+        because it is longer than `most`."""
+        name = field(form, "name").strip() or blank
+        if len(name) <= most:
+            return name
+        error = f"A name has at most {most} characters."
+        self.show_page(req, resp, viewer, status=400, name=name, error=error)
+        return None
+
+    def asked[T](
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        viewer: Viewer,
+        call: Callable[[], T],
+        **entered: Any,
+    ) -> T | None:
+        """What `call` answered; None once the page answered the service's refusal (400)
+        with what was `entered`."""
+        try:
+            return call()
+        except grpc.RpcError as error:
+            self.show_refused(req, resp, viewer, error, **entered)
+            return None
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
         viewer = self.begin(req, organization_id)
         self.show_page(req, resp, viewer)

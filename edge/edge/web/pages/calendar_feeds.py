@@ -8,7 +8,6 @@ from types import MappingProxyType
 from typing import Any
 
 import falcon
-import grpc
 
 from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, field
@@ -44,23 +43,14 @@ class CalendarFeedsPage(ActionPage):
     def _create(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
     ) -> None:
-        name = field(form, "name").strip() or "Calendar"
-        if len(name) > NAME_MAX:
-            self.show_page(
-                req,
-                resp,
-                viewer,
-                status=400,
-                name=name,
-                error=f"A name has at most {NAME_MAX} characters.",
-            )
+        name = self.entered_name(req, resp, viewer, form, blank="Calendar", most=NAME_MAX)
+        if name is None:
             return
-        try:
-            created = self.web.accounts.CreateCalendarFeed(
-                pb.CreateCalendarFeedRequest(organization_id=viewer.organization_id, name=name)
-            )
-        except grpc.RpcError as error:
-            self.show_refused(req, resp, viewer, error, name=name)
+        request = pb.CreateCalendarFeedRequest(organization_id=viewer.organization_id, name=name)
+        created = self.asked(
+            req, resp, viewer, lambda: self.web.accounts.CreateCalendarFeed(request), name=name
+        )
+        if created is None:
             return
         # As a new API token: answered here (no-store), never in a cookie or a redirect.
         url = feed_url(self.web.settings, created.token)

@@ -7,7 +7,6 @@ from types import MappingProxyType
 from typing import Any
 
 import falcon
-import grpc
 
 from edge.web.action_page import Action, ActionPage
 from edge.web.base import Form, field
@@ -39,23 +38,14 @@ class CredentialsPage(ActionPage):
     def _create(
         self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, form: Form
     ) -> None:
-        name = field(form, "name").strip() or "api"
-        if len(name) > NAME_MAX:
-            self.show_page(
-                req,
-                resp,
-                viewer,
-                status=400,
-                name=name,
-                error=f"A name has at most {NAME_MAX} characters.",
-            )
+        name = self.entered_name(req, resp, viewer, form, blank="api", most=NAME_MAX)
+        if name is None:
             return
-        try:
-            created = self.web.accounts.CreateApiCredential(
-                pb.CreateApiCredentialRequest(organization_id=viewer.organization_id, name=name)
-            )
-        except grpc.RpcError as error:
-            self.show_refused(req, resp, viewer, error, name=name)
+        request = pb.CreateApiCredentialRequest(organization_id=viewer.organization_id, name=name)
+        created = self.asked(
+            req, resp, viewer, lambda: self.web.accounts.CreateApiCredential(request), name=name
+        )
+        if created is None:
             return
         # Answered here rather than redirected: the token must never sit in a cookie or a
         # URL, and this answer is not cached (no-store), so it is shown exactly once.
