@@ -514,36 +514,44 @@ def generate() -> dict[str, str]:
     }
 
 
-def main() -> int:
+def write_or_check(
+    files: Mapping[str, str], out: Path, suffix: str, what: str, command: str
+) -> int:
+    """Writes the generated `files` into `out` (removing stale `*<suffix>` files), or with
+    `--check` fails when what is committed differs; the exit status. Both SDK generators'."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="fail when committed code differs")
     args = parser.parse_args()
-    files = generate()
-    committed = {p.name for p in OUT.glob("*.py")}
+    committed = {p.name for p in out.glob(f"*{suffix}")}
     if args.check:
         stale = sorted(
             name
             for name, text in files.items()
-            if not (OUT / name).is_file() or (OUT / name).read_text() != text
+            if not (out / name).is_file() or (out / name).read_text() != text
         )
         stale += sorted(committed - set(files))
         if stale:
-            print(
-                "the SDK's generated code is out of date; run "
-                "`.venv/bin/python scripts/gen_client.py`:",
-                *stale,
-                sep="\n  ",
-            )
+            print(f"{what} is out of date; run `{command}`:", *stale, sep="\n  ")
             return 1
-        print(f"the SDK's generated code is up to date ({len(files)} files)")
+        print(f"{what} is up to date ({len(files)} files)")
         return 0
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     for name in committed - set(files):
-        (OUT / name).unlink()
+        (out / name).unlink()
     for name, text in files.items():
-        (OUT / name).write_text(text)
-    print(f"generated {len(files)} files in {OUT.relative_to(ROOT)}")
+        (out / name).write_text(text)
+    print(f"generated {len(files)} files in {out.relative_to(ROOT)}")
     return 0
+
+
+def main() -> int:
+    return write_or_check(
+        generate(),
+        OUT,
+        ".py",
+        "the SDK's generated code",
+        ".venv/bin/python scripts/gen_client.py",
+    )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ generated from `/api/v1/openapi.json` has one name (`SocialAccount`, `PostType` 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -21,7 +20,7 @@ sys.path.insert(0, str(ROOT))  # scripts/ is a folder of the repository, not an 
 
 from edge.catalog import Procedure, build_catalog  # noqa: E402
 from edge.catalog.registry import CATALOG_VERSION  # noqa: E402
-from scripts.gen_client import CREATING_PREFIXES, pascal, wrap  # noqa: E402
+from scripts.gen_client import CREATING_PREFIXES, pascal, wrap, write_or_check  # noqa: E402
 
 OUT = ROOT / "sdk-ts" / "src" / "generated"
 WIDTH = 100
@@ -373,35 +372,13 @@ def generate() -> dict[str, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail when committed code differs")
-    args = parser.parse_args()
-    files = generate()
-    committed = {p.name for p in OUT.glob("*.ts")}
-    if args.check:
-        stale = sorted(
-            name
-            for name, text in files.items()
-            if not (OUT / name).is_file() or (OUT / name).read_text() != text
-        )
-        stale += sorted(committed - set(files))
-        if stale:
-            print(
-                "the TypeScript SDK's generated code is out of date; run "
-                "`.venv/bin/python scripts/gen_ts_client.py`:",
-                *stale,
-                sep="\n  ",
-            )
-            return 1
-        print(f"the TypeScript SDK's generated code is up to date ({len(files)} files)")
-        return 0
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name in committed - set(files):
-        (OUT / name).unlink()
-    for name, text in files.items():
-        (OUT / name).write_text(text)
-    print(f"generated {len(files)} files in {OUT.relative_to(ROOT)}")
-    return 0
+    return write_or_check(
+        generate(),
+        OUT,
+        ".ts",
+        "the TypeScript SDK's generated code",
+        ".venv/bin/python scripts/gen_ts_client.py",
+    )
 
 
 if __name__ == "__main__":
