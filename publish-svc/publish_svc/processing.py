@@ -467,4 +467,3 @@ class PostProcessor:
             event=status_event(post, status, now, **details),
             set_fields=set_fields,
         )
-
