@@ -1,5 +1,7 @@
-"""Baselines for bench/edge.py: a bare Falcon route on the edge's own HTTP server (edge/serve.py),
-optionally doing the auth calls."""
+"""Baselines for bench/edge_vs_bare.py: a bare Falcon route on the edge's own HTTP server
+(edge/serve.py), optionally doing the auth calls. Started by that bench as a script, so
+bench/ is first on its sys.path: no bench file may be named like a package (bench/edge.py
+once hid `edge`; tests/unit/bench/test_benches_start.py checks)."""
 
 from __future__ import annotations
 

@@ -12,10 +12,15 @@ Any answer other than 200 is an error, except the documented 429s (rate limit, b
 slots), which are counted apart. Prints progress every 30 s and, last, one line per
 procedure: count, errors, 429s, p50 and p99 latency. Exit code 1 when there were errors.
 
+Each organization's stories go to as many photoapp accounts as the run needs to keep every
+account within the daily limits (tests/support/accounts_pool.py: the sandbox network's, the
+story quota); a story call no account has room for is not sent (another call is picked).
+
     .venv/bin/python bench/load.py              # 10 minutes
     .venv/bin/python bench/load.py --quick      # 1 minute
     .venv/bin/python bench/load.py --without-renders   # the request path alone
     .venv/bin/python bench/load.py --minutes 3 --orgs 20
+    .venv/bin/python bench/load.py --smoke      # 2 organizations for 6 s: does it run?
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import math
 import os
 import random
 import sys
@@ -40,13 +46,18 @@ from typing import Any
 import aiohttp
 import httpx
 
-from storypost.account.v1 import account_pb2 as pb
-from storypost.account.v1 import account_pb2_grpc
-from storypost.testing.stack import stack_channel
-from storypost_cli.config import default_data_dir
-from storypost_cli.sandbox import connect_account
-from storypost_cli.stack import EmbeddedStack, StackPorts
-from storypost_cli.stack.credentials import admin_credential
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the account pool lives in tests/support/
+
+from storypost.account.v1 import account_pb2 as pb  # noqa: E402
+from storypost.account.v1 import account_pb2_grpc  # noqa: E402
+from storypost.testing.stack import stack_channel  # noqa: E402
+from storypost_cli.config import default_data_dir  # noqa: E402
+from storypost_cli.sandbox import connect_account  # noqa: E402
+from storypost_cli.stack import EmbeddedStack, StackPorts  # noqa: E402
+from storypost_cli.stack.credentials import admin_credential  # noqa: E402
+from tests.support.accounts_pool import STORY as SCHEDULE_STORY  # noqa: E402
+from tests.support.accounts_pool import AccountPool  # noqa: E402
 
 STORY = (
     "<photoapp-story></photoapp-story><div style='width:1080px;height:1920px;background:#c63;"
@@ -87,7 +98,8 @@ class Org:
     organization_id: str
     token: str
     base_url: str
-    photoapp: str = ""
+    # Its photoapp accounts: each story call takes the least-used one with room.
+    photoapp: AccountPool = field(default_factory=lambda: AccountPool("photoapp"))
     social_account_id: str = ""
     draft_uuid: str = ""
     story_uuid: str = ""
@@ -144,8 +156,11 @@ def body_for(procedure: str, org: Org, rng: random.Random) -> dict[str, Any] | N
         org.links += 1
         return {"connectLinkUuid": key, "description": "load"}
     if procedure == "schedule-photoapp-story":
+        account = org.photoapp.take(SCHEDULE_STORY)
+        if account is None:  # every account of the organization at a daily limit
+            return None
         date = datetime.now(UTC) + timedelta(seconds=rng.uniform(120, 480))
-        return {"storyPostUuid": key, "photoappUsername": org.photoapp, "html": STORY,
+        return {"storyPostUuid": key, "photoappUsername": account, "html": STORY,
                 "date": iso(date)}  # fmt: skip
     if procedure == "cancel-photoapp-story":
         # Only stories well before their date: canceling a published one is a documented 400.
@@ -215,20 +230,38 @@ async def drive(
     await asyncio.gather(*pending)
 
 
+def stories_per_org(args: argparse.Namespace) -> int:
+    """The stories one organization's accounts get room for: its set-up story and what the
+    mix makes in the run, three standard deviations above the mean (more are not sent)."""
+    if args.without_renders:
+        return 1
+    share = MIX["schedule-photoapp-story"] / sum(MIX.values())
+    expected: float = args.rate * args.minutes * share
+    return 1 + math.ceil(expected + 3 * math.sqrt(expected * (1 - share)))
+
+
 async def make_org(
     accounts: account_pb2_grpc.AccountServiceAsyncStub,
     http: httpx.AsyncClient,
     edge_url: str,
     n: int,
+    stories: int,
+    env: Mapping[str, str],
 ) -> Org:
     created = await accounts.CreateOrganization(pb.CreateOrganizationRequest(name=f"load {n}"))
     org_id = created.organization_id
     issued = await accounts.CreateApiCredential(
         pb.CreateApiCredentialRequest(organization_id=org_id, name="load")
     )
-    org = Org(org_id, issued.token, f"{edge_url}/o/{org_id}/api/v1")
-    org.photoapp = f"load{n}x{uuid.uuid4().hex[:6]}"
-    await connect_account(accounts, http, org_id, "photoapp", org.photoapp)
+    # The limits of the stack's settings (a running stack's: this process's environment).
+    org = Org(
+        org_id, issued.token, f"{edge_url}/o/{org_id}/api/v1", AccountPool("photoapp", env=env)
+    )
+    for m in range(org.photoapp.accounts_for({SCHEDULE_STORY: stories})):
+        name = org.photoapp.add(f"load{n}x{m}x{uuid.uuid4().hex[:6]}")
+        await connect_account(accounts, http, org_id, "photoapp", name)
+    story_account = org.photoapp.take(SCHEDULE_STORY)
+    assert story_account is not None
     social = await connect_account(
         accounts, http, org_id, "linknet", f"loadln{n}x{uuid.uuid4().hex[:6]}", connection="social"
     )
@@ -238,7 +271,7 @@ async def make_org(
     setup = [
         ("create-draft", {"draftUuid": org.draft_uuid, "html": STORY}),
         ("schedule-photoapp-story", {"storyPostUuid": org.story_uuid, "date": later,
-                                     "photoappUsername": org.photoapp, "html": STORY}),
+                                     "photoappUsername": story_account, "html": STORY}),
         ("schedule-social-post", {"socialPostUuid": org.social_uuid, "date": later,
                                   "socialAccountId": org.social_account_id,
                                   "postType": "IMAGE_POST", "html": STORY, "text": "load"}),
@@ -276,11 +309,20 @@ async def progress(stats: Stats, started: float, seconds: float) -> None:
         )
 
 
-def report(stats: Stats, orgs: int, rate: float, seconds: float, without_renders: bool) -> None:
+def report(
+    stats: Stats, orgs: list[Org], rate: float, seconds: float, without_renders: bool
+) -> None:
     total = sum(len(v) for v in stats.latencies.values())
-    print(f"\nload: {orgs} organizations x {rate:g} requests/min for {seconds / 60:g} min"
+    print(f"\nload: {len(orgs)} organizations x {rate:g} requests/min for {seconds / 60:g} min"
           + (" (without renders)" if without_renders else ""))  # fmt: skip
     print(f"answered {total} of {stats.sent} sent ({total / seconds:.1f}/s)")
+    per_account = [n for org in orgs for n in org.photoapp.posts().values()]
+    held = sum(org.photoapp.held_back[SCHEDULE_STORY] for org in orgs)
+    limit = min(limit.posts for limit in orgs[0].photoapp.limits(SCHEDULE_STORY)) if orgs else 0
+    print(
+        f"stories per photoapp account: at most {max(per_account, default=0)} (limit {limit}), "
+        f"{len(per_account)} accounts; not sent, accounts full: {held}"
+    )
     if stats.errors:
         print(f"errors: {len(stats.errors)}; first ones:")
         for line in stats.errors[:10]:
@@ -313,14 +355,15 @@ async def run(args: argparse.Namespace, edge_url: str, env: Mapping[str, str]) -
         print(f"making {args.orgs} organizations ...", file=sys.stderr, flush=True)
         started = time.monotonic()
         orgs: list[Org] = []
+        stories = stories_per_org(args)
         for first in range(0, args.orgs, 10):
             orgs += await asyncio.gather(
-                *(make_org(accounts, http, edge_url, n)
+                *(make_org(accounts, http, edge_url, n, stories, env)
                   for n in range(first, min(first + 10, args.orgs)))
             )  # fmt: skip
         print(f"  ready in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         # Let every bucket fill up again after the set-up calls.
-        await asyncio.sleep(10)
+        await asyncio.sleep(1 if args.smoke else 10)
         stats = Stats()
         started = time.monotonic()
         ticker = asyncio.create_task(progress(stats, started, seconds))
@@ -335,7 +378,7 @@ async def run(args: argparse.Namespace, edge_url: str, env: Mapping[str, str]) -
                   for n, org in enumerate(orgs))
             )  # fmt: skip
         ticker.cancel()
-    report(stats, args.orgs, args.rate, seconds, args.without_renders)
+    report(stats, orgs, args.rate, seconds, args.without_renders)
     return 1 if stats.errors else 0
 
 
@@ -343,6 +386,9 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="duration (default 10)")
     parser.add_argument("--quick", action="store_true", help="a 1-minute run")
+    parser.add_argument(
+        "--smoke", action="store_true", help="2 organizations for 6 s (does it run? no figures)"
+    )
     parser.add_argument("--orgs", type=int, default=100)
     parser.add_argument("--rate", type=float, default=60.0, help="requests/min per organization")
     parser.add_argument("--seed", type=int, default=12)
@@ -365,6 +411,8 @@ async def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.minutes = 1.0
+    if args.smoke:
+        args.minutes, args.orgs = 0.1, 2
     if args.edge_url and args.account_addr:
         signer_key = os.environ.get("STORYPOST_SERVICE_KEY") or admin_credential(default_data_dir())
         external = {"STORYPOST_ACCOUNT_ADDR": args.account_addr}

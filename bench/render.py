@@ -18,7 +18,8 @@ bare browser runs at the same CPU priority as render-svc's: browser/priority.py)
              summed is printed too) while 4 renders run at once, over many renders: the
              peak, and the growth from the first tenth of the run to the last.
 The last line holds the figures. `--quick` runs fewer rounds (200 renders for memory; a full
-run does 1,000).
+run does 1,000); `--smoke` every part once or twice on a 1 s video, in well under a minute: it
+checks that the bench runs, its figures mean nothing (tests/integration/test_benches_smoke.py).
 """
 
 from __future__ import annotations
@@ -64,11 +65,14 @@ from storypost_runtime.service_auth import RENDER_SVC, caller_signer
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the tests' service starter lives in tests/
 
+from tests.support.accounts_pool import STORY, AccountPool  # noqa: E402
 from tests.support.grpc_service import start_serving  # noqa: E402
 
 ORG = "bench-org"
 # Idle seconds after each (ours, bare) pair in the paced prepare rounds.
 GAP = 1.0
+# The composite's video (--smoke: 1 s).
+VIDEO_SECONDS = 10
 # Seconds of each side's turn in the throughput rounds, and the callers of each side.
 THROUGHPUT_SECONDS = 8.0
 CALLERS = 4
@@ -330,7 +334,8 @@ class Caller:
 
     http: httpx.AsyncClient
     base_url: str
-    username: str
+    # Its photoapp accounts, enough for the stories of the run within every daily limit.
+    photoapp: AccountPool
 
     async def call(self, procedure: str, body: dict[str, Any]) -> dict[str, Any]:
         answer = await self.http.post(f"{self.base_url}/{procedure}", json=body, timeout=130)
@@ -340,7 +345,7 @@ class Caller:
         return result
 
 
-async def stack_caller(stack: EmbeddedStack, http: httpx.AsyncClient) -> Caller:
+async def stack_caller(stack: EmbeddedStack, http: httpx.AsyncClient, stories: int) -> Caller:
     channel = stack_channel(stack.env(), "account", 60)
     accounts = account_pb2_grpc.AccountServiceStub(channel)
     created = await accounts.CreateOrganization(apb.CreateOrganizationRequest(name="bench"))
@@ -348,11 +353,13 @@ async def stack_caller(stack: EmbeddedStack, http: httpx.AsyncClient) -> Caller:
     issued = await accounts.CreateApiCredential(
         apb.CreateApiCredentialRequest(organization_id=org_id, name="bench")
     )
-    username = f"bench{uuid.uuid4().hex[:8]}"
-    await connect_account(accounts, http, org_id, "photoapp", username)
+    pool = AccountPool("photoapp", env=stack.env())
+    for _ in range(pool.accounts_for({STORY: stories})):
+        username = pool.add(f"bench{uuid.uuid4().hex[:8]}")
+        await connect_account(accounts, http, org_id, "photoapp", username)
     await channel.close()
     http.headers["Authorization"] = f"Bearer {issued.token}"
-    return Caller(http, f"{stack.edge_url}/o/{org_id}/api/v1", username)
+    return Caller(http, f"{stack.edge_url}/o/{org_id}/api/v1", pool)
 
 
 async def bench_schedule(
@@ -366,7 +373,8 @@ async def bench_schedule(
         extra_env={"STORYPOST_LOG_LEVEL": "warning", "STORYPOST_RATE_LIMIT_PER_MINUTE": "100000"},
     )
     async with stack, httpx.AsyncClient() as http:
-        caller = await stack_caller(stack, http)
+        warm_up = 3
+        caller = await stack_caller(stack, http, warm_up + rounds)
         content = base64.b64encode(photo).decode()
         blob = await caller.call(
             "upload-temp-blob",
@@ -379,7 +387,9 @@ async def bench_schedule(
 
         async def schedule_and_cancel() -> float:
             story = str(uuid.uuid4())
-            body = {"storyPostUuid": story, "date": later, "photoappUsername": caller.username,
+            account = caller.photoapp.take(STORY)
+            assert account is not None, caller.photoapp.describe()
+            body = {"storyPostUuid": story, "date": later, "photoappUsername": account,
                     "html": html}  # fmt: skip
             seconds = await timed(lambda: caller.call("schedule-photoapp-story", body))
             await caller.call("cancel-photoapp-story", {"storyPostUuid": story})
@@ -391,7 +401,7 @@ async def bench_schedule(
 
         ours: list[float] = []
         bare: list[float] = []
-        for _ in range(3):
+        for _ in range(warm_up):
             await schedule_and_cancel()
             await bare_once()
         for _ in range(rounds):
@@ -506,10 +516,11 @@ async def bench_memory(service: Service, html: str, renders: int) -> tuple[int, 
     await asyncio.gather(*(worker() for _ in range(4)))
     done.set()
     await sampling
-    tenth = max(1, len(samples) // 10)
+    parts = min(10, len(samples))  # fewer in a --smoke run
+    tenth = len(samples) // parts
     tenths = [
-        statistics.median(p for p, _ in samples[start : start + tenth])
-        for start in range(0, tenth * 10, tenth)
+        statistics.median(p for p, _ in samples[part * tenth : (part + 1) * tenth])
+        for part in range(parts)
     ]
     print(
         "memory, median PSS of each tenth of the run (MiB): "
@@ -544,14 +555,14 @@ async def launch_bare(stack: AsyncExitStack) -> Browser:
     return browser
 
 
-def make_media(work: Path) -> tuple[Path, Path]:
+def make_media(work: Path, seconds: int = VIDEO_SECONDS) -> tuple[Path, Path]:
     photo, video = work / "photo.jpg", work / "video.mp4"
     ffmpeg(
         "-f", "lavfi", "-i", "testsrc2=s=1080x1920", "-frames:v", "1", "-q:v", "3", str(photo)
     )  # fmt: skip
     ffmpeg(
-        "-f", "lavfi", "-i", "testsrc2=s=1080x1920:r=30:d=10",
-        "-f", "lavfi", "-i", "sine=f=440:d=10",
+        "-f", "lavfi", "-i", f"testsrc2=s=1080x1920:r=30:d={seconds}",
+        "-f", "lavfi", "-i", f"sine=f=440:d={seconds}",
         "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "12M", "-pix_fmt", "yuv420p",
         "-c:a", "aac", "-shortest", str(video),
     )  # fmt: skip
@@ -561,18 +572,27 @@ def make_media(work: Path) -> tuple[Path, Path]:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and renders")
+    parser.add_argument(
+        "--smoke", action="store_true", help="every part minimally (does it run? no figures)"
+    )
     parser.add_argument("--skip-schedule", action="store_true", help="no whole-stack figure")
     parser.add_argument(
         "--throughput-only", action="store_true", help="only the 4-caller throughput figure"
     )
     args = parser.parse_args()
     rounds = (20, 1, 1, 200) if args.quick else (60, 3, 3, 1000)
+    if args.smoke:
+        global THROUGHPUT_SECONDS
+        THROUGHPUT_SECONDS = 1.0
+        rounds = (2, 1, 1, 8)
     prepare_rounds, throughput_rounds, composite_rounds, memory_renders = rounds
+    paced_rounds = min(10, prepare_rounds)
+    video_seconds = 1 if args.smoke else VIDEO_SECONDS
     mib = 1024 * 1024
     results: list[str] = []
     with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
         work = Path(tmp)
-        photo, video = make_media(work)
+        photo, video = make_media(work, video_seconds)
         overlay = work / "overlay.png"
         async with AsyncExitStack() as browsers:
             browser = await launch_bare(browsers)
@@ -596,7 +616,9 @@ async def main() -> None:
                         p50, _, line = ratios(ours, bare)
                         print(f"prepare, back to back: {line}", flush=True)
                         results.append(f"prepare p50 {p50:.2f}x (<= 2)")
-                        paced = ratios(*await bench_prepare(service, pages[0], html, 10, GAP))
+                        paced = ratios(
+                            *await bench_prepare(service, pages[0], html, paced_rounds, GAP)
+                        )
                         print(f"prepare, {GAP:g} s between calls: {paced[2]}", flush=True)
                         print(f"prepare stages (median ms): {stage_medians(work / 'render.log')}")
                     t_ours, t_bare = await bench_throughput(service, pages, html, throughput_rounds)
@@ -617,7 +639,8 @@ async def main() -> None:
                     )
                     composite = statistics.median(c_ours) / statistics.median(c_bare)
                     print(
-                        f"composite (10 s video): ours {statistics.median(c_ours):.1f} s, bare "
+                        f"composite ({video_seconds} s video): ours "
+                        f"{statistics.median(c_ours):.1f} s, bare "
                         f"ffmpeg {statistics.median(c_bare):.1f} s; "
                         f"{composite_steps(work / 'render.log')}",
                         flush=True,

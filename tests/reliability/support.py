@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import random
 import uuid
 from dataclasses import field
 from pathlib import Path
@@ -29,9 +30,24 @@ FIGURES: dict[str, str] = {}
 LONG_SWITCH = "STORYPOST_RELIABILITY_LONG"
 
 
+# The seed of every randomized test of a run (each test's own variable wins, e.g.
+# STORYPOST_CRASH_SEED): STORYPOST_RELIABILITY_SEED=7 make reliability
+SEED_SWITCH = "STORYPOST_RELIABILITY_SEED"
+
+
 def long_run() -> bool:
     """True under `make reliability`; otherwise the `reliability_short` tests run shortened."""
     return os.environ.get(LONG_SWITCH) == "1"
+
+
+def run_seed(name: str) -> int:
+    """The seed of the randomized test `name`: STORYPOST_<NAME>_SEED, else the run's
+    STORYPOST_RELIABILITY_SEED, else a new random one. Printed with the figures, so a run
+    can be repeated (`<name>: seed`)."""
+    chosen = os.environ.get(f"STORYPOST_{name.upper()}_SEED") or os.environ.get(SEED_SWITCH)
+    value = int(chosen) if chosen else random.randrange(1 << 30)
+    FIGURES[f"{name}: seed"] = str(value)
+    return value
 
 
 IMAGE_STORY = (

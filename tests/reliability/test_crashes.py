@@ -4,12 +4,15 @@ reason, none is published twice (counted at the sandbox network), every status c
 exactly one event id on the bus, and every webhook delivery id reached the receiver.
 
 tests/integration/publish/test_crash.py covers one publish-svc kill between the photoapp
-container and the publish call; this runs the whole mix.
+container and the publish call; this runs the whole mix. Its posts are spread over enough
+accounts that none meets a daily limit (tests/support/accounts_pool.py, issue #56); the seed:
+STORYPOST_CRASH_SEED or STORYPOST_RELIABILITY_SEED (figures).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import random
 import time
@@ -31,12 +34,14 @@ from tests.reliability.support import (
     LoopbackReceiver,
     future,
     long_run,
+    run_seed,
     stream_events,
     unfinished,
     username,
     video_story,
 )
 from tests.support.accounts import connect_account, published
+from tests.support.accounts_pool import SOCIAL_POST, STORY, AccountPool, connected_pool
 from tests.support.api import Api, Org, upload_blob
 from tests.support.polling import wait_until
 from tests.support.videos import make_video
@@ -52,18 +57,22 @@ VICTIMS = ("account", "render", "publish", "webhook", "edge")
 STORY_EVENT = "photoapp_story_post.status_changed"
 SOCIAL_EVENT = "social_post.status_changed"
 RETRYABLE = {429, 502, 503, 504}
+# The producer's shortest pause between two schedule calls, and so the most calls a stream makes.
+SHORTEST_PAUSE = 0.8
+MOST_CALLS = math.ceil(STREAM_SECONDS / SHORTEST_PAUSE) + 1
 
 
 @dataclass
 class Run:
     org: Org
-    photoapp: list[str]
-    social: list[str]
+    photoapp: AccountPool
+    social: AccountPool
     accepted: dict[str, dict[str, Any]] = field(default_factory=dict)  # uuid -> body
     kinds: dict[str, str] = field(default_factory=dict)  # uuid -> story | social
     problems: list[str] = field(default_factory=list)
     retries: Counter[str] = field(default_factory=Counter)
     kills: list[str] = field(default_factory=list)
+    held_back: int = 0  # calls not made: every account at a limit (never, as sized)
 
 
 async def call_until_accepted(
@@ -98,17 +107,23 @@ async def producer(api: Api, run: Run, rng: random.Random, until: float) -> None
         n += 1
         key = str(uuid.uuid4())
         later = rng.random() < 0.5
+        # The least-used account with room under every limit (none: no call this time).
+        account = run.photoapp.take(STORY) if n % 2 else run.social.take(SOCIAL_POST)
+        if account is None:
+            run.held_back += 1
+            await asyncio.sleep(rng.uniform(SHORTEST_PAUSE, 2.0))
+            continue
         if n % 2:
             body: dict[str, Any] = {
                 "storyPostUuid": key,
-                "photoappUsername": run.photoapp[n % len(run.photoapp)],
+                "photoappUsername": account,
                 "html": IMAGE_STORY,
             }
             procedure, kind = "schedule-photoapp-story", "story"
         else:
             body = {
                 "socialPostUuid": key,
-                "socialAccountId": run.social[n % len(run.social)],
+                "socialAccountId": account,
                 "postType": "IMAGE_POST",
                 "html": IMAGE_STORY,
                 "text": f"post {n}",
@@ -126,7 +141,7 @@ async def producer(api: Api, run: Run, rng: random.Random, until: float) -> None
         task = asyncio.create_task(one())
         pending.add(task)
         task.add_done_callback(pending.discard)
-        await asyncio.sleep(rng.uniform(0.8, 2.0))
+        await asyncio.sleep(rng.uniform(SHORTEST_PAUSE, 2.0))
     await asyncio.gather(*pending)
 
 
@@ -167,19 +182,17 @@ async def test_kill_9_of_every_service_loses_nothing_and_doubles_nothing(
     rel_db: AsyncDatabase[dict[str, Any]],
     receiver: LoopbackReceiver,
 ) -> None:
-    seed = int(os.environ.get("STORYPOST_CRASH_SEED", str(random.randrange(1 << 30))))
-    rng = random.Random(seed)
-    FIGURES["crashes: seed"] = str(seed)
+    rng = random.Random(run_seed("crash"))
     org = await rel_api.admin.create_org("crash org")
-    photoapp = [username() for _ in range(6)]
-    for name in photoapp:
-        await connect_account(rel_stack, org, "photoapp", name)
-    social = [
-        (
-            await connect_account(rel_stack, org, "linknet", username(), connection="social")
-        ).social_account_id
-        for _ in range(2)
-    ]
+    # Every call of the stream could be a story, or a social post (half are of each).
+    most = MOST_CALLS // 2 + 1
+    photoapp = await connected_pool(
+        rel_stack, org, "photoapp", {STORY: most}, name=username, at_least=6
+    )
+    social = await connected_pool(
+        rel_stack, org, "linknet", {SOCIAL_POST: most}, name=username, connection="social",
+        at_least=2,
+    )  # fmt: skip
     path = f"/crash/{uuid.uuid4().hex}"
     async with rel_stack.channel("webhook", 10) as channel:
         hook = await webhook_pb2_grpc.WebhookServiceStub(channel).AddWebhook(
@@ -215,8 +228,12 @@ async def test_kill_9_of_every_service_loses_nothing_and_doubles_nothing(
         )
     }
     story_items: Counter[str] = Counter()
-    for name in photoapp:
-        story_items.update(i["postId"] for i in await published(rel_stack, "photoapp", name))
+    per_account: dict[str, int] = {}
+    for name in photoapp.accounts:
+        items = await published(rel_stack, "photoapp", name)
+        story_items.update(i["postId"] for i in items)
+        per_account[name] = len(items)
+    assert not photoapp.over_limit(per_account, STORY)
     assert all(n == 1 for n in story_items.values()), story_items
     assert set(story_items) == executed_stories
     assert len(executed_stories) == sum(
@@ -277,6 +294,10 @@ async def test_kill_9_of_every_service_loses_nothing_and_doubles_nothing(
         f"{len(events)} events, {len(expected)} deliveries, "
         f"{len(receiver.received(path))} delivery attempts received; "
         f"client retries {dict(run.retries)}"
+    )
+    FIGURES["crashes: posts per account"] = (
+        f"stories: {photoapp.describe()}; social: {social.describe()}"
+        + (f"; calls held back, accounts full: {run.held_back}" if run.held_back else "")
     )
 
 

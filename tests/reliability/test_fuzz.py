@@ -5,6 +5,9 @@ top of hypothesis), valid and invalid inputs, plus hand-made hostile bodies. Zer
 
 `make test` runs a few examples per procedure and mode (STORYPOST_FUZZ_EXAMPLES, 6);
 `make reliability` runs STORYPOST_FUZZ_LONG_EXAMPLES (150) per procedure and mode.
+Examples steered to a connected account take it from a pool sized so that no account meets a
+daily limit (tests/support/accounts_pool.py, issue #56). Hypothesis's seed:
+STORYPOST_FUZZ_SEED or STORYPOST_RELIABILITY_SEED (figures).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schemathesis import GenerationMode
@@ -28,8 +31,15 @@ from schemathesis import GenerationMode
 from edge.catalog import build_catalog
 from edge.validation import FORMAT_CHECKER
 from storypost.testing.stack import StackHandle
-from tests.reliability.support import FIGURES, username
-from tests.support.accounts import connect_account
+from tests.reliability.support import FIGURES, long_run, run_seed, username
+from tests.support.accounts_pool import (
+    CLIPAPP_POST,
+    REEL,
+    SOCIAL_POST,
+    STORY,
+    AccountPool,
+    connected_pool,
+)
 from tests.support.api import Api, Org
 
 pytestmark = pytest.mark.integration
@@ -41,6 +51,10 @@ PROCEDURES = [procedure.name for procedure in CATALOG.procedures]
 # Fields a valid call needs a real value in to get past the account lookup; half of the
 # examples get the organization's connected accounts there, to reach the renderer.
 ACCOUNT_FIELDS = ("photoappUsername", "clipappAccountId", "socialAccountId")
+# The procedures that post to the account they name (the pools count these).
+POSTING = {STORY, REEL, CLIPAPP_POST, SOCIAL_POST}
+# The calls of each procedure this run makes (both modes), the long ones included when asked.
+CALLS = 2 * (EXAMPLES + (LONG_EXAMPLES if long_run() else 0))
 
 
 @dataclass
@@ -81,24 +95,38 @@ class Findings:
 @dataclass(frozen=True)
 class Target:
     org: Org
-    accounts: dict[str, str]
+    pools: dict[str, AccountPool]  # account field -> the organization's accounts for it
+    seed: int
+
+    def take(self, field_name: str, procedure: str) -> str | None:
+        """An account for one steered example (None: every one is at a limit; the example
+        keeps its fuzzed value). A procedure that posts nothing (a listing filtered by
+        account) gets the first account, uncounted."""
+        pool = self.pools[field_name]
+        if procedure not in POSTING:
+            return pool.accounts[0]
+        return pool.take(procedure)
 
 
 @pytest.fixture(scope="module")
 async def target(rel_stack: StackHandle, rel_api: Api) -> Target:
     org = await rel_api.admin.create_org("fuzzed org")
-    photoapp = username()
-    await connect_account(rel_stack, org, "photoapp", photoapp)
-    clipapp = await connect_account(rel_stack, org, "clipapp", username())
-    social = await connect_account(rel_stack, org, "linknet", username(), connection="social")
-    return Target(
-        org,
-        {
-            "photoappUsername": photoapp,
-            "clipappAccountId": clipapp.platform_account_id,
-            "socialAccountId": social.social_account_id,
-        },
+    # About half the examples are steered to an account; refused ones give theirs back.
+    steered = CALLS // 2 + 1
+    photoapp = await connected_pool(
+        rel_stack, org, "photoapp", {STORY: steered, REEL: steered}, name=username
     )
+    clipapp = await connected_pool(rel_stack, org, "clipapp", {CLIPAPP_POST: steered},
+                                   name=username)  # fmt: skip
+    social = await connected_pool(
+        rel_stack, org, "linknet", {SOCIAL_POST: steered}, name=username, connection="social"
+    )
+    FIGURES["fuzz: accounts"] = (
+        f"{len(photoapp.accounts)} photoapp, {len(clipapp.accounts)} clipapp, "
+        f"{len(social.accounts)} linknet for {CALLS} calls per procedure"
+    )
+    pools = {"photoappUsername": photoapp, "clipappAccountId": clipapp, "socialAccountId": social}
+    return Target(org, pools, run_seed("fuzz"))
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +151,7 @@ def fuzz(
     )
     client = httpx.Client(timeout=130.0)
 
+    @seed(target.seed)
     @settings(
         max_examples=examples * 2,
         database=None,
@@ -134,12 +163,15 @@ def fuzz(
     @given(case=cases, use_accounts=st.booleans())
     def run(case: Any, use_accounts: bool) -> None:
         body = case.body
+        taken: tuple[str, str] | None = None  # (account field, account) counted for a post
         if use_accounts and isinstance(body, dict):
             # Steered towards calls that get through: a real account, one design input, no
             # date (posted at once), so the renderer and the publisher see fuzzed designs.
             for name in ACCOUNT_FIELDS:
-                if name in body:
-                    body[name] = target.accounts[name]
+                account = target.take(name, procedure) if name in body else None
+                if account is not None:
+                    body[name] = account
+                    taken = (name, account)
             if "html" in body and "url" in body:
                 del body["url"]
             body.pop("date", None)
@@ -156,6 +188,8 @@ def fuzz(
             )
         else:
             answer = client.post(url, headers={**headers, **extra}, json=body)
+        if taken is not None and procedure in POSTING and 400 <= answer.status_code < 500:
+            target.pools[taken[0]].give_back(taken[1], procedure)  # refused: nothing posted
         findings.check(procedure, body, answer)
 
     def go() -> None:
@@ -174,6 +208,9 @@ async def run_fuzz(openapi: Any, target: Target, procedure: str, examples: int) 
     FIGURES[f"fuzz {examples}x2: {procedure}"] = (
         f"{findings.calls} calls in {time.monotonic() - started:.0f} s, "
         f"statuses {dict(sorted(findings.statuses.items()))}"
+    )
+    FIGURES["fuzz: posts per account"] = "; ".join(
+        pool.describe() for pool in target.pools.values()
     )
     return findings
 
