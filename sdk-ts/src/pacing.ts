@@ -13,6 +13,9 @@
 
 /** The API's limits are per minute: a token comes back every 60 s / Limit at the fastest. */
 export const DEFAULT_PERIOD_MS = 60_000;
+/** Tokens kept in hand: the server counts its bucket when it handles a call, the client
+ * estimates it between answers; one token of margin absorbs the difference. */
+export const MARGIN_TOKENS = 1;
 
 /** The three headers of one answer. */
 export interface RateLimit {
@@ -104,7 +107,8 @@ export class RateLimitPacer {
     this.#limit = seen.limit;
     this.#intervalMs = refillIntervalMs(seen, this.#periodMs);
     // What the server left, less the calls still open: it may not have counted them.
-    this.#tokens = seen.remaining - this.#open.size;
+    // Less one token in hand (MARGIN_TOKENS, as the Python SDK's pacing.py says why).
+    this.#tokens = seen.remaining - this.#open.size - MARGIN_TOKENS;
     this.#stamp = this.#now();
   }
 

@@ -214,9 +214,10 @@ test("pacing: when Remaining reaches 0 the next call waits for its token, not a 
     await client.generateUuid();
     await client.generateUuid();
     assert.equal(paced.length, 1, "only the call after Remaining 0 waits");
-    // 60 a minute: the next token is due a second after the bucket ran empty.
-    assert.ok(paced[0] > 900 && paced[0] <= 1000, String(paced[0]));
-    assert.ok(server.requests[1].at - server.requests[0].at >= 950);
+    // 60 a minute, one token kept in hand (MARGIN_TOKENS): the next call goes two seconds
+    // after the bucket ran empty.
+    assert.ok(paced[0] > 1900 && paced[0] <= 2000, String(paced[0]));
+    assert.ok(server.requests[1].at - server.requests[0].at >= 1950);
     assert.ok(server.requests[2].at - server.requests[1].at < 500);
   } finally {
     await server.close();
@@ -239,12 +240,12 @@ test("the pacer: the bucket's refill from the headers, open calls counted as spe
   const first = pacer.reserve();
   const second = pacer.reserve();
   pacer.settle(first, headers(60, 1, 59));
-  // The second call is still open: the token left is its own, the next call waits a token.
-  assert.equal(pacer.reserve().waitMs, 1000);
+  // The second call is still open: the token left is its own, and one is kept in hand.
+  assert.equal(pacer.reserve().waitMs, 2000);
   pacer.settle(second, headers(60, 0, 60));
   now += 500;
   const waits = [pacer.reserve().waitMs, pacer.reserve().waitMs];
-  assert.deepEqual(waits, [1500, 2500], "each next call waits one more token");
+  assert.deepEqual(waits, [2500, 3500], "each next call waits one more token");
   // A slower refill than the minute's: 30 missing tokens back in 61 s (one second rounding).
   assert.equal(refillIntervalMs({ limit: 60, remaining: 30, resetMs: 61_000 }), 2000);
   assert.equal(rateLimitOf(new Headers({ "RateLimit-Limit": "x" })), undefined);

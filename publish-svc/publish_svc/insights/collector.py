@@ -336,6 +336,10 @@ class InsightsCollector:
                     schedule["organizationId"], account["socialAccountId"], error.outcome.message
                 )
                 raise Stopped(self._disconnected(schedule, error.outcome.message)) from None
+            if not metrics:
+                # A platform that has no figures for a post yet (it answers an empty list
+                # while it catches up) is read again later: an empty point is no reading.
+                raise PlatformError(Outcome.retry(f"{account['platform']}: no figures yet"))
             return Reading(metrics, await self._followers(schedule, reader, token, now))
         raise AssertionError("unreachable")
 

@@ -63,8 +63,8 @@ def test_calls_wait_for_the_next_token_once_the_bucket_is_empty() -> None:
     pacer = Pacer(clock=clock)
     pacer.settle(pacer.reserve(), headers(60, 2, 58))
     waits = [pacer.reserve().wait for _ in range(5)]
-    # Two tokens left, then one a second (58 s for the 58 missing ones).
-    assert waits == [0.0, 0.0, 1.0, 2.0, 3.0]
+    # Two tokens left, one kept in hand (MARGIN_TOKENS), then one a second.
+    assert waits == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
 def test_tokens_refill_with_time() -> None:
@@ -72,7 +72,12 @@ def test_tokens_refill_with_time() -> None:
     pacer = Pacer(clock=clock)
     pacer.settle(pacer.reserve(), headers(60, 0, 60))
     clock.now += 2.5
-    assert [pacer.reserve().wait for _ in range(3)] == [0.0, 0.0, pytest.approx(0.5)]
+    # 2.5 tokens back, one of them kept in hand.
+    assert [pacer.reserve().wait for _ in range(3)] == [
+        0.0,
+        pytest.approx(0.5),
+        pytest.approx(1.5),
+    ]
 
 
 def test_calls_not_yet_answered_count_as_spent() -> None:
@@ -80,9 +85,10 @@ def test_calls_not_yet_answered_count_as_spent() -> None:
     pacer = Pacer(clock=clock)
     pacer.settle(pacer.reserve(), headers(60, 60, 0))
     open_slots = [pacer.reserve() for _ in range(3)]
-    # The first answer back says 57 left; the two others may not be counted in it yet.
+    # The first answer back says 3 left; the two others may not be counted in it yet, and one
+    # token is kept in hand.
     pacer.settle(open_slots[0], headers(60, 3, 57))
-    assert [pacer.reserve().wait for _ in range(2)] == [0.0, 1.0]
+    assert [pacer.reserve().wait for _ in range(2)] == [1.0, 2.0]
 
 
 def test_an_older_answer_does_not_overwrite_a_newer_one() -> None:
@@ -91,8 +97,9 @@ def test_an_older_answer_does_not_overwrite_a_newer_one() -> None:
     first, second = pacer.reserve(), pacer.reserve()
     pacer.settle(second, headers(60, 0, 60))
     pacer.settle(first, headers(60, 1, 59))  # sent earlier: it tells an older state
-    # As the newer answer left it: none left, less `first` (open when that answer came).
-    assert pacer.reserve().wait == 2.0
+    # As the newer answer left it: none left, less `first` (open when that answer came) and
+    # the token kept in hand.
+    assert pacer.reserve().wait == 3.0
 
 
 def test_answers_without_headers_change_nothing() -> None:
@@ -101,7 +108,7 @@ def test_answers_without_headers_change_nothing() -> None:
     pacer.settle(pacer.reserve(), headers(60, 0, 60))
     pacer.settle(pacer.reserve(), None)  # no answer (a connection failure)
     pacer.settle(pacer.reserve(), {})  # a 401 carries no rate-limit headers
-    assert pacer.reserve().wait == pytest.approx(3.0)
+    assert pacer.reserve().wait == pytest.approx(4.0)
 
 
 def test_no_pacing_never_waits() -> None:
