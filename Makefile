@@ -11,7 +11,9 @@ PYTEST_ARGS ?=
 	wheels images test-containers test-production-shape container-suite validate-deploy \
 	reliability test-newcomer load node client-gen
 
-run: deps
+# Node without the TypeScript SDK's build tools: the stack itself needs neither.
+run: apt venv
+	@STORYPOST_NODE_PACKAGES=0 scripts/ensure-node.sh
 	$(VENV)/bin/storypost dev up
 
 # Then the container suite, whenever a Docker engine answers or can be started (scripts/images).

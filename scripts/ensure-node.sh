@@ -20,6 +20,9 @@ if [ "$major" -lt 18 ]; then
   echo "ensure-node: Node $(node --version) is older than 18, which the TypeScript SDK needs" >&2
   exit 1
 fi
+# `make run` needs Node only where a caller runs the TypeScript SDK; the SDK's build and test
+# tools are for `make test` (STORYPOST_NODE_PACKAGES=0 leaves them out).
+[ "${STORYPOST_NODE_PACKAGES:-1}" = "0" ] && exit 0
 # npm ci writes node_modules/.package-lock.json: newer than the lock means installed from it.
 stamp=sdk-ts/node_modules/.package-lock.json
 if [ ! -f "$stamp" ] || [ sdk-ts/package-lock.json -nt "$stamp" ]; then
