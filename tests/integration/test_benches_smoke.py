@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from storypost.testing.stack import StackHandle
+from tests.support.api import only_in_passes
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +66,15 @@ BENCHES: dict[str, tuple[list[str], str]] = {
 HELPERS = {"bare_server.py"}
 # Each bench may take this long on the 2-core development machine with other suites running.
 BENCH_TIMEOUT = 240.0
+
+
+@pytest.fixture(autouse=True)
+def processes_pass_only(request: pytest.FixtureRequest) -> None:
+    only_in_passes(
+        request,
+        "processes",
+        why="the benches start their own processes; the production pass adds nothing but time",
+    )
 
 
 def test_every_bench_is_smoked() -> None:

@@ -10,15 +10,26 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from storypost.testing.stack import StackHandle
 from tests.integration.client.conftest import Storypost, sync_client
 from tests.integration.client.test_bulk import TEMPLATE, env_of, write_csv
-from tests.support.api import Api, Org
+from tests.support.api import Api, Org, only_in_passes
 
 # The stack's bucket: 60 requests, one back a second (account-svc's default).
 BUCKET = 60
+
+
+@pytest.fixture(autouse=True)
+def processes_pass_only(request: pytest.FixtureRequest) -> None:
+    only_in_passes(
+        request,
+        "processes",
+        why="the SDK's pacing and the edge's bucket are the same code in every pass, and "
+        "each run takes the minute the bucket allows",
+    )
 
 
 async def edge_429s(stack: StackHandle) -> float:
