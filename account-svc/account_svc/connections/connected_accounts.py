@@ -315,11 +315,14 @@ class ConnectedAccounts:
         )
 
     async def store_tokens(self, social_account_id: str, grant: TokenGrant) -> None:
+        now = self.clock.now()
         await self.records.connected_accounts.update_one(
             {"_id": social_account_id, "deletedAt": None},
             {
                 # Platforms that do not rotate refresh tokens answer none: keep the old one.
-                "$set": {**self._token_fields(grant), "updatedAt": self.clock.now()},
+                # A refresh the platform granted proves the grant alive: the account's check
+                # (token_keeper.py) is that moment.
+                "$set": {**self._token_fields(grant), "updatedAt": now, "checkedAt": now},
                 "$unset": REFRESH_STATE,
             },
         )

@@ -110,18 +110,15 @@ class TokenKeeper:
         )
 
     async def _refresh(self, doc: Document) -> None:
-        """Refreshes a claimed account: a new grant clears the lease and any failures (the
-        store's write), a refusal marks it needs_reconnect, a transient failure waits."""
+        """Refreshes a claimed account: a new grant clears the lease and any failures and
+        marks it checked (the store's one write), a refusal marks it needs_reconnect, a
+        transient failure waits."""
         try:
             await self.tokens.valid_token(doc, force_refresh=True)
         except FailedPrecondition:
             return  # marked needs_reconnect, with its event (AccessTokens)
         except Unavailable as error:
             await self._retry_later(doc, str(error))
-            return
-        await self.records.connected_accounts.update_one(
-            {"_id": doc["_id"]}, {"$set": {"checkedAt": self.clock.now()}}
-        )
 
     async def _retry_later(self, doc: Document, why: str) -> None:
         failures = int(doc.get("refreshFailures") or 0) + 1
