@@ -85,7 +85,7 @@ class InsightsServicer(insights_pb2_grpc.InsightsServiceServicer):
                 post_uuid=request.post_uuid,
                 state=ipb.COLLECTION_STATE_COLLECTING,
             )
-        history = await self.store.history(record_id)
+        history = await self.store.history(schedule)
         result: ipb.PostInsights = insights_pb(kind, request.post_uuid, schedule, history)
         return result
 

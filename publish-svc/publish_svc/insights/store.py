@@ -277,10 +277,17 @@ class InsightStore:
         doc = await self.posts.find_one({"_id": record_id}, {"status": 1})
         return None if doc is None else str(doc["status"])
 
-    async def history(self, record_id: str, limit: int = HISTORY_LIMIT) -> list[Document]:
-        """The newest `limit` points, oldest first."""
+    async def history(self, schedule: Document, limit: int = HISTORY_LIMIT) -> list[Document]:
+        """The newest `limit` points the schedule has taken, oldest first. A point is stored
+        before its schedule takes it (`record`): one newer than the schedule's `latest` is
+        still being recorded (or lost its lease) and is not shown, so the history and the
+        latest figures always agree."""
+        latest = (schedule.get("latest") or {}).get("collectedAt")
+        if latest is None:
+            return []
+        query = {"postId": schedule["_id"], "collectedAt": {"$lte": latest}}
         cursor = (
-            self.points.find({"postId": record_id}, {"collectedAt": 1, "metrics": 1})
+            self.points.find(query, {"collectedAt": 1, "metrics": 1})
             .sort("collectedAt", -1)
             .limit(limit)
         )

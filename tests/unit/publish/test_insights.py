@@ -5,7 +5,7 @@ daily roll-ups and the servicer's answers."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -373,3 +373,31 @@ async def test_a_post_not_executed_has_no_insights_yet(rig: Rig) -> None:
                                        post_uuid=UUID),
             None,  # type: ignore[arg-type]
         )  # fmt: skip
+
+
+async def test_a_point_being_recorded_is_not_shown_before_its_schedule_takes_it(
+    rig: Rig,
+) -> None:
+    """`record` stores the raw point, then the day, then the schedule: an answer read in
+    between (CI saw one: a history of one point and no figures) shows neither, and a point
+    whose attempt lost its lease never shows."""
+    await publish_story(rig.core)
+    await rig.pass_()
+    servicer = InsightsServicer(rig.collector, rig.store)
+    request = ipb.GetPostInsightsRequest(
+        organization_id="org", kind=pb.POST_KIND_STORY, post_uuid=UUID
+    )
+    schedule = await rig.schedule()
+    later = START + HOUR
+    await rig.store.points.insert_one(
+        {
+            "_id": f"{schedule['_id']}:1",
+            "postId": schedule["_id"],
+            "organizationId": "org",
+            "collectedAt": later,
+            "metrics": grow("", later),
+        }
+    )
+    answer = await servicer.GetPostInsights(request, None)  # type: ignore[arg-type]
+    assert [p.collected_at.ToDatetime(tzinfo=UTC) for p in answer.history] == [START]
+    assert dict(answer.metrics) == dict(answer.history[-1].metrics) == grow("", START)
