@@ -56,8 +56,8 @@ COMPONENTS: Mapping[str, tuple[str, ...]] = {
     "webhook-svc/webhook_svc": ("webhook",),
     "sandbox-net/sandbox_net": ("sandbox",),
     "cli/storypost_cli": ("cli",),
-    # The mongoeco image installs only mongoeco[wire] and runs this module.
-    "cli/storypost_cli/embedded_mongo.py": ("embedded",),
+    # The mongoeco image installs only mongoeco[wire] and runs this package.
+    "cli/storypost_cli/embedded_mongo": ("embedded",),
     "testing/storypost": ("all", "dev"),
     "tests": ("all", "dev"),
     "scripts": ("all", "dev"),

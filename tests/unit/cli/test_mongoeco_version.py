@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from storypost_cli import embedded_mongo
+from storypost_cli.embedded_mongo import server
 from storypost_cli.embedded_mongo import (
     MONGOECO_VERSION,
     MongoecoVersionError,
@@ -35,11 +36,11 @@ def test_the_launcher_exits_before_patching_anything_on_another_version(
         assert name == "mongoeco"
         return "4.10.2"
 
-    def must_not_run() -> None:
+    def must_not_run(path: Path) -> None:
         raise AssertionError("a patch was applied to an unchecked mongoeco")
 
     monkeypatch.setattr(importlib.metadata, "version", installed)
-    monkeypatch.setattr(embedded_mongo, "skip_slow_optional_imports", must_not_run)
+    monkeypatch.setattr(server, "apply_patches", must_not_run)
     code = embedded_mongo.main(["--path", str(tmp_path / "db.sqlite"), "--port", "0"])
     assert code == 2
     error = capsys.readouterr().err
