@@ -11,21 +11,31 @@ export STORYPOST_TEST_STACK="${STORYPOST_TEST_STACK:-containers}"
 case "$STORYPOST_TEST_STACK" in containers|production) ;; *)
   echo "STORYPOST_TEST_STACK=$STORYPOST_TEST_STACK: expected containers or production" >&2; exit 2;;
 esac
-# What each pass runs (make test must stay under 35 minutes on the 2-core machine):
-# - production: the whole integration suite against the production shape, except
-#   publish-svc's failure matrix and lost-answer kills, which test publish-svc's own
-#   decisions (the process pass runs them; replica kills run here in
-#   test_production_shape and test_components);
-# - containers (one replica of each, what a testcontainers user starts): the same images
-#   as the production pass, so a smoke of every area through them: start, SDK and CLI,
-#   publishing, rendering, webhooks, accounts, the edge.
+# What each pass runs (make test must stay under 35 minutes on the 2-core machine; the process
+# pass before it runs the whole integration suite, so these run what the images and the shape
+# change, not the services' own decisions again):
+# - production (two replicas of everything behind a balancer, production keys): replica kills
+#   and rolling restarts, service auth with production keys, the NATS consumers shared by
+#   replicas, identical schedules racing over replicas, deliveries once across webhook-svc
+#   replicas, rate buckets shared by account-svc replicas, the SDK and CLI flows and the edge's
+#   HTTP through the balancer;
+# - containers (one replica of each, what a testcontainers user starts): a smoke of every area
+#   through the same images: start, SDK and CLI, publishing, rendering, webhooks, accounts, the
+#   edge (the minute-long pacing run and the token-refresh health run are the client's and
+#   account-svc's logic: the process pass runs them).
 case "$STORYPOST_TEST_STACK" in
   production)
-    selection=(tests/integration --ignore=tests/integration/test_stack.py
-               --ignore=tests/integration/publish/test_failure_matrix.py
-               --ignore=tests/integration/publish/test_lost_answers.py) ;;
+    selection=(tests/integration/deploy tests/integration/test_service_auth.py
+               tests/integration/test_nats_replicas.py tests/integration/publish/test_stories.py
+               tests/integration/webhooks/test_delivery.py
+               tests/integration/accounts/test_rate_buckets.py
+               tests/integration/accounts/test_connect_links.py
+               tests/integration/client/test_sdk_flows.py tests/integration/client/test_cli.py
+               tests/integration/render/test_drafts.py tests/integration/test_edge_http.py) ;;
   containers)
     selection=(tests/integration/deploy tests/integration/client tests/integration/accounts
+               --ignore=tests/integration/client/test_pacing.py
+               --ignore=tests/integration/accounts/test_account_health.py
                tests/integration/publish/test_stories.py tests/integration/render/test_drafts.py
                tests/integration/webhooks/test_delivery.py tests/integration/test_edge_http.py) ;;
 esac
