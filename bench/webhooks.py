@@ -30,12 +30,13 @@ import nats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the test receiver lives in tests/support/
 
+from storypost.testing.certificates import make_certificates  # noqa: E402
 from storypost.testing.stack import stack_channel  # noqa: E402
 from storypost.webhook.v1 import webhook_pb2 as pb  # noqa: E402
 from storypost.webhook.v1 import webhook_pb2_grpc  # noqa: E402
 from storypost_cli.stack import EmbeddedStack, StackPorts  # noqa: E402
 from tests.support.events import publish, story_event  # noqa: E402
-from tests.support.webhook_receiver import Received, Receiver, make_certificates  # noqa: E402
+from tests.support.webhook_receiver import Received, Receiver  # noqa: E402
 
 PATH = "/bench"
 

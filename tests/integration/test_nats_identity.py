@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from storypost.testing.certificates import Certificates, make_certificates
 from storypost_runtime.bus import NatsRefused, nats_connection
 from storypost_runtime.settings import NatsSettings
-from tests.support.webhook_receiver import Certificates, make_certificates
 
 pytestmark = pytest.mark.integration
 USER = "storypost"

@@ -13,10 +13,11 @@ from typing import Any
 from aiohttp import web
 from pymongo.asynchronous.database import AsyncDatabase
 
+from storypost.testing.certificates import Certificates, make_certificates
 from storypost_runtime.component import component
 from tests.support.api import Api, Org
 from tests.support.polling import wait_until
-from tests.support.webhook_receiver import Certificates, Receiver, make_certificates
+from tests.support.webhook_receiver import Receiver
 
 # High enough that racing calls and the fuzzer never meet the bucket (the limit has its
 # own tests on the shared stack).

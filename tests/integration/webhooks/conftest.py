@@ -10,11 +10,12 @@ from pathlib import Path
 import nats
 import pytest
 
+from storypost.testing.certificates import Certificates, make_certificates
 from storypost.testing.stack import stack_channel
 from storypost.webhook.v1 import webhook_pb2_grpc
 from storypost_cli.stack import EmbeddedStack, StackPorts
 from tests.integration.webhooks.harness import Harness
-from tests.support.webhook_receiver import Certificates, Receiver, make_certificates
+from tests.support.webhook_receiver import Receiver
 
 # Waits 0.4, 0.8, 1.2 s (jitter 10 %): four attempts within about 3 s.
 RETRY_SCHEDULE = "0.4,0.8,1.2"

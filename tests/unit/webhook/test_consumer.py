@@ -13,11 +13,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pymongo.asynchronous.database import AsyncDatabase
 
+from storypost.testing.certificates import make_certificates
+from storypost_runtime.backoff import RetrySchedule
 from storypost_runtime.clock import SystemClock
 from storypost_runtime.mongo import Document
 from storypost_runtime.outbox import Event
 from tests.support.events import story_event
-from tests.support.webhook_receiver import Answer, Receiver, make_certificates
+from tests.support.webhook_receiver import Answer, Receiver
 from webhook_svc.consumer import EventConsumer
 from webhook_svc.deliveries import DeliveryStore, Status, delivery_uuid
 from webhook_svc.directory import WebhookDirectory
@@ -26,7 +28,6 @@ from webhook_svc.lanes import Lanes
 from webhook_svc.metrics import WebhookMetrics
 from webhook_svc.records import WebhookCollections
 from webhook_svc.records_writer import RecordWriter
-from webhook_svc.schedule import RetrySchedule
 from webhook_svc.sender import Sender, http_client
 from webhook_svc.targets import AddressPolicy
 from webhook_svc.webhooks import Webhooks

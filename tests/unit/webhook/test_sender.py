@@ -9,8 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from storypost.testing.certificates import Certificates, make_certificates
 from storypost_runtime.clock import SystemClock
-from tests.support.webhook_receiver import Answer, Certificates, Receiver, make_certificates
+from tests.support.webhook_receiver import Answer, Receiver
 from webhook_svc.sender import Sender, http_client
 from webhook_svc.signing import verify
 from webhook_svc.targets import AddressPolicy
