@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from storypost_cli import embedded_mongo
-from storypost_cli.embedded_mongo import server
 from storypost_cli.embedded_mongo import (
     MONGOECO_VERSION,
     MongoecoVersionError,
     check_mongoeco_version,
+    server,
 )
 
 
