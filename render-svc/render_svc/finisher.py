@@ -20,12 +20,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram
 from pymongo import ReturnDocument
-from tenacity import (
-    AsyncRetrying,
-    retry_if_not_exception_type,
-    stop_after_attempt,
-    wait_exponential,
-)
+from tenacity import AsyncRetrying, retry_if_not_exception_type, stop_after_attempt
 
 from render_svc.ffmpeg import MediaToolError, MediaTools
 from render_svc.records import RenderCollections
@@ -43,6 +38,7 @@ from render_svc.renderings import (
 )
 from render_svc.storage import MediaStore
 from render_svc.video_rules import DurationBounds
+from storypost_runtime.backoff import STORAGE
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.errors import DomainError, NotFound
@@ -279,7 +275,7 @@ def _retrying() -> AsyncRetrying:
     """Storage hiccups are retried a few times; domain errors are final at once."""
     return AsyncRetrying(
         stop=stop_after_attempt(4),
-        wait=wait_exponential(multiplier=0.5, max=5),
+        wait=STORAGE,
         retry=retry_if_not_exception_type((DomainError, MediaToolError, asyncio.CancelledError)),
         reraise=True,
     )

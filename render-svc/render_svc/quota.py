@@ -1,92 +1,72 @@
-"""The draft quota: at most N drafts per organization in any rolling window, as N slots.
+"""The draft quota: at most N drafts per organization in any rolling window.
 
-Each organization has at most N slot documents. Creating a draft takes a slot whose
-`takenAt` is older than the window (one atomic find_one_and_update) or inserts a new slot
-while fewer than N exist (a unique index on (organizationId, slot) lets only one racer win
-each number). A slot stays taken for the whole window whatever happens to its draft, so
-deleted drafts count; a create that fails gives its slot back. No transaction is needed,
-and concurrent creates can never hold more than N slots.
+runtime's rolling quota keyed by the organization (storypost_runtime.quota), so concurrent
+creates can never hold more than N slots. A slot stays taken for the whole window whatever
+happens to its draft, so deleted drafts count; a create that fails gives its slot back. Each
+create takes a slot of its own (a create that loses a race with its twin gives its slot back
+once it finds the twin's draft), so a slot's holder is the draft and a token of the call.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+import secrets
+from dataclasses import KW_ONLY, dataclass, field
+from datetime import datetime, timedelta
 
-from pymongo import ASCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import DuplicateKeyError
 
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.errors import ResourceExhausted
 from storypost_runtime.mongo import Document
+from storypost_runtime.quota import (
+    HOLDER_FIELD,
+    SLOTS_FIELD,
+    TIME_FIELD,
+    QuotaDecision,
+    RollingQuota,
+)
 
-# A released slot is free at once: its time is long before any window.
-RELEASED = datetime(1970, 1, 1, tzinfo=UTC)
 QUOTA_REASON = "QUOTA_EXCEEDED"
+# The collection's documents repeat their organization (it is indexed by it).
+KEY_FIELD = "organizationId"
 
 
 @dataclass(frozen=True)
 class Slot:
-    slot_id: str
-    taken_at: datetime
-    draft_uuid: str
+    organization_id: str
+    holder: str
 
 
 @component
 class DraftQuota:
     slots: AsyncCollection[Document]
     clock: Clock
+    _: KW_ONLY
     limit: int
     window: timedelta
+    _quota: RollingQuota = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._quota = RollingQuota(
+            self.slots, limit=self.limit, window=self.window, key_field=KEY_FIELD
+        )
 
     async def reserve(self, organization_id: str, draft_uuid: str) -> Slot:
         """Takes a slot or raises RESOURCE_EXHAUSTED with the seconds until one frees up."""
         now = self.clock.now()
-        # Every failed insert means another slot now exists, so this ends within limit + 1.
-        for _ in range(self.limit + 2):
-            # Any free slot will do (its time is out of the window, or it was released), so
-            # no sort: with one, mongoeco (the development stand-in) picks the document by
-            # reading every slot of every organization, 25 ms at 842 slots against 2.5 ms.
-            reused = await self.slots.find_one_and_update(
-                {"organizationId": organization_id, "takenAt": {"$lte": now - self.window}},
-                {"$set": {"takenAt": now, "draftUuid": draft_uuid}},
-                return_document=ReturnDocument.AFTER,
-            )
-            if reused is not None:
-                return Slot(reused["_id"], now, draft_uuid)
-            used = await self.slots.count_documents({"organizationId": organization_id})
-            if used >= self.limit:
-                raise await self._exceeded(organization_id, now)
-            slot_id = f"{organization_id}:{used}"
-            try:
-                await self.slots.insert_one(
-                    {
-                        "_id": slot_id,
-                        "organizationId": organization_id,
-                        "slot": used,
-                        "takenAt": now,
-                        "draftUuid": draft_uuid,
-                    }
-                )
-            except DuplicateKeyError:
-                continue
-            return Slot(slot_id, now, draft_uuid)
-        raise ResourceExhausted("the draft quota is busy; retry", retry_after_seconds=1)
+        holder = f"{draft_uuid}:{secrets.token_hex(8)}"
+        decision = await self._quota.reserve(organization_id, holder, now)
+        if not decision.allowed:
+            raise self._exceeded(decision, now)
+        return Slot(organization_id, holder)
 
     async def release(self, slot: Slot) -> None:
-        """Gives a slot back (its create failed or lost a race); only if it is still ours."""
-        await self.slots.update_one(
-            {"_id": slot.slot_id, "takenAt": slot.taken_at, "draftUuid": slot.draft_uuid},
-            {"$set": {"takenAt": RELEASED}},
-        )
+        """Gives a slot back (its create failed or lost a race)."""
+        await self._quota.release(slot.organization_id, slot.holder)
 
-    async def _exceeded(self, organization_id: str, now: datetime) -> ResourceExhausted:
-        oldest = await self.slots.find_one(
-            {"organizationId": organization_id}, sort=[("takenAt", ASCENDING)]
-        )
-        wait = (oldest["takenAt"] + self.window - now).total_seconds() if oldest else 60.0
+    def _exceeded(self, decision: QuotaDecision, now: datetime) -> ResourceExhausted:
+        wait = (decision.retry_at - now).total_seconds() if decision.retry_at else 60.0
         wait = max(1.0, wait)
         window_hours = self.window.total_seconds() / 3600
         return ResourceExhausted(
@@ -96,3 +76,40 @@ class DraftQuota:
             retry_after_seconds=wait,
             reason=QUOTA_REASON,
         )
+
+
+async def fold_slot_documents(slots: AsyncCollection[Document]) -> int:
+    """A migration step: the slot documents of the quota before runtime's (one document per
+    slot: `organizationId`, `slot`, `takenAt`, `draftUuid`; a released slot's `takenAt` in
+    1970) become their organization's one document, then go. Idempotent; returns how many
+    slot documents it folded."""
+    folded = 0
+    batch: list[Document] = []
+    cursor = slots.find({"slot": {"$exists": True}}).sort([("organizationId", 1), ("slot", 1)])
+    async for doc in cursor:
+        if batch and batch[0]["organizationId"] != doc["organizationId"]:
+            folded += await _fold(slots, batch)
+            batch = []
+        batch.append(doc)
+    if batch:
+        folded += await _fold(slots, batch)
+    return folded
+
+
+async def _fold(slots: AsyncCollection[Document], docs: list[Document]) -> int:
+    organization_id = docs[0]["organizationId"]
+    current = await slots.find_one({"_id": organization_id}) or {}
+    kept = {slot[HOLDER_FIELD]: slot for slot in current.get(SLOTS_FIELD, [])}
+    for doc in docs:
+        taken: datetime = doc["takenAt"]
+        if taken.year > 1970:  # not released
+            holder = f"{doc['draftUuid']}:{doc['_id']}"
+            kept.setdefault(holder, {TIME_FIELD: taken, HOLDER_FIELD: holder})
+    times = sorted(kept.values(), key=lambda slot: slot[TIME_FIELD])
+    await slots.update_one(
+        {"_id": organization_id},
+        {"$set": {KEY_FIELD: organization_id, SLOTS_FIELD: times}},
+        upsert=True,
+    )
+    await slots.delete_many({"_id": {"$in": [doc["_id"] for doc in docs]}})
+    return len(docs)

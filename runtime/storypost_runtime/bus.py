@@ -16,14 +16,9 @@ from nats.js import JetStreamContext
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 from opentelemetry.trace import SpanKind, Tracer
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception_type,
-    stop_after_delay,
-    stop_never,
-    wait_exponential,
-)
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, stop_never
 
+from storypost_runtime.backoff import BUS_CONNECT
 from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 from storypost_runtime.settings import NatsSettings, SettingRefused, env_variable
@@ -139,7 +134,7 @@ async def nats_connection(
     give_up = stop_never if limit is None else stop_after_delay(limit)
     async for attempt in AsyncRetrying(
         stop=give_up,
-        wait=wait_exponential(multiplier=0.2, max=2),
+        wait=BUS_CONNECT,
         retry=retry_if_exception_type((OSError, nats.errors.NoServersError, TimeoutError)),
         reraise=True,
     ):

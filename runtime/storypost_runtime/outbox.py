@@ -15,9 +15,9 @@ another task, joins the trace of the call that changed the record.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -26,40 +26,32 @@ from prometheus_client import Counter, Gauge
 from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 
-from storypost_runtime.bus import (
-    JetStreamPublisher,
-    ensure_events_stream,
-    event_subject,
-    nats_connection,
-)
-from storypost_runtime.clock import iso_utc
+from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
+from storypost_runtime.bus_message import BusMessage
 from storypost_runtime.component import component
-from storypost_runtime.context import REQUEST_ID_HEADER, current_request_id
+from storypost_runtime.context import current_request_id
 from storypost_runtime.documents import from_document
 from storypost_runtime.logs import get_logger
 from storypost_runtime.metrics import Metrics, counter, gauge
 from storypost_runtime.mongo import Document
 from storypost_runtime.settings import NatsSettings
-from storypost_runtime.tasks import run_passes
+from storypost_runtime.tasks import background, run_passes
 from storypost_runtime.tracing import current_traceparent, in_stored_trace
+from storypost_runtime.vocabulary import ALL_EVENT_TYPES
 
 log = get_logger(__name__)
 
 OUTBOX_FIELD = "outbox"
 PENDING_FIELD = "outboxPending"
+SERVED_EVENTS = frozenset(event.name for event in ALL_EVENT_TYPES)
 
 
 @dataclass(frozen=True)
-class Event:
-    """A status event as it travels on the bus."""
+class Event(BusMessage):
+    """A status event as it waits in its record's outbox: the bus message it becomes, and the
+    trace of its change (the relay publishes in that trace; the trace id travels in the
+    publish's headers, not in the body)."""
 
-    id: str
-    type: str
-    organization_id: str
-    occurred_at: datetime
-    # The event's payload fields exactly as webhooks send them (camelCase, spec names).
-    data: Mapping[str, Any]
-    request_id: str | None = None
     # The trace of the change that made the event (W3C traceparent), when one was recorded.
     traceparent: str | None = None
 
@@ -67,6 +59,10 @@ class Event:
     def new(
         cls, event_type: str, organization_id: str, occurred_at: datetime, data: Mapping[str, Any]
     ) -> Event:
+        """A new event of one of the types webhook URLs receive (every event on the bus has
+        that reader: webhook-svc takes `events.>`, so a type it does not serve is refused)."""
+        if event_type not in SERVED_EVENTS:
+            raise ValueError(f"{event_type!r} is no event type webhook-svc serves")
         return cls(
             id=str(uuid.uuid4()),
             type=event_type,
@@ -95,21 +91,8 @@ class Event:
         return from_document(cls, doc)
 
     def to_message(self) -> bytes:
-        """The JSON body on the bus; `data` carries `occurredAt` as an ISO string."""
-        body = {
-            "id": self.id,
-            "type": self.type,
-            "organizationId": self.organization_id,
-            "occurredAt": iso_utc(self.occurred_at),
-            "data": {**self.data, "occurredAt": iso_utc(self.occurred_at)},
-        }
-        return json.dumps(body, separators=(",", ":")).encode()
-
-    def headers(self) -> dict[str, str]:
-        headers = {"Nats-Msg-Id": self.id}
-        if self.request_id:
-            headers[REQUEST_ID_HEADER] = self.request_id
-        return headers
+        """The body on the bus (for tests and tools that publish an event themselves)."""
+        return self.body()
 
 
 def with_event(update: Mapping[str, Any], *events: Event) -> dict[str, Any]:
@@ -247,9 +230,7 @@ class OutboxRelay:
     async def _publish(self, event: Event) -> None:
         """Publishes in the stored trace's context, so the publish span joins that trace."""
         with in_stored_trace(event.traceparent):
-            await self.publisher.publish(
-                event_subject(event.type), event.to_message(), event.headers()
-            )
+            await self.publisher.publish(event.subject, event.body(), event.headers())
 
     async def run(self) -> None:
         """Relays until cancelled; errors (bus or database down) are logged and retried."""
@@ -275,16 +256,45 @@ class OutboxRelay:
             self.metrics.failures.inc()
 
 
-async def relay_when_reachable(
+async def start_outbox_relay(
+    stack: AsyncExitStack,
     settings: NatsSettings,
     collections: Sequence[AsyncCollection[Document]],
+    *,
     name: str,
     metrics: OutboxMetrics | None = None,
-    retry_seconds: float = 2.0,
+    serves_without_nats: bool = False,
+) -> OutboxRelay:
+    """Starts a service's outbox relay, which runs until `stack` closes, and returns it (its
+    writers call `wake`). The NATS connection, named `name`, drains after the relay stops.
+
+    A service that needs the bus connects now: its start fails when NATS does not answer
+    within 30 s. One that serves without it (`serves_without_nats`: account-svc) relays once
+    NATS and JetStream answer; its events wait in their records meanwhile, none is lost."""
+    if serves_without_nats:
+        relay = OutboxRelay(collections, _NotConnected(), metrics=metrics)
+        await stack.enter_async_context(
+            background(_relay_when_reachable(relay, settings, name), "outbox relay")
+        )
+        return relay
+    client = await stack.enter_async_context(nats_connection(settings, name))
+    js = client.jetstream()
+    await ensure_events_stream(js, settings)
+    relay = OutboxRelay(collections, JetStreamPublisher(js), metrics=metrics)
+    await stack.enter_async_context(background(relay.run(), "outbox relay"))
+    return relay
+
+
+class _NotConnected:
+    """The publisher of a relay that has not started yet (it starts once NATS answers)."""
+
+    async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None:
+        raise ConnectionError("the outbox relay is not connected to NATS yet")
+
+
+async def _relay_when_reachable(
+    relay: OutboxRelay, settings: NatsSettings, name: str, retry_seconds: float = 2.0
 ) -> None:
-    """Relays the collections' events once NATS answers, for a service that serves without
-    NATS (account-svc): events wait in their records meanwhile, none is lost. Runs until
-    cancelled."""
     async with nats_connection(settings, name, give_up_after_seconds=None) as client:
         js = client.jetstream()
         while True:
@@ -294,4 +304,5 @@ async def relay_when_reachable(
             except Exception as error:  # JetStream not ready yet: the stream comes later
                 log.info("events wait for JetStream", error=str(error) or type(error).__name__)
                 await asyncio.sleep(retry_seconds)
-        await OutboxRelay(collections, JetStreamPublisher(js), metrics=metrics).run()
+        relay.publisher = JetStreamPublisher(js)
+        await relay.run()

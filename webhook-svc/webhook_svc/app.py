@@ -13,12 +13,15 @@ from prometheus_client import CollectorRegistry
 
 from storypost.webhook.v1 import webhook_pb2, webhook_pb2_grpc
 from storypost_runtime.backlog import Backlog, BacklogMetrics, BacklogSampler
+from storypost_runtime.backoff import RetrySchedule
 from storypost_runtime.bus import EVENTS_SUBJECT_PREFIX, ensure_events_stream, nats_connection
 from storypost_runtime.clock import Clock, SystemClock
+from storypost_runtime.migrations import check_at_start
 from storypost_runtime.mongo import mongo_client
 from storypost_runtime.secret_box import SecretBox
 from storypost_runtime.service import ServiceParts
 from storypost_runtime.tasks import background
+from webhook_svc import migrations
 from webhook_svc.config import WebhookSettings
 from webhook_svc.consumer import EventConsumer, Fetcher
 from webhook_svc.deliveries import DELIVERIES_DUE, DeliveryStore
@@ -28,7 +31,6 @@ from webhook_svc.lanes import Lanes
 from webhook_svc.metrics import WebhookMetrics
 from webhook_svc.records import WebhookCollections
 from webhook_svc.records_writer import RecordWriter
-from webhook_svc.schedule import RetrySchedule
 from webhook_svc.sender import Sender, http_client
 from webhook_svc.servicer import WebhookServicer
 from webhook_svc.targets import AddressPolicy
@@ -98,12 +100,12 @@ async def events_subscription(settings: WebhookSettings, stack: AsyncExitStack) 
 
 
 async def storage(settings: WebhookSettings, stack: AsyncExitStack) -> WebhookCollections:
-    """The webhook and delivery collections, indexed; the client closes with the stack."""
+    """The webhook and delivery collections (schema checked); the client closes with the stack."""
     client = mongo_client(settings, "webhook-svc")
     stack.push_async_callback(client.close)
-    records = WebhookCollections.of(client[settings.mongo_database])
-    await records.ensure_indexes()
-    return records
+    db = client[settings.mongo_database]
+    await check_at_start(migrations.plan(db), settings)
+    return WebhookCollections.of(db)
 
 
 def delivery_client(

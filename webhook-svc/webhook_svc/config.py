@@ -8,13 +8,12 @@ from typing import Annotated, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
+from storypost_runtime.backoff import DELIVERY
 from storypost_runtime.secret_box import setting_keys, split_keys
 from storypost_runtime.settings import GrpcServerSettings, MongoSettings, NatsSettings
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-# 1 + 8 attempts over about 23 hours (the sum of the waits is 22 h 42 min 30 s).
-DEFAULT_RETRY_SCHEDULE = (30.0, 120.0, 600.0, 1800.0, 3600.0, 10800.0, 21600.0, 43200.0)
 # The development key of the embedded stack: published in the repository, so it protects
 # nothing. Outside STORYPOST_ENVIRONMENT=development it is refused, and so is no key.
 DEV_WEBHOOK_SECRET_KEY = "c3Rvcnlwb3N0LXdlYmhvb2stc2VjcmV0cy1rZXktMDA="  # noqa: S105 - public
@@ -49,9 +48,9 @@ class WebhookSettings(GrpcServerSettings, MongoSettings, NatsSettings):
 
     # --- attempts and retries ---
     # Waits before retry 1, 2, ... in seconds; when they run out the delivery is failed.
-    webhook_retry_schedule_seconds: Annotated[tuple[float, ...], NoDecode] = DEFAULT_RETRY_SCHEDULE
+    webhook_retry_schedule_seconds: Annotated[tuple[float, ...], NoDecode] = tuple(DELIVERY.waits)
     # Each wait is multiplied by a random factor in [1 - jitter, 1 + jitter].
-    webhook_retry_jitter: float = Field(default=0.2, ge=0, lt=1)
+    webhook_retry_jitter: float = Field(default=DELIVERY.jitter, ge=0, lt=1)
     # One attempt (connect, TLS, request, answer) must finish within this time.
     webhook_attempt_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     # A claimed retry is owned this long; a replica that dies while holding it loses it then.

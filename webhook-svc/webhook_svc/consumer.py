@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import KW_ONLY, field
 from typing import Any, Protocol
 
 from opentelemetry.trace import SpanKind, Tracer
 
+from storypost_runtime.backoff import SERVICE_AWAY, Waits
 from storypost_runtime.bus import process_span_name
+from storypost_runtime.bus_message import BusMessage
 from storypost_runtime.component import component
-from storypost_runtime.context import REQUEST_ID_HEADER, clean_request_id, request_scope
+from storypost_runtime.context import clean_request_id, request_scope
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.tasks import TaskSet
 from storypost_runtime.tracing import current_traceparent, extract, tracer
-from webhook_svc.backoff import Backoff
 from webhook_svc.deliveries import DeliveryStore, NewDelivery, delivery_uuid
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.dispatcher import Dispatcher
@@ -68,37 +67,6 @@ class Fetcher(Protocol):
     async def fetch(self, batch: int, timeout: float) -> Sequence[Message]: ...  # noqa: ASYNC109
 
 
-@dataclass(frozen=True)
-class BusEvent:
-    """An event as the outbox relay publishes it (docs/architecture.md)."""
-
-    id: str
-    type: str
-    organization_id: str
-    occurred_at: datetime
-    data: Mapping[str, Any]
-
-    @classmethod
-    def parse(cls, raw: bytes) -> BusEvent:
-        """Raises ValueError for anything but a well-formed event."""
-        try:
-            body = json.loads(raw)
-            event = cls(
-                id=str(body["id"]),
-                type=str(body["type"]),
-                organization_id=str(body["organizationId"]),
-                occurred_at=_utc(datetime.fromisoformat(body["occurredAt"])),
-                data=body["data"],
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"not a status event: {error}") from None
-        if not (event.id and event.type and event.organization_id) or not isinstance(
-            event.data, dict
-        ):
-            raise ValueError("not a status event: empty id, type, organizationId or data")
-        return event
-
-
 @component
 class EventConsumer:
     """Pulls batches, plans deliveries, attempts the new ones, stores them, acknowledges."""
@@ -125,7 +93,7 @@ class EventConsumer:
         self._keepalive = self.ack_wait_seconds / 3
 
     async def run(self) -> None:
-        backoff = Backoff()
+        backoff = Waits(SERVICE_AWAY)
         try:
             while True:
                 free = self.max_inflight - self._inflight
@@ -156,10 +124,10 @@ class EventConsumer:
 
     async def _handle(self, messages: list[Message]) -> None:
         try:
-            events: list[tuple[Message, BusEvent]] = []
+            events: list[tuple[Message, BusMessage]] = []
             for message in messages:
                 try:
-                    events.append((message, BusEvent.parse(message.data)))
+                    events.append((message, BusMessage.parse(message.data, message.headers)))
                 except ValueError as error:
                     log.warning(
                         "dropping an unreadable event", subject=message.subject, error=str(error)
@@ -172,7 +140,7 @@ class EventConsumer:
             self._inflight -= len(messages)
             self._room.set()
 
-    async def _handle_events(self, events: list[tuple[Message, BusEvent]]) -> None:
+    async def _handle_events(self, events: list[tuple[Message, BusMessage]]) -> None:
         try:
             # The organizations' URLs (cached briefly), and the records that exist already, read
             # only when JetStream hands an event out again (a crash or a lost ack): a first
@@ -204,10 +172,9 @@ class EventConsumer:
         )
 
     async def _deliver(
-        self, message: Message, event: BusEvent, todo: list[tuple[NewDelivery, Webhook]]
+        self, message: Message, event: BusMessage, todo: list[tuple[NewDelivery, Webhook]]
     ) -> None:
         headers = message.headers or {}
-        request_id = clean_request_id(headers.get(REQUEST_ID_HEADER))
         with (
             self._spans.start_as_current_span(
                 process_span_name(message.subject),
@@ -222,7 +189,7 @@ class EventConsumer:
                     "storypost.deliveries": len(todo),
                 },
             ),
-            request_scope(request_id),
+            request_scope(clean_request_id(event.request_id)),
         ):
             if not todo:
                 self.metrics.events.labels("no_subscriber_or_duplicate").inc()
@@ -292,11 +259,9 @@ def _redelivered(message: Message) -> bool:
         return True  # no JetStream metadata: assume the worst and look
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _plan(event: BusEvent, hooks: Mapping[str, list[Webhook]]) -> list[tuple[NewDelivery, Webhook]]:
+def _plan(
+    event: BusMessage, hooks: Mapping[str, list[Webhook]]
+) -> list[tuple[NewDelivery, Webhook]]:
     """One delivery per URL of the event's organization that receives its type."""
     receivers = [w for w in hooks.get(event.organization_id, []) if w.receives(event.type)]
     if not receivers:

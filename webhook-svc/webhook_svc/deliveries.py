@@ -19,11 +19,11 @@ from pymongo import DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
+from storypost_runtime.backoff import RetrySchedule
 from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
 from storypost_runtime.errors import FailedPrecondition, NotFound
 from storypost_runtime.mongo import Document
-from webhook_svc.schedule import RetrySchedule
 
 # Namespace of delivery ids: uuid5(namespace, "<eventId>/<webhookId>").
 _DELIVERY_NAMESPACE = uuid.UUID("6f1d7a52-3c1e-4b8e-9a51-0c9f0e4c2d17")

@@ -12,6 +12,7 @@ from typing import Any
 
 from opentelemetry import trace
 
+from storypost_runtime.backoff import RetrySchedule
 from storypost_runtime.clock import Clock, iso_utc
 from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition
@@ -31,7 +32,6 @@ from webhook_svc.deliveries import (
 from webhook_svc.event_types import STORY, sample_payload
 from webhook_svc.lanes import Lanes
 from webhook_svc.metrics import WebhookMetrics, attempt_outcome
-from webhook_svc.schedule import RetrySchedule
 from webhook_svc.sender import Sender
 from webhook_svc.webhooks import Webhook, Webhooks
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from storypost_runtime.backoff import SERVICE_AWAY, Waits
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
-from webhook_svc.backoff import Backoff
 from webhook_svc.deliveries import DeliveryStore
 
 log = get_logger(__name__)
@@ -49,7 +49,7 @@ class RecordWriter:
 
     async def _write(self, items: list[tuple[list[Document], asyncio.Future[None]]]) -> None:
         docs = [doc for batch, waiter in items if not waiter.done() for doc in batch]
-        backoff = Backoff()
+        backoff = Waits(SERVICE_AWAY)
         while docs:
             try:
                 await self._store.insert_new(docs)

@@ -185,12 +185,9 @@ async def test_the_101st_draft_of_a_day_is_a_429(
     org_id = fresh_org.organization_id
     async with stack_database(storypost_stack.env, tz_aware=True) as database:
         # 100 drafts earlier today (deleted or not, they hold the quota's slots).
-        await database["draft_quota_slots"].insert_many(
-            [
-                {"_id": f"{org_id}:{n}", "organizationId": org_id, "slot": n, "takenAt": now,
-                 "draftUuid": str(uuid.uuid4())}
-                for n in range(100)
-            ]
+        await database["draft_quota_slots"].insert_one(
+            {"_id": org_id, "organizationId": org_id,
+             "slots": [{"t": now, "post": str(uuid.uuid4())} for _ in range(100)]}
         )  # fmt: skip
     draft_uuid = str(uuid.uuid4())
     refused = await api.call(

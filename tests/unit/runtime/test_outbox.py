@@ -202,3 +202,13 @@ async def test_the_relay_queries_again_at_once_only_when_events_may_be_left(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def test_every_event_has_a_reader_webhook_svc_serves_each_type_made() -> None:
+    # webhook-svc takes every subject under `events.>`: an event of another type would have
+    # no reader, so none can be made.
+    with pytest.raises(ValueError, match="no event type webhook-svc serves"):
+        Event.new("render.rendering.finished", "org1", WHEN, {})
+    assert Event.new("account.status_changed", "org1", WHEN, {}).subject == (
+        "events.account.status_changed"
+    )

@@ -65,7 +65,7 @@ def test_tracing_is_off_without_an_endpoint() -> None:
     # Nothing installed: no provider to instrument with, no Mongo listener, no traceparent.
     assert provider_for() is None
     assert command_listeners() == []
-    assert Event.new("t", "org", NOW, {}).traceparent is None
+    assert Event.new("post.insights_updated", "org", NOW, {}).traceparent is None
 
 
 def test_mongo_commands_get_a_listener_when_tracing_is_on(

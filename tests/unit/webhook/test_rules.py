@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from storypost_runtime.backoff import RetrySchedule
+from storypost_runtime.bus_message import BusMessage
 from storypost_runtime.errors import InvalidArgument
 from tests.support.events import social_event, story_event
-from webhook_svc.consumer import BusEvent
 from webhook_svc.deliveries import AttemptResult, Status, delivery_uuid, outcome
 from webhook_svc.event_types import (
     DEFAULT_EVENTS,
@@ -20,7 +22,6 @@ from webhook_svc.event_types import (
     stored_events,
     subscription,
 )
-from webhook_svc.schedule import RetrySchedule
 from webhook_svc.signing import check_secret, signature, verify
 
 NOW = datetime(2026, 11, 23, 10, 0, 0, tzinfo=UTC)
@@ -69,14 +70,19 @@ def test_delivery_ids_are_one_per_event_and_url() -> None:
 
 def test_bus_events_parse_strictly() -> None:
     event = social_event("org-1", occurred_at=NOW)
-    parsed = BusEvent.parse(event.to_message())
+    parsed = BusMessage.parse(event.to_message())
     assert (parsed.id, parsed.type, parsed.organization_id) == (event.id, SOCIAL, "org-1")
     assert parsed.occurred_at == NOW and parsed.data["platform"] == "LINKNET"
+    # What one side writes, the other reads back whole: body, subject and headers.
+    sent = dataclasses.replace(event, request_id="req-1")
+    read = BusMessage.parse(sent.body(), sent.headers())
+    assert read.request_id == "req-1" and read.subject == sent.subject == "events." + SOCIAL
+    assert (read.body(), read.headers()) == (sent.body(), sent.headers())
     empty_id = b'{"id":"","type":"t","organizationId":"o","occurredAt":"2026-11-23T10:00:00Z"}'
     bad_date = b'{"id":"x","type":"t","organizationId":"o","occurredAt":"yesterday","data":{}}'
     for bad in [b"not json", b"[]", b'{"id": "x"}', empty_id, bad_date]:
         with pytest.raises(ValueError, match="not a status event"):
-            BusEvent.parse(bad)
+            BusMessage.parse(bad)
 
 
 def test_signature_format_and_verification() -> None:
@@ -90,17 +96,6 @@ def test_signature_format_and_verification() -> None:
     for bad in ["short", "has space in it 123456", "x" * 257, "ünïcödé-secret-1234"]:
         with pytest.raises(InvalidArgument, match="signing secret"):
             check_secret(bad)
-
-
-def test_the_schedule_grows_with_jitter_and_runs_out() -> None:
-    low = RetrySchedule([30, 120, 600], jitter=0.2, rand=lambda: 0.0)
-    high = RetrySchedule([30, 120, 600], jitter=0.2, rand=lambda: 1.0)
-    assert low.attempts == 4
-    assert low.next_attempt(1, NOW) == NOW + timedelta(seconds=24)
-    assert high.next_attempt(1, NOW) == NOW + timedelta(seconds=36)
-    assert low.next_attempt(3, NOW) == NOW + timedelta(seconds=480)
-    assert low.next_attempt(4, NOW) is None
-    assert RetrySchedule([], 0.2).next_attempt(1, NOW) is None
 
 
 def _result(ok: bool, code: int = 0, error: str = "") -> AttemptResult:
