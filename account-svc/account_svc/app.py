@@ -10,6 +10,7 @@ import httpx
 from argon2 import PasswordHasher
 from prometheus_client import CollectorRegistry
 
+from account_svc import migrations
 from account_svc.callers import RESTRICTIONS, SERVICE_NAME
 from account_svc.config import AccountSettings
 from account_svc.connections.access_tokens import AccessTokens
@@ -34,8 +35,9 @@ from account_svc.records import AccountCollections
 from account_svc.servicer import AccountServicer, ConnectedAccountParts
 from storypost.account.v1 import account_pb2_grpc
 from storypost_runtime.clock import Clock, SystemClock
+from storypost_runtime.migrations import check_at_start
 from storypost_runtime.mongo import mongo_client
-from storypost_runtime.outbox import OutboxMetrics, relay_when_reachable
+from storypost_runtime.outbox import OutboxMetrics, start_outbox_relay
 from storypost_runtime.service import ServiceParts
 from storypost_runtime.tasks import background
 
@@ -49,8 +51,9 @@ async def build(
     clock = clock or SystemClock()
     client = mongo_client(settings, "account-svc")
     stack.push_async_callback(client.close)
-    records = AccountCollections.of(client[settings.mongo_database])
-    await records.ensure_indexes()
+    db = client[settings.mongo_database]
+    await check_at_start(migrations.plan(db), settings)
+    records = AccountCollections.of(db)
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds, follow_redirects=False)
     )
@@ -73,13 +76,14 @@ async def build(
     # Account health: tokens kept fresh, and `account.status_changed` events relayed to
     # webhook-svc once NATS answers (account-svc serves without it; events wait meanwhile).
     await stack.enter_async_context(background(connected.keeper.run(), "token keeper"))
-    relay = relay_when_reachable(
+    await start_outbox_relay(
+        stack,
         settings,
         [records.connected_accounts],
-        "account-svc events",
-        OutboxMetrics.create(registry),
+        name="account-svc events",
+        metrics=OutboxMetrics.create(registry),
+        serves_without_nats=True,
     )
-    await stack.enter_async_context(background(relay, "outbox relay"))
 
     def register(server: grpc.aio.Server) -> None:
         account_pb2_grpc.add_AccountServiceServicer_to_server(servicer, server)

@@ -9,7 +9,7 @@ import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-from storypost_cli import admin, admin_accounts, dev, keys, sandbox, webhooks
+from storypost_cli import admin, admin_accounts, dev, keys, migrate, sandbox, webhooks
 from storypost_client.cli import app, commands, completion
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     admin_commands = admin.register(subcommands)
     webhooks.register(admin_commands)
     dev.register(subcommands)
+    migrate.register(subcommands)
     admin_accounts.register(admin_commands)
     sandbox.register(subcommands)
     commands.register(subcommands)

@@ -11,8 +11,9 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from publish_svc.listing import LISTED_FIELD, ListQuery, Position
-from publish_svc.model import OPEN, Kind, Post, Status, listed_at, post_id
+from publish_svc.model import OPEN, SERIES_FIELD, Kind, Post, Status, listed_at, post_id
 from storypost_runtime.component import component
+from storypost_runtime.migrations import Backfill
 from storypost_runtime.mongo import Document, drop_indexes, ensure_indexes
 from storypost_runtime.outbox import Event, new_record_outbox, with_event
 
@@ -27,7 +28,6 @@ RETIRED_INDEXES = ("org_due",)
 # documents it reads. No filter: `org_listed`. (No hint: the embedded stand-in answers a
 # hinted find with "no query solution".)
 ACCOUNT_FIELD = "account.socialAccountId"
-SERIES_FIELD = "seriesUuid"
 LISTING_INDEXES = (
     (SERIES_FIELD, "org_series_listed"),
     (ACCOUNT_FIELD, "org_account_listed"),
@@ -35,9 +35,6 @@ LISTING_INDEXES = (
     ("kind", "org_kind_listed"),
 )
 LISTED_INDEX = "org_listed"
-# One-time data changes done at start-up, by name (a document each in `migrations`).
-MIGRATIONS = "migrations"
-LISTED_MIGRATION = "posts.listedAt"
 
 
 @component
@@ -63,33 +60,16 @@ class PostStore:
             ],
         )
         await drop_indexes(self.posts, RETIRED_INDEXES)
-        await self.backfill_listed_at()
 
-    async def backfill_listed_at(self, batch: int = 500) -> int:
-        """Gives records stored before `listedAt` existed theirs; how many it updated. Once a
-        pass finds none left it is marked done in the `migrations` collection, so later starts
-        do not scan the posts (no index serves `$exists: false`)."""
-        migrations = self.posts.database[MIGRATIONS]
-        if await migrations.find_one({"_id": LISTED_MIGRATION}) is not None:
-            return 0
-        updated = 0
-        while True:
-            cursor = self.posts.find(
-                {LISTED_FIELD: {"$exists": False}}, {"date": 1, "createdAt": 1}
-            ).limit(batch)
-            docs = [doc async for doc in cursor]
-            for doc in docs:
-                at = listed_at(doc.get("date"), doc["createdAt"])
-                await self.posts.update_one({"_id": doc["_id"]}, {"$set": {LISTED_FIELD: at}})
-            updated += len(docs)
-            if len(docs) < batch:
-                break
-        await migrations.update_one(
-            {"_id": LISTED_MIGRATION},
-            {"$set": {"doneAt": datetime.now(UTC), "updated": updated}},
-            upsert=True,
+    def listed_at_backfill(self) -> Backfill:
+        """Gives records stored before `listedAt` existed theirs (migration step: no index
+        serves `$exists: false`, so never in the start path)."""
+        return Backfill(
+            self.posts,
+            {LISTED_FIELD: {"$exists": False}},
+            {"date": 1, "createdAt": 1},
+            lambda doc: {"$set": {LISTED_FIELD: listed_at(doc.get("date"), doc["createdAt"])}},
         )
-        return updated
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post | None:
         doc = await self.posts.find_one({"_id": post_id(kind, organization_id, post_uuid)})

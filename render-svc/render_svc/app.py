@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 from prometheus_client import CollectorRegistry
 
+from render_svc import migrations
 from render_svc.assets import Assets, load_assets
 from render_svc.blob_urls import BlobUrlMatcher
 from render_svc.blobs import OBJECT_PREFIX, BlobCache, BlobSettings, TempBlobs, sweep_forever
@@ -42,6 +43,7 @@ from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.errors import ResourceExhausted
 from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.metrics import MetricsIn
+from storypost_runtime.migrations import check_at_start
 from storypost_runtime.mongo import mongo_client
 from storypost_runtime.s3 import s3_client_kwargs, s3_session
 from storypost_runtime.service import ServiceParts
@@ -101,11 +103,12 @@ def video_settings(settings: RenderSettings) -> VideoSettings:
 async def storage(
     settings: RenderSettings, stack: AsyncExitStack
 ) -> tuple[RenderCollections, MediaStore]:
-    """The database's collections (indexes made) and the media bucket (made, with expiry)."""
+    """The database's collections (schema checked) and the media bucket (made, with expiry)."""
     client = mongo_client(settings, "render-svc")
     stack.push_async_callback(client.close)
-    records = RenderCollections.of(client[settings.mongo_database])
-    await records.ensure_indexes()
+    db = client[settings.mongo_database]
+    await check_at_start(migrations.plan(db), settings)
+    records = RenderCollections.of(db)
     s3 = await stack.enter_async_context(
         s3_session(settings).client("s3", **s3_client_kwargs(settings))
     )
@@ -215,8 +218,8 @@ def draft_quota(settings: RenderSettings, records: RenderCollections, clock: Clo
     return DraftQuota(
         records.draft_quota,
         clock,
-        settings.draft_quota,
-        timedelta(seconds=settings.draft_quota_window_seconds),
+        limit=settings.draft_quota,
+        window=timedelta(seconds=settings.draft_quota_window_seconds),
     )
 
 

@@ -12,6 +12,7 @@ from storypost_runtime.mongo import Document, drop_indexes, ensure_indexes
 
 # Renderings no longer carry events (nothing read them): their outbox index goes.
 RETIRED_INDEXES = ("outbox_pending",)
+RETIRED_QUOTA_INDEXES = ("org_slot", "org_taken")
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,7 @@ class RenderCollections:
             self.draft_folders,
             [IndexModel([*org_unique, ("name", ASCENDING)], unique=True, name="org_name")],
         )
-        await ensure_indexes(
-            self.draft_quota,
-            [
-                IndexModel([*org_unique, ("slot", ASCENDING)], unique=True, name="org_slot"),
-                IndexModel([*org_unique, ("takenAt", ASCENDING)], name="org_taken"),
-            ],
-        )
+        # The draft quota is one document per organization, found by `_id`
+        # (storypost_runtime.quota): the slot-per-document indexes go once migration step 1
+        # has folded the old documents.
+        await drop_indexes(self.draft_quota, RETIRED_QUOTA_INDEXES)

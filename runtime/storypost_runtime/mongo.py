@@ -8,7 +8,8 @@ command, so the span's parent is the caller's current span.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry.trace import TracerProvider, get_tracer
@@ -23,6 +24,9 @@ from storypost_runtime.tracing import provider_for
 Document = dict[str, Any]
 # MongoDB's IndexNotFound: another replica dropped it first.
 _INDEX_NOT_FOUND = 27
+# Set while `declared_indexes` runs a service's index method: the helpers below then note what
+# they would do instead of doing it (so an index is declared once, where it is created).
+_DECLARING: ContextVar[list[Document] | None] = ContextVar("declaring_indexes", default=None)
 
 
 def command_listeners(tracer_provider: TracerProvider | None = None) -> list[CommandListener]:
@@ -60,12 +64,20 @@ async def ensure_indexes(
     collection: AsyncCollection[Document], indexes: Sequence[IndexModel]
 ) -> None:
     """Creates the owning service's indexes; repeating it with the same definitions is a no-op."""
+    declaring = _DECLARING.get()
+    if declaring is not None:
+        declaring.extend({"collection": collection.name, **m.document} for m in indexes)
+        return
     if indexes:
         await collection.create_indexes(list(indexes))
 
 
 async def drop_indexes(collection: AsyncCollection[Document], names: Sequence[str]) -> None:
     """Drops the named indexes where they exist (replicas starting together may race)."""
+    declaring = _DECLARING.get()
+    if declaring is not None:
+        declaring.extend({"collection": collection.name, "retired": name} for name in names)
+        return
     present = await collection.index_information()
     for name in names:
         if name not in present:
@@ -75,3 +87,16 @@ async def drop_indexes(collection: AsyncCollection[Document], names: Sequence[st
         except OperationFailure as error:
             if error.code != _INDEX_NOT_FOUND:
                 raise
+
+
+async def declared_indexes(create: Callable[[], Awaitable[None]]) -> list[Document]:
+    """What `create` (a records' `ensure_indexes`, made of the helpers above) would create and
+    drop, without a call to the database: each index's definition with its collection, and each
+    retired name (storypost_runtime.migrations compares them with what was applied)."""
+    noted: list[Document] = []
+    token = _DECLARING.set(noted)
+    try:
+        await create()
+    finally:
+        _DECLARING.reset(token)
+    return noted

@@ -64,7 +64,11 @@ def test_our_services_are_built_from_deploy_docker_and_wait_for_health(
             ROOT / "deploy" / "docker" / f"{name}.Dockerfile"
         )
         for dependency, condition in service.get("depends_on", {}).items():
-            assert dependency in services and condition["condition"] == "service_healthy"
+            # The migrate run ends (docs/migrations.md); the others serve.
+            wanted = (
+                "service_completed_successfully" if dependency == "migrate" else "service_healthy"
+            )
+            assert dependency in services and condition["condition"] == wanted
         for port in service.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
     assert set(services["edge"]["depends_on"]) == {"account-svc"}
@@ -76,3 +80,14 @@ def test_every_environment_variable_is_a_setting(compose: dict[str, Any]) -> Non
         env = compose["services"][name].get("environment", {})
         unknown = set(env) - set().union(*known.values()) - OTHER_ENV
         assert not unknown, f"{name}: {unknown}"
+
+
+def test_the_schema_is_migrated_before_any_service_starts(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    migrate = services["migrate"]
+    assert migrate["command"][:3] == ["python", "-m", "storypost_cli.migrate"]
+    assert migrate["restart"] == "no" and set(migrate["depends_on"]) == {"mongo"}
+    for name in OURS - {"edge", "sandbox-net"}:
+        assert services[name]["depends_on"]["migrate"] == {
+            "condition": "service_completed_successfully"
+        }, name

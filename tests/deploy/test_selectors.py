@@ -22,14 +22,16 @@ def rendered(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]
 
 
 def template_labels(docs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """The pod labels of every Deployment and Job (the migrate Job's pods are policed too)."""
     return {
         name: d["spec"]["template"]["metadata"]["labels"]
-        for name, d in of_kind(docs, "Deployment").items()
+        for kind in ("Deployment", "Job")
+        for name, d in of_kind(docs, kind).items()
     }
 
 
 def selected(selector: dict[str, Any] | None, docs: list[dict[str, Any]]) -> set[str]:
-    """The Deployments whose pods a label selector picks."""
+    """The Deployments and Jobs whose pods a label selector picks."""
     return {n for n, labels in template_labels(docs).items() if selector_matches(selector, labels)}
 
 
@@ -105,7 +107,7 @@ def test_network_policies_select_the_pods_they_are_named_for(
     # A policy named `<deployment>-...` is about that Deployment's pods; any other policy is
     # namespace-wide (default deny, metrics) and must select every pod.
     target, docs = rendered
-    deployments = set(of_kind(docs, "Deployment"))
+    deployments = set(template_labels(docs))
     for name, policy in of_kind(docs, "NetworkPolicy").items():
         spec = policy["spec"]
         owner = next((d for d in deployments if name.startswith(f"{d}-")), None)

@@ -31,7 +31,9 @@ def test_each_component_runs_as_its_own_service_account(
     target, docs = rendered
     accounts = of_kind(docs, "ServiceAccount")
     used: dict[str, str] = {}
-    for name, deployment in of_kind(docs, "Deployment").items():
+    # The Deployments' pods and the migrate Job's.
+    workloads = of_kind(docs, "Deployment") | of_kind(docs, "Job")
+    for name, deployment in workloads.items():
         pod = deployment["spec"]["template"]["spec"]
         account = pod["serviceAccountName"]
         assert account == f"storypost-{name}", (target, name)

@@ -46,9 +46,9 @@ async def build_insights(
     clock: Clock,
     wake_relay: Callable[[], None],
 ) -> InsightsParts:
-    """The store (indexes ensured), the collector (running when enabled) and the servicer."""
+    """The store (its indexes: publish_svc.migrations), the collector (running when enabled)
+    and the servicer."""
     store = InsightStore(db, wake_relay, settings.insights_retention)
-    await store.ensure_indexes()
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds)
     )

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from publish_svc import migrations as publish_migrations
 from publish_svc.listing import NOT_A_PAGE, OTHER_QUERY
 from publish_svc.model import Kind, Status, post_id
 from publish_svc.post_params import params_doc
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.errors import InvalidArgument
+from storypost_runtime.migrations import migrate
 from storypost_runtime.mongo import Document
 from tests.unit.publish.conftest import START, Core
 from tests.unit.publish.fakes import params, photoapp_account
@@ -137,18 +139,17 @@ async def test_tokens_it_did_not_make_are_invalid_argument(core: Core) -> None:
 async def test_records_from_before_listed_at_get_it_and_the_index_serves_the_listing(
     core: Core,
 ) -> None:
-    # A database from before this version: no migration marked done, a record without it.
-    await core.db["migrations"].delete_many({})
+    # A database from before this version: the step not done, a record without it.
     old = _doc("s-legacy", None, START - DAY)
     await core.db["posts"].insert_one(old)
     await core.db["posts"].create_index([("organizationId", 1), ("dueAt", -1)], name="org_due")
-    await core.store.ensure_indexes()
+    schema = publish_migrations.plan(core.db, timedelta(days=90))
+    report = await migrate(schema, limit_seconds=60)
+    assert report.steps_run == ["1 posts.listedAt"] and report.changed == 1
     doc = await core.db["posts"].find_one({"_id": old["_id"]})
     assert doc is not None and doc["listedAt"] == START - DAY
-    # Done once: a later start does not scan the posts again.
-    marker = await core.db["migrations"].find_one({"_id": "posts.listedAt"})
-    assert marker is not None and marker["updated"] == 1
-    assert await core.store.backfill_listed_at() == 0
+    # Done once: a later run does not scan the posts again.
+    assert (await migrate(schema, limit_seconds=60)).steps_run == []
     indexes = await core.db["posts"].index_information()
     assert indexes["org_listed"]["key"] == [("organizationId", 1), ("listedAt", -1), ("_id", -1)]
     assert "org_due" not in indexes
