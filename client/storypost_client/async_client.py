@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
-from storypost_client import bulk, transport
-from storypost_client.bulk import BulkReport
+from storypost_client import bulk_plan, bulk_run, transport
+from storypost_client.bulk_run import BulkReport
 from storypost_client.client_base import ClientBase
 from storypost_client.generated.async_methods import AsyncMethods
 from storypost_client.generated.types import (
@@ -152,7 +152,7 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         answer = await self.wait_for("draft", draft_uuid, **options)
         return cast(StatusDraftResponse, answer)
 
-    # Bulk stories and drafts from a template and rows of data (storypost_client.bulk).
+    # Bulk stories and drafts from a template and rows of data (bulk_plan, then bulk_run).
 
     async def bulk_schedule_stories(
         self,
@@ -160,12 +160,12 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         rows: Iterable[Mapping[str, Any]],
         *,
         photoapp_username: str,
-        **options: Unpack[bulk.StoryRunFields],
+        **options: Unpack[bulk_run.StoryRunFields],
     ) -> BulkReport:
         """Schedules one story per row, at most `concurrency` asyncio tasks at a time; see
         `StorypostClient.bulk_schedule_stories`."""
-        plan, run = bulk.story_run(template, rows, photoapp_username, options)
-        return await bulk.run_async(self, plan, run, account=photoapp_username)
+        plan, run = bulk_run.story_run(template, rows, photoapp_username, options)
+        return await bulk_run.run_async(self, plan, run, account=photoapp_username)
 
     async def bulk_create_drafts(
         self,
@@ -174,11 +174,11 @@ class AsyncStorypostClient(ClientBase[httpx.AsyncClient], AsyncMethods):
         *,
         folder_name: str | None = None,
         name: str | None = None,
-        **run: Unpack[bulk.RunFields],
+        **run: Unpack[bulk_run.RunFields],
     ) -> BulkReport:
         """Creates one draft per row; see `StorypostClient.bulk_create_drafts`."""
-        plan = bulk.plan_drafts(template, rows, folder_name=folder_name, name=name)
-        return await bulk.run_async(self, plan, bulk.RunOptions(**run))
+        plan = bulk_plan.plan_drafts(template, rows, folder_name=folder_name, name=name)
+        return await bulk_run.run_async(self, plan, bulk_run.RunOptions(**run))
 
     # Temp blob uploads.
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from storypost_client.bulk import RowResult
+from storypost_client.bulk_run import RowResult
 
 # The results file's columns, in this order (JSON uses the same keys).
 RESULT_COLUMNS = ("row", "uuid", "status", "date", "previewUrl", "editorUrl", "warnings", "error")

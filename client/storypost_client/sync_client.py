@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
-from storypost_client import bulk, transport
-from storypost_client.bulk import BulkReport
+from storypost_client import bulk_plan, bulk_run, transport
+from storypost_client.bulk_run import BulkReport
 from storypost_client.client_base import ClientBase
 from storypost_client.generated.sync_methods import SyncMethods
 from storypost_client.generated.types import (
@@ -146,7 +146,7 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         """Waits until the draft is ready, failed or deleted (see `wait_for`)."""
         return cast(StatusDraftResponse, self.wait_for("draft", draft_uuid, **options))
 
-    # Bulk stories and drafts from a template and rows of data (storypost_client.bulk).
+    # Bulk stories and drafts from a template and rows of data (bulk_plan, then bulk_run).
 
     def bulk_schedule_stories(
         self,
@@ -154,29 +154,30 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         rows: Iterable[Mapping[str, Any]],
         *,
         photoapp_username: str,
-        **options: Unpack[bulk.StoryRunFields],
+        **options: Unpack[bulk_run.StoryRunFields],
     ) -> BulkReport:
         """Schedules one story per row: `template` with its `{{column}}` placeholders filled
         with the row's values (HTML-escaped), on `photoapp_username`, at the date in the row's
-        `at_column`, at `start + n * every` for the n-th row, or at once.
+        `at_column`, at `start + n * every` for the n-th row, in the next free slot of the queue
+        `queue_name` (or of the queue named in the row's `queue_column`), or at once.
 
         Every row is checked before anything is sent (BadRowsError lists the bad ones, unless
         `skip_bad_rows`), and the account too (ValueError when it is not connected). Each row's
-        UUID is derived from the template, its values, its date and the account, so running the
-        same rows again sends the same UUIDs and the API makes nothing twice; rows that
+        UUID is derived from the template, its values, its date (or queue) and the account, so
+        running the same rows again sends the same UUIDs and the API makes nothing twice; rows that
         `previous` results list as done are not sent at all. At most `concurrency` rows are in
         flight; a 429 pauses every row for as long as the answer asks. `progress(result, done,
         total)` is called as each row finishes; with `preview`, each row's status is polled
         until its `previewUrl` is known (at most `preview_timeout` seconds).
 
-        The keywords besides `photoapp_username` are `bulk.StoryRunFields`: the story's
-        (`at_column`, `start`, `every`, `ai_generated`, `share_to_linknet`,
-        `linknet_destination_id`; see `bulk.plan_stories`) and the run's (`skip_bad_rows`,
-        `concurrency`, `progress`, `previous`, `preview`, `preview_timeout`; their defaults
-        are `bulk.RunOptions`').
+        The keywords besides `photoapp_username` are `bulk_run.StoryRunFields`: the story's
+        (`at_column`, `start`, `every`, `queue_name`, `queue_column`, `ai_generated`,
+        `share_to_linknet`, `linknet_destination_id`; see `bulk_plan.plan_stories`) and the
+        run's (`skip_bad_rows`, `concurrency`, `progress`, `previous`, `preview`,
+        `preview_timeout`; their defaults are `bulk_run.RunOptions`').
         """
-        plan, run = bulk.story_run(template, rows, photoapp_username, options)
-        return bulk.run_sync(self, plan, run, account=photoapp_username)
+        plan, run = bulk_run.story_run(template, rows, photoapp_username, options)
+        return bulk_run.run_sync(self, plan, run, account=photoapp_username)
 
     def bulk_create_drafts(
         self,
@@ -185,14 +186,14 @@ class StorypostClient(ClientBase[httpx.Client], SyncMethods):
         *,
         folder_name: str | None = None,
         name: str | None = None,
-        **run: Unpack[bulk.RunFields],
+        **run: Unpack[bulk_run.RunFields],
     ) -> BulkReport:
         """Creates one draft per row in the gallery folder `folder_name`; `name` is a plain-text
         template of each draft's name (`"{{title}}"`). Otherwise like
         `bulk_schedule_stories` (the UUID is derived from the template, the values, the folder
         and the name template)."""
-        plan = bulk.plan_drafts(template, rows, folder_name=folder_name, name=name)
-        return bulk.run_sync(self, plan, bulk.RunOptions(**run))
+        plan = bulk_plan.plan_drafts(template, rows, folder_name=folder_name, name=name)
+        return bulk_run.run_sync(self, plan, bulk_run.RunOptions(**run))
 
     # Temp blob uploads.
 

@@ -13,6 +13,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 from pymongo.asynchronous.database import AsyncDatabase
 
+from publish_svc import migrations
 from publish_svc.account_checks import AccountChecks
 from publish_svc.accounts_client import AccountsClient
 from publish_svc.backlogs import posts_due
@@ -30,16 +31,19 @@ from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
 from publish_svc.reschedule import Rescheduler
 from publish_svc.scheduler import DueScheduler
+from publish_svc.series import SeriesService
+from publish_svc.series_store import SeriesStore
+from publish_svc.series_worker import SeriesWorker
 from publish_svc.servicer import PublishServicer
 from storypost.account.v1 import account_pb2_grpc
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
 from storypost.render.v1 import render_pb2_grpc
 from storypost_runtime.backlog import BacklogMetrics, BacklogSampler
-from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.migrations import check_at_start
 from storypost_runtime.mongo import Document, mongo_client
-from storypost_runtime.outbox import OutboxMetrics, OutboxRelay
+from storypost_runtime.outbox import OutboxMetrics, OutboxRelay, start_outbox_relay
 from storypost_runtime.service import ServiceParts
 from storypost_runtime.service_auth import caller_signer
 from storypost_runtime.tasks import background
@@ -68,16 +72,15 @@ async def storage(
     mongo = mongo_client(settings, "publish-svc")
     stack.push_async_callback(mongo.close)
     db = mongo[settings.mongo_database]
-    nats = await stack.enter_async_context(nats_connection(settings, "publish-svc"))
-    js = nats.jetstream()
-    await ensure_events_stream(js, settings)
-    relay = OutboxRelay(
+    await check_at_start(migrations.plan(db, settings.insights_retention), settings)
+    relay = await start_outbox_relay(
+        stack,
+        settings,
         [db["posts"], db[OUTBOX_COLLECTION]],
-        JetStreamPublisher(js),
+        name="publish-svc",
         metrics=OutboxMetrics.create(registry),
     )
     store = PostStore(db["posts"], relay.wake)
-    await store.ensure_indexes()
     return Storage(db, store, relay)
 
 
@@ -135,8 +138,32 @@ def scheduling(
 async def planning(stored: Storage, used: Clients, clock: Clock) -> Queues:
     """The queues of connected accounts and the slots posts take from them."""
     store = QueueStore(stored.db["queues"], stored.db["queue_slots"], stored.db["posts"])
-    await store.ensure_indexes()
     return Queues(store, used.accounts, clock)
+
+
+async def recurring(
+    settings: PublishSettings,
+    stored: Storage,
+    intake: PostIntake,
+    posts: Posts,
+    used: Clients,
+    queues: Queues,
+    clock: Clock,
+) -> tuple[SeriesService, SeriesWorker]:
+    """Series of recurring posts, and the worker that creates their next occurrences."""
+    # Its indexes are publish-svc's schema (publish_svc.migrations), built by `storypost migrate`.
+    store = SeriesStore(stored.db["series"], stored.db["series_accounts"])
+    service = SeriesService(store, stored.store, intake, posts, used.accounts, clock)
+    worker = SeriesWorker(
+        store,
+        service,
+        intake,
+        clock,
+        queues=queues,
+        lease=timedelta(seconds=settings.series_lease_seconds),
+        max_idle=timedelta(seconds=settings.series_max_idle_seconds),
+    )
+    return service, worker
 
 
 async def build(
@@ -161,14 +188,21 @@ async def build(
     )
     posts = Posts(stored.store, used.accounts, used.renderer, used.drivers, clock)
     rescheduler = Rescheduler(
-        stored.store, used.accounts, clock, settings.posting_window, scheduler.wake, queues.store
+        stored.store,
+        used.accounts,
+        clock,
+        settings.posting_window,
+        scheduler.wake,
+        queues.store,
+        queues,
     )
-    servicer = PublishServicer(intake, posts, rescheduler, queues)
+    series, series_worker = await recurring(settings, stored, intake, posts, used, queues, clock)
+    servicer = PublishServicer(intake, posts, rescheduler, queues, series)
     insights = await build_insights(
         settings, stack, stored.db, used.accounts, clock, stored.relay.wake
     )
-    await stack.enter_async_context(background(stored.relay.run(), "outbox relay"))
     await stack.enter_async_context(background(scheduler.run(), "scheduler"))
+    await stack.enter_async_context(background(series_worker.run(), "series worker"))
     checks = AccountChecks(
         stored.db["posts"], used.accounts, clock, poll_seconds=settings.account_check_poll_seconds
     )

@@ -38,6 +38,10 @@ class PublishSettings(
     # The scheduler sleeps until the next due post, but checks at least this often (a
     # safety net for posts other replicas scheduled).
     scheduler_max_idle_seconds: float = Field(default=2.0, gt=0, le=60)
+    # Series (recurring posts): how long a worker holds a series' next occurrence while it
+    # creates it (a killed worker's is taken over after this), and its longest sleep.
+    series_lease_seconds: float = Field(default=120.0, ge=1, le=3600)
+    series_max_idle_seconds: float = Field(default=10.0, gt=0, le=300)
     # A post not published within this long after its date is failed, never posted late.
     posting_window_seconds: float = Field(default=3600.0, gt=0)
     # How often a due post waiting for credits or for its rendering is looked at again.

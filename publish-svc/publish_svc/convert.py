@@ -12,6 +12,7 @@ from publish_svc.intake import Accepted, NewPost
 from publish_svc.model import Kind, Post, Status
 from publish_svc.post_params import Params, SocialParams
 from publish_svc.queues import Queue
+from publish_svc.series import RepeatAsked, SeriesView, Target
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.protobuf import timestamp, to_datetime
 from storypost_runtime.vocabulary import proto_name
@@ -67,8 +68,48 @@ def post_pb(post: Post) -> pb.Post:
     )
 
 
-def accepted_pb(result: Accepted) -> pb.ScheduleResponse:
-    return pb.ScheduleResponse(post=post_pb(result.post), warnings=result.warnings)
+def accepted_pb(result: Accepted, series_uuid: str = "") -> pb.ScheduleResponse:
+    return pb.ScheduleResponse(
+        post=post_pb(result.post), warnings=result.warnings, series_uuid=series_uuid
+    )
+
+
+def repeat_asked(request: Any) -> RepeatAsked | None:
+    """A schedule request's `repeat` (None when it has none)."""
+    if not request.HasField("repeat"):
+        return None
+    repeat: pb.Repeat = request.repeat
+    return RepeatAsked(
+        every=repeat.every,
+        count=repeat.count,
+        until=moment_of(repeat, "until"),
+        variants=[
+            {
+                "text": v.text,
+                "caption": v.caption,
+                "title": v.title,
+                "description": v.description,
+            }
+            for v in repeat.variants
+        ],
+    )
+
+
+def series_pb(view: SeriesView) -> pb.Series:
+    return pb.Series(
+        series_uuid=view.series_uuid,
+        kind=KIND_PB[view.kind],
+        status=view.status.value,
+        occurrences=[
+            pb.SeriesOccurrence(
+                post_uuid=o.post_uuid,
+                date=timestamp(o.date),
+                status=STATUS_PB[o.status] if o.status else pb.POST_STATUS_FAILED,
+            )
+            for o in view.occurrences
+        ],
+        next_date=timestamp(view.next_date),
+    )
 
 
 def new_post[P: Params](request: Any, post_uuid: str, params: P) -> NewPost[P]:
@@ -80,6 +121,10 @@ def new_post[P: Params](request: Any, post_uuid: str, params: P) -> NewPost[P]:
         params=params,
         queue_name=request.queue_name,
     )
+
+
+def target_of(request: Any, account: str) -> Target:
+    return Target(account, getattr(request, "post_type", ""))
 
 
 def queue_pb(queue: Queue) -> pb.Queue:

@@ -18,7 +18,15 @@ from publish_svc.accounts_client import (
     social_ref,
 )
 from publish_svc.events import status_event
-from publish_svc.model import TRACEPARENT_FIELD, Kind, Post, Status, post_id
+from publish_svc.model import (
+    RENDERING_FIELD,
+    SERIES_FIELD,
+    TRACEPARENT_FIELD,
+    Kind,
+    Post,
+    Status,
+    post_id,
+)
 from publish_svc.post_params import (
     ClipappParams,
     LinknetDestination,
@@ -70,6 +78,11 @@ class NewPost[P: Params]:
     params: P
     # A queue of the account to take the date from (the earliest free slot); "" for none.
     queue_name: str = ""
+    # The series the post belongs to (publish_svc/series.py); "" for none.
+    series_uuid: str = ""
+    # A stored rendering to reuse instead of rendering `design` (a series' occurrence of an
+    # `html` design reuses the first post's); "" to render the design.
+    rendering_id: str = ""
 
     @property
     def kind(self) -> Kind:
@@ -254,13 +267,17 @@ class PostIntake:
         # The queue is looked up before rendering (an unknown one costs no render); its slot
         # is taken after, once the design is accepted.
         queue = await self._queue(new, account) if new.queue_name else None
-        rendering = await self.renderer.prepare(
-            new.organization_id,
-            record_id,
-            new.design,
-            new.kind,
-            min_duration_seconds=(post_type.min_duration_seconds if post_type else 0.0),
-            max_duration_seconds=(post_type.max_duration_seconds if post_type else 0.0),
+        rendering = (
+            await self.renderer.get(new.organization_id, new.rendering_id)
+            if new.rendering_id
+            else await self.renderer.prepare(
+                new.organization_id,
+                record_id,
+                new.design,
+                new.kind,
+                min_duration_seconds=(post_type.min_duration_seconds if post_type else 0.0),
+                max_duration_seconds=(post_type.max_duration_seconds if post_type else 0.0),
+            )
         )
         _check_media(_media(rendering), params, post_type)
         if queue is None or self.queues is None:
@@ -319,6 +336,10 @@ class PostIntake:
             "attempts": 0,
             "progress": {},
         }
+        if new.series_uuid:
+            doc[SERIES_FIELD] = new.series_uuid
+        if new.rendering_id:
+            doc[RENDERING_FIELD] = new.rendering_id
         # The call's trace, so that processing the post later (its events, their webhook
         # deliveries) joins it; none when tracing is off.
         traceparent = current_traceparent()
@@ -342,7 +363,7 @@ class PostIntake:
 
         async def finish() -> None:
             try:
-                await self.renderer.finish(post.organization_id, post.id)
+                await self.renderer.finish(post.organization_id, post.rendering_id)
             except grpc.aio.AioRpcError as error:
                 log.warning("finish not started", post=post.id, code=error.code().name)
 

@@ -23,6 +23,10 @@ Status = PostStatus
 # The W3C traceparent of the schedule call (optional: records of calls made with tracing off,
 # or before it was stored, have none).
 TRACEPARENT_FIELD = "traceparent"
+# The series a post belongs to (its UUID), and the rendering it reuses (absent: its own, named
+# by the post's id), when it is an occurrence of a series (publish_svc/series.py).
+SERIES_FIELD = "seriesUuid"
+RENDERING_FIELD = "renderingId"
 
 FINAL = FINAL_STATUSES
 OPEN = tuple(status.value for status in OPEN_STATUSES)
@@ -105,8 +109,15 @@ class Post:
     traceparent: str | None = None
     # Who holds the post's lease: the attempt that claimed it (see scheduler.py).
     lease_holder: str | None = None
-    # The series it belongs to (none yet: series come later; ListPosts filters on it).
+    # The series it belongs to (ListPosts filters on it).
     series_uuid: str | None = None
+    # The rendering it posts, when it reuses another post's (None: its own, under its id).
+    reused_rendering: str | None = None
+
+    @property
+    def rendering_id(self) -> str:
+        """The id of the rendering render-svc holds for it."""
+        return self.reused_rendering or self.id
 
     @property
     def deadline_base(self) -> datetime:
@@ -148,5 +159,6 @@ class Post:
             render_error=doc.get("renderError"),
             traceparent=doc.get(TRACEPARENT_FIELD),
             lease_holder=doc.get("leaseOwner"),
-            series_uuid=doc.get("seriesUuid"),
+            series_uuid=doc.get(SERIES_FIELD),
+            reused_rendering=doc.get(RENDERING_FIELD),
         )

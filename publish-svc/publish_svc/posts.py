@@ -20,6 +20,8 @@ from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
 
 RETRY_CANCEL_SECONDS = 60.0
+# A cancel refused because the post is being uploaded or published right now.
+CANCEL_IN_PROGRESS = "CANCEL_IN_PROGRESS"
 NOUN = {
     Kind.STORY: "story post",
     Kind.REEL: "reel post",
@@ -67,7 +69,7 @@ class Posts:
         instead of storing it.
         """
         try:
-            rendering = await self.renderer.get(post.organization_id, post.id)
+            rendering = await self.renderer.get(post.organization_id, post.rendering_id)
         except grpc.aio.AioRpcError:
             return post
         if not rendering.preview_url:
@@ -86,7 +88,7 @@ class Posts:
                 f"the {NOUN[kind]} is being uploaded or published right now and cannot be "
                 "canceled; retry in a minute (it stays as it is until a retry succeeds)",
                 retry_after_seconds=RETRY_CANCEL_SECONDS,
-                reason="CANCEL_IN_PROGRESS",
+                reason=CANCEL_IN_PROGRESS,
             )
         if kind is Kind.SOCIAL and not await self._platform_reachable(post):
             raise ResourceExhausted(
@@ -118,7 +120,7 @@ class Posts:
         raise ResourceExhausted(
             f"the {NOUN[kind]} is being published right now; retry in a minute",
             retry_after_seconds=RETRY_CANCEL_SECONDS,
-            reason="CANCEL_IN_PROGRESS",
+            reason=CANCEL_IN_PROGRESS,
         )
 
     @staticmethod

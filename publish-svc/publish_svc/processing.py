@@ -9,7 +9,6 @@ or an unreachable account-svc in between leaves the debt on the record, and `set
 
 from __future__ import annotations
 
-import random
 from collections.abc import Awaitable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import KW_ONLY, field
@@ -39,6 +38,7 @@ from publish_svc.progress import ANSWER_GRACE, StoredProgress, TooLate, Unsettle
 from publish_svc.records import PostStore
 from publish_svc.render_client import RenderClient
 from storypost.render.v1 import render_pb2 as rpb
+from storypost_runtime.backoff import PLATFORM_RETRY
 from storypost_runtime.clock import Clock, iso_utc
 from storypost_runtime.component import component
 from storypost_runtime.leases import renewing
@@ -54,7 +54,6 @@ class DriverLookup(Protocol):
 
 
 RENDER_RECHECK = timedelta(seconds=1)
-MAX_BACKOFF = timedelta(minutes=5)
 # A credit debt the publishing replica did not pay at once is looked at again after this.
 CREDIT_RETRY = timedelta(seconds=10)
 CREDIT_BATCH = 20
@@ -203,13 +202,13 @@ class PostProcessor:
         await self._conclude(post, outcome, sent=sent)
 
     async def _rendered_media(self, post: Post) -> Media | None:
-        rendering = await self.renderer.get(post.organization_id, post.id)
+        rendering = await self.renderer.get(post.organization_id, post.rendering_id)
         if rendering.state == rpb.RENDERING_STATE_FAILED:
             await self._fail(post, f"rendering failed: {rendering.error_message}")
             return None
         if rendering.state != rpb.RENDERING_STATE_FINISHED:
             if rendering.state == rpb.RENDERING_STATE_PREPARED:
-                await self.renderer.finish(post.organization_id, post.id)
+                await self.renderer.finish(post.organization_id, post.rendering_id)
             await self.store.release(
                 post.id, self._holder(post), due_at=self.clock.now() + RENDER_RECHECK
             )
@@ -408,8 +407,7 @@ class PostProcessor:
         come past the deadline. `sent`: this attempt sent an irreversible call (the post as
         claimed does not show it): it may have been published, so it is looked up later."""
         now = self.clock.now()
-        delay = min(MAX_BACKOFF, timedelta(seconds=2 ** min(post.attempts, 10)))
-        delay = delay * (0.5 + random.random())  # noqa: S311 - jitter, not security
+        delay = timedelta(seconds=PLATFORM_RETRY.delay(post.attempts + 1))
         if outcome.retry_after_seconds:
             delay = max(delay, timedelta(seconds=outcome.retry_after_seconds))
         if now + delay > self.deadline(post) and not (sent or post.progress.get("irreversible")):

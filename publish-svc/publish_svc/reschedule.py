@@ -19,7 +19,8 @@ from publish_svc.events import rescheduled_event
 from publish_svc.listing import LISTED_FIELD
 from publish_svc.model import Kind, Post, Status, post_id
 from publish_svc.posts import NOUN
-from publish_svc.queues import QueueStore
+from publish_svc.queue_times import invalid
+from publish_svc.queues import Queues, QueueStore, Taken
 from publish_svc.records import PHASE_FIELD, PostStore
 from storypost.account.v1 import account_pb2 as apb
 from storypost_runtime.clock import Clock
@@ -53,20 +54,40 @@ class Rescheduler:
     wake_scheduler: Callable[[], None]
     # Queue slots: a post moved off its slot gives it back.
     slots: QueueStore | None = None
+    # Where a post moved into a queue takes its new date (none: queueName is refused).
+    queues: Queues | None = None
 
     async def reschedule(
-        self, kind: Kind, organization_id: str, post_uuid: str, date: datetime
+        self,
+        kind: Kind,
+        organization_id: str,
+        post_uuid: str,
+        date: datetime | None,
+        *,
+        queue_name: str = "",
     ) -> Post:
+        _date_or_queue(date, queue_name)
         post = await self.store.get(kind, organization_id, post_uuid)
         if post is None:
             raise NotFound(f"{NOUN[kind]} {post_uuid} not found")
         self._refuse_unmovable(post)
         now = self.clock.now()
-        self._check_date(post, date, now)
+        if date is not None:
+            self._check_date(post, date, now)
         ref, label = account_ref(post)
         # The account must still be connected, as when it was scheduled (400 naming it).
-        await self.accounts.connected(organization_id, ref, label)
-        moved = await self._move(post, date, now)
+        account = await self.accounts.connected(organization_id, ref, label)
+        slot = await self._take_slot(post, account, queue_name) if queue_name else None
+        new_date = slot.at if slot is not None else date
+        assert new_date is not None  # _date_or_queue: one of them
+        try:
+            moved = await self._move(post, new_date, now)
+        except BaseException:
+            if slot is not None and self.queues is not None:
+                await self.queues.store.release(slot.id, post.id)
+            raise
+        if moved is None and slot is not None and self.queues is not None:
+            await self.queues.store.release(slot.id, post.id)
         if moved is None:
             # It changed between the read and the move: say where it stands now.
             current = await self.store.get(kind, organization_id, post_uuid)
@@ -77,11 +98,20 @@ class Rescheduler:
                 reason=BEING_PUBLISHED,
             )
         self.store.wake_relay()
-        if self.slots is not None:
+        if self.slots is not None and slot is None:
             await self.slots.release_post(moved.id)
         if moved.due_at <= now:
             self.wake_scheduler()
         return moved
+
+    async def _take_slot(self, post: Post, account: apb.ConnectedAccount, queue_name: str) -> Taken:
+        """The earliest free slot of the account's queue, taken for the post (its old slot,
+        if it had one, is given back first: a post holds one slot)."""
+        if self.queues is None:
+            raise invalid("queueName", "queues are not available here")
+        queue = await self.queues.get(post.organization_id, account.social_account_id, queue_name)
+        await self.queues.store.release_post(post.id)
+        return await self.queues.take(post.organization_id, queue, account, post.id)
 
     def _check_date(self, post: Post, date: datetime, now: datetime) -> None:
         """The date rules of scheduling: never more than the window in the past (the post
@@ -141,3 +171,16 @@ class Rescheduler:
             query, update, projection={"outbox": 0}, return_document=ReturnDocument.AFTER
         )
         return Post.from_doc(doc) if doc else None
+
+
+def _date_or_queue(date: datetime | None, queue_name: str) -> None:
+    """A move names its new date or a queue to take it from: one of them (400 naming both)."""
+    if (date is None) == (not queue_name):
+        given = "both" if date is not None else "neither"
+        raise InvalidArgument(
+            f"give either date or queueName ({given} was given)",
+            field_violations={
+                "date": ["give date or queueName, not both"],
+                "queueName": ["give date or queueName, not both"],
+            },
+        )

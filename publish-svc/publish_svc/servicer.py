@@ -14,19 +14,23 @@ from publish_svc.convert import (
     new_post,
     post_pb,
     queue_pb,
+    repeat_asked,
+    series_pb,
     stamps,
+    target_of,
 )
-from publish_svc.intake import PostIntake
+from publish_svc.intake import NewPost, PostIntake
 from publish_svc.listing import ListQuery
 from publish_svc.model import Kind
-from publish_svc.post_params import ClipappParams, ReelParams, SocialParams, StoryParams
+from publish_svc.post_params import ClipappParams, Params, ReelParams, SocialParams, StoryParams
 from publish_svc.posts import Posts
 from publish_svc.queues import Queues
 from publish_svc.reschedule import Rescheduler
+from publish_svc.series import SeriesService
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.component import component
-from storypost_runtime.errors import InvalidArgument
+from storypost_runtime.errors import InvalidArgument, NotFound
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -37,29 +41,39 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
     posts: Posts
     rescheduler: Rescheduler
     queues: Queues
+    # Series of recurring posts (none: a `repeat` is refused).
+    series: SeriesService | None = None
 
     async def ScheduleStory(
         self, request: pb.ScheduleStoryRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.story_post_uuid, StoryParams.of_request(request))
+        if repeated := await self._series(new, request, request.photoapp_username):
+            return repeated
         return accepted_pb(await self.intake.story(new, request.photoapp_username))
 
     async def ScheduleReel(
         self, request: pb.ScheduleReelRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.reel_post_uuid, ReelParams.of_request(request))
+        if repeated := await self._series(new, request, request.photoapp_username):
+            return repeated
         return accepted_pb(await self.intake.reel(new, request.photoapp_username))
 
     async def ScheduleClipappPost(
         self, request: pb.ScheduleClipappPostRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.clipapp_post_uuid, ClipappParams.of_request(request))
+        if repeated := await self._series(new, request, request.clipapp_account_id):
+            return repeated
         return accepted_pb(await self.intake.clipapp(new, request.clipapp_account_id))
 
     async def ScheduleSocialPost(
         self, request: pb.ScheduleSocialPostRequest, context: Context
     ) -> pb.ScheduleResponse:
         new = new_post(request, request.social_post_uuid, SocialParams.of_request(request))
+        if repeated := await self._series(new, request, request.social_account_id):
+            return repeated
         return accepted_pb(
             await self.intake.social(new, request.social_account_id, request.post_type)
         )
@@ -114,12 +128,13 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
         kind = KIND_OF_PB.get(request.kind)
         if kind is None:
             raise InvalidArgument("kind must be one of story, reel, clipapp, social")
-        date = moment_of(request, "date")
-        if date is None:
-            raise InvalidArgument("date is required")
         return post_pb(
             await self.rescheduler.reschedule(
-                kind, request.organization_id, request.post_uuid, date
+                kind,
+                request.organization_id,
+                request.post_uuid,
+                moment_of(request, "date"),
+                queue_name=request.queue_name,
             )
         )
 
@@ -155,6 +170,33 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
             ref.organization_id, ref.social_account_id, ref.queue_name, request.count or 10
         )
         return pb.PreviewQueueResponse(slots=stamps(slots))
+
+    async def GetSeries(self, request: pb.SeriesRef, context: Context) -> pb.Series:
+        return series_pb(
+            await self._series_service().view(request.organization_id, request.series_uuid)
+        )
+
+    async def CancelSeries(self, request: pb.SeriesRef, context: Context) -> pb.Series:
+        return series_pb(
+            await self._series_service().cancel(request.organization_id, request.series_uuid)
+        )
+
+    def _series_service(self) -> SeriesService:
+        if self.series is None:
+            raise NotFound("series are not available here")
+        return self.series
+
+    async def _series(
+        self, new: NewPost[Params], request: Any, account: str
+    ) -> pb.ScheduleResponse | None:
+        """A schedule call with a `repeat` starts a series (None: it has none)."""
+        asked = repeat_asked(request)
+        if asked is None:
+            return None
+        if self.series is None:
+            raise InvalidArgument("repeat: recurring posts are not available here")
+        accepted, series = await self.series.start(new, target_of(request, account), asked)
+        return accepted_pb(accepted, series)
 
     # The Get* and Cancel* methods differ only in the kind.
     async def _get(self, kind: Kind, request: pb.GetPostRequest) -> pb.Post:

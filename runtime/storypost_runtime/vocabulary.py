@@ -88,6 +88,14 @@ STORY_STATUSES: tuple[PostStatus, ...] = tuple(
 )
 
 
+class SeriesStatus(StrEnum):
+    """A series of recurring posts' status, as status-series spells it."""
+
+    ACTIVE = "active"
+    FINISHED = "finished"
+    CANCELED = "canceled"
+
+
 class DraftStatus(StrEnum):
     """A draft's status, as the API spells it."""
 

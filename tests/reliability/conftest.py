@@ -92,6 +92,8 @@ def reliability_env(redirector: PageServer, receiver_certs: Any) -> dict[str, st
         "STORYPOST_AUTH_CACHE_SECONDS": "1",
         # A crashed publish-svc's posts are taken over after 10 s (production: 60 s).
         "STORYPOST_SCHEDULER_LEASE_SECONDS": "10",
+        # A crashed publish-svc's series occurrence is taken over after 10 s (production: 120 s).
+        "STORYPOST_SERIES_LEASE_SECONDS": "10",
         "STORYPOST_RENDER_SETTLE_SECONDS": "5",
         "STORYPOST_RENDER_ALLOWED_HOSTS": f"127.0.0.1:{redirector.port}",
         "STORYPOST_RENDER_RESUME_INTERVAL_SECONDS": "2",

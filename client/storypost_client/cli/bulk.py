@@ -1,7 +1,7 @@
 """`storypost story bulk` and `storypost draft bulk`: one story or draft per row of a data file.
 
-The work is the SDK's (`storypost_client.bulk`): this module reads the files, shows progress,
-writes the results file and prints the summary.
+The work is the SDK's (`storypost_client.bulk_plan` and `bulk_run`): this module reads the
+files, shows progress, writes the results file and prints the summary.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from storypost_client.cli.session import add_command
 
 if TYPE_CHECKING:
     from storypost_client import StorypostClient
-    from storypost_client.bulk import BulkProgress, BulkReport, RowResult, RunFields
+    from storypost_client.bulk_run import BulkProgress, BulkReport, RowResult, RunFields
 
 
 def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
@@ -33,6 +33,8 @@ def story_bulk(client: StorypostClient, args: argparse.Namespace) -> int:
             at_column=args.at,
             start=args.start,
             every=args.every,
+            queue_name=args.queue,
+            queue_column=args.queue_column,
             **inputs.story_fields(args),
             **run,
         )
@@ -87,8 +89,8 @@ def _files(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]], Path, l
 
 
 def _finish(report: BulkReport, results: Path, *, json_output: bool) -> int:
-    from storypost_client.bulk import FAILED
     from storypost_client.bulk_files import result_record, write_results
+    from storypost_client.bulk_run import FAILED
 
     write_results(results, report.results)
     counts = report.counts()
@@ -205,10 +207,13 @@ def register(commands: Subparsers) -> None:
         help="one story per row of a data file",
         description="Schedules one story per row: the template's {{column}} placeholders "
         "filled with the row's values (HTML-escaped). Each row's UUID comes from the "
-        "template, the row, its date and the account: running it again makes nothing twice.",
+        "template, the row, its date (or queue) and the account: running it again makes "
+        "nothing twice.",
         epilog=example(
             "storypost story bulk --template page.html --data rows.csv --account alice "
-            "--start 2026-12-01T09:00:00Z --every 1d"
+            "--start 2026-12-01T09:00:00Z --every 1d",
+            "storypost story bulk --template page.html --data rows.csv --account alice "
+            "--queue default",
         ),
     )
     _common_bulk_options(story)
@@ -217,6 +222,14 @@ def register(commands: Subparsers) -> None:
     when.add_argument("--at", metavar="COLUMN", help="the column holding each row's date")
     when.add_argument(
         "--start", metavar="ISO", help="the first row's date (with --every), e.g. 2026-07-01T09:00Z"
+    )
+    when.add_argument(
+        "--queue",
+        metavar="NAME",
+        help="each row takes the next free slot of this queue of the account (queue list)",
+    )
+    when.add_argument(
+        "--queue-column", metavar="COLUMN", help="the column holding each row's queue name"
     )
     story.add_argument("--every", metavar="DURATION", help="between rows: 1d, 6h, 1h30m, 90s")
     inputs.add_story_options(story, "them")

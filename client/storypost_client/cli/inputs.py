@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from storypost_client.polling import KindName
 
 DEFAULT_WAIT_SECONDS = 900.0
+# The keys of a schedule answer that `finish` adds to the final status it prints.
+_KEPT = ("warnings", "seriesUuid", "date")
 
 
 def add_page_options(parser: argparse.ArgumentParser) -> None:
@@ -79,8 +81,9 @@ def add_date_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def parse_at(text: str | None) -> datetime | None:
-    """--at: an ISO 8601 date-time with an offset (a time without a zone is ambiguous)."""
+def parse_at(text: str | None, option: str = "--at") -> datetime | None:
+    """--at (or another date `option`): an ISO 8601 date-time with an offset (a time without a
+    zone is ambiguous); ValueError names the option."""
     from storypost_client.isodate import parse_iso
 
     if text is None:
@@ -88,10 +91,20 @@ def parse_at(text: str | None) -> datetime | None:
     try:
         when = parse_iso(text)
     except ValueError:
-        raise ValueError(f"--at {text!r}: not an ISO 8601 date-time") from None
+        raise ValueError(f"{option} {text!r}: not an ISO 8601 date-time") from None
     if when.tzinfo is None:
-        raise ValueError(f"--at {text!r}: no UTC offset; add Z or +HH:MM")
+        raise ValueError(f"{option} {text!r}: no UTC offset; add Z or +HH:MM")
     return when
+
+
+def utc_at(text: str | None, option: str) -> str | None:
+    """A date option (`parse_at`) as the API's ISO 8601 date-time in UTC (`…Z`)."""
+    from datetime import timezone
+
+    when = parse_at(text, option)
+    if when is None:
+        return None
+    return when.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def add_wait_options(parser: argparse.ArgumentParser, final: str) -> None:
@@ -103,7 +116,8 @@ def add_wait_options(parser: argparse.ArgumentParser, final: str) -> None:
         type=float,
         default=DEFAULT_WAIT_SECONDS,
         metavar="SECONDS",
-        help="give up waiting after this long, counted from --at when given (default 900)",
+        help="give up waiting after this long, counted from --at or the queue's slot when "
+        "given (default 900)",
     )
 
 
@@ -143,6 +157,8 @@ def finish(
         return 0
     seconds = args.wait_timeout
     at = parse_at(getattr(args, "at", None))
+    if at is None and getattr(args, "queue", None) and isinstance(answer.get("date"), str):
+        at = parse_at(answer["date"], "the queue's date")
     if at is not None:
         seconds += max(0.0, (at - datetime.now(timezone.utc)).total_seconds())
     last: list[str] = []
@@ -156,7 +172,7 @@ def finish(
                 last[:] = [current]
 
         final = client.wait_for(kind, uuid, timeout=seconds, on_status=on_status)
-    if "warnings" in answer:
-        final = {**final, "warnings": answer["warnings"]}
+    # What only the schedule answer tells: warnings, the series, the date a queue gave.
+    final = {**final, **{key: answer[key] for key in _KEPT if key in answer}}
     render.result(final, json_output=args.json)
     return 0 if final.get("status") == KINDS[kind].success_state else EXIT_NOT_PUBLISHED

@@ -5,7 +5,6 @@ and posting queues."""
 from __future__ import annotations
 
 import argparse
-from datetime import timezone
 from typing import TYPE_CHECKING, Any, get_args
 
 from storypost_client.cli import inputs, render
@@ -37,8 +36,8 @@ def list_posts(client: StorypostClient, args: argparse.Namespace) -> int:
             kind=args.kind,
             status=args.status,
             social_account_id=args.account,
-            from_=_at(args.since, "--from"),
-            to=_at(args.until, "--to"),
+            from_=inputs.utc_at(args.since, "--from"),
+            to=inputs.utc_at(args.until, "--to"),
             series_uuid=args.series,
             limit=args.limit,
             cursor=cursor,
@@ -58,7 +57,7 @@ def list_posts(client: StorypostClient, args: argparse.Namespace) -> int:
 
 
 def reschedule(client: StorypostClient, args: argparse.Namespace) -> int:
-    when = _at(args.at, "--at")
+    when = inputs.utc_at(args.at, "--at")
     assert when is not None  # --at is required
     answer = client.reschedule_post(kind=args.kind, uuid=args.uuid, date=when)
     render.result(dict(answer), json_output=args.json)
@@ -120,17 +119,6 @@ def _slots(given: list[str] | None) -> list[Any]:
     if not slots:
         raise ValueError("give at least one --slot WEEKDAY=HH:MM")
     return slots
-
-
-def _at(text: str | None, option: str) -> str | None:
-    """An ISO 8601 date-time with offset, sent in UTC; ValueError names the option."""
-    try:
-        when = inputs.parse_at(text)
-    except ValueError as error:
-        raise ValueError(str(error).replace("--at", option)) from None
-    if when is None:
-        return None
-    return when.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def register(commands: Subparsers) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, get_args
 
-from storypost_client.cli import inputs, render
+from storypost_client.cli import inputs, render, series
 from storypost_client.cli.parsing import SAMPLE_UUID, Subparsers, example
 from storypost_client.cli.session import add_command, command_group
 from storypost_client.cli.spinner import rendering
@@ -20,17 +20,22 @@ PRIVACY_LEVELS: tuple[str, ...] = get_args(PrivacyLevel)
 
 
 class _Page(TypedDict):
-    """The fields every schedule procedure takes from the same options: the page and --at."""
+    """The fields every schedule procedure takes from the same options: the page, --at or
+    --queue, and --repeat (`storypost_client.cli.series`)."""
 
     html: str | None
     url: str | None
     date: str | None
+    queue_name: str | None
+    repeat: dict[str, Any] | None
 
 
 def schedule(client: StorypostClient, args: argparse.Namespace) -> int:
     kind = _KINDS[args.kind]
+    when = series.when(args)
+    repeat = series.repeat(args, kind.text_fields)
     html, url = inputs.page(args)
-    page = _Page(html=html, url=url, date=_date(args))
+    page = _Page(html=html, url=url, **when, repeat=repeat)
     with rendering(kind.schedule_procedure):
         answer = kind.send(client, args, page)
     return inputs.finish(client, args, args.kind, answer[kind.uuid_field], dict(answer))
@@ -102,11 +107,6 @@ def cancel(client: StorypostClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _date(args: argparse.Namespace) -> str | None:
-    at = inputs.parse_at(args.at)
-    return None if at is None else at.isoformat().replace("+00:00", "Z")
-
-
 def register(commands: Subparsers) -> None:
     for name, kind in _KINDS.items():
         actions = command_group(
@@ -126,6 +126,7 @@ def register(commands: Subparsers) -> None:
         p.add_argument("--account", required=True, metavar="ID", help=kind.account_help)
         p.add_argument("--uuid", help="the post's UUID (default: a new one)")
         inputs.add_date_option(p, "publish")
+        series.add_options(p, kind.text_fields)
         inputs.add_wait_options(p, "executed, failed or canceled")
         kind.add_options(p)
         p.set_defaults(kind=name)
@@ -198,6 +199,8 @@ class _Kind:
     uuid_field: str
     send: Callable[[StorypostClient, argparse.Namespace, _Page], Mapping[str, Any]]
     add_options: Callable[[argparse.ArgumentParser], None]
+    # Its text fields, which a series' variants give (the catalog's); --variant gives the first.
+    text_fields: tuple[str, ...] = ()
 
 
 _KINDS = {
@@ -221,6 +224,7 @@ _KINDS = {
         "reelPostUuid",
         _send_reel,
         _reel_options,
+        ("caption",),
     ),
     "clipapp": _Kind(
         "clipapp posts",
@@ -232,6 +236,7 @@ _KINDS = {
         "clipappPostUuid",
         _send_clipapp,
         _clipapp_options,
+        ("description", "title"),
     ),
     "social": _Kind(
         "posts on any connected platform",
@@ -243,5 +248,6 @@ _KINDS = {
         "socialPostUuid",
         _send_social,
         _social_options,
+        ("text",),
     ),
 }

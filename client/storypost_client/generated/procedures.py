@@ -40,6 +40,8 @@ ProcedureName = Literal[
     "list-queues",
     "preview-queue",
     "delete-queue",
+    "status-series",
+    "cancel-series",
     "get-post-insights",
     "list-account-insights",
 ]
@@ -243,6 +245,20 @@ PROCEDURES: Final[Mapping[str, ProcedureInfo]] = {
     "delete-queue": ProcedureInfo(
         name="delete-queue",
         summary="Deletes a posting queue.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "status-series": ProcedureInfo(
+        name="status-series",
+        summary="Returns where a series of recurring posts stands.",
+        idempotent=True,
+        client_timeout_seconds=30.0,
+        render_input=False,
+    ),
+    "cancel-series": ProcedureInfo(
+        name="cancel-series",
+        summary="Stops a series and cancels its posts not yet started.",
         idempotent=True,
         client_timeout_seconds=30.0,
         render_input=False,

@@ -12,6 +12,7 @@ from storypost_client.generated.types import (
     CancelClipappPostResponse,
     CancelPhotoappReelResponse,
     CancelPhotoappStoryResponse,
+    CancelSeriesResponse,
     CancelSocialPostResponse,
     CreateConnectLinkResponse,
     CreateDraftResponse,
@@ -40,6 +41,7 @@ from storypost_client.generated.types import (
     StatusDraftResponse,
     StatusPhotoappReelResponse,
     StatusPhotoappStoryResponse,
+    StatusSeriesResponse,
     StatusSocialPostResponse,
     UploadTempBlobResponse,
 )
@@ -442,6 +444,7 @@ class SyncMethods:
         share_to_linknet: bool | None = None,
         linknet_destination_id: str | int | None = None,
         queue_name: str | None = None,
+        repeat: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> SchedulePhotoappStoryResponse:
         """Renders a page and schedules it as a story on a connected photoapp account.
@@ -491,6 +494,17 @@ class SyncMethods:
         rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
         both); a repeated UUID takes no second slot.
 
+        **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+        duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+        occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one
+        included) or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2,
+        ...) after this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure
+        answers once it is created (at most 24 hours before its date). `variants` rotate in order
+        over the occurrences after the first. A page given by `url` is rendered again for each
+        occurrence; one given by `html` is rendered once. At most 10 active series per account (HTTP
+        400 naming `repeat` beyond). The same call again answers the same `seriesUuid` and creates
+        nothing. `status-series` and `cancel-series` follow the series.
+
         `POST {base_url}/schedule-photoapp-story` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -508,6 +522,7 @@ class SyncMethods:
             linknet_destination_id: Linknet destination to cross-post to when `shareToLinknet` is
                 true; it must be linked to the account. Omitted means the first linked one.
             queue_name: A queue of the post's account to take the date from (not with `date`).
+            repeat: Repeats the post as a series (recurring posts).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -520,6 +535,7 @@ class SyncMethods:
             shareToLinknet=share_to_linknet,
             linknetDestinationId=linknet_destination_id,
             queueName=queue_name,
+            repeat=None if repeat is None else dict(repeat),
         )
         answer = self._call("schedule-photoapp-story", body, timeout)
         return cast(SchedulePhotoappStoryResponse, answer)
@@ -592,6 +608,7 @@ class SyncMethods:
         ai_generated: bool | None = None,
         share_to_linknet: bool | None = None,
         queue_name: str | None = None,
+        repeat: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> SchedulePhotoappReelResponse:
         """Renders a video page and schedules it as a reel on a connected photoapp account.
@@ -630,6 +647,17 @@ class SyncMethods:
         rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
         both); a repeated UUID takes no second slot.
 
+        **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+        duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+        occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one
+        included) or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2,
+        ...) after this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure
+        answers once it is created (at most 24 hours before its date). `variants` rotate in order
+        over the occurrences after the first. A page given by `url` is rendered again for each
+        occurrence; one given by `html` is rendered once. At most 10 active series per account (HTTP
+        400 naming `repeat` beyond). The same call again answers the same `seriesUuid` and creates
+        nothing. `status-series` and `cancel-series` follow the series.
+
         `POST {base_url}/schedule-photoapp-reel` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -648,6 +676,7 @@ class SyncMethods:
             ai_generated: Marks the reel as AI-generated.
             share_to_linknet: Let the linknet network recommend the reel. Default `true`.
             queue_name: A queue of the post's account to take the date from (not with `date`).
+            repeat: Repeats the post as a series (recurring posts).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -661,6 +690,7 @@ class SyncMethods:
             aiGenerated=ai_generated,
             shareToLinknet=share_to_linknet,
             queueName=queue_name,
+            repeat=None if repeat is None else dict(repeat),
         )
         answer = self._call("schedule-photoapp-reel", body, timeout)
         return cast(SchedulePhotoappReelResponse, answer)
@@ -736,6 +766,7 @@ class SyncMethods:
         ai_generated: bool | None = None,
         auto_audio: bool | None = None,
         queue_name: str | None = None,
+        repeat: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> ScheduleClipappPostResponse:
         """Renders a page and schedules it as a post on a directly connected clipapp account.
@@ -781,6 +812,17 @@ class SyncMethods:
         rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
         both); a repeated UUID takes no second slot.
 
+        **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+        duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+        occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one
+        included) or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2,
+        ...) after this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure
+        answers once it is created (at most 24 hours before its date). `variants` rotate in order
+        over the occurrences after the first. A page given by `url` is rendered again for each
+        occurrence; one given by `html` is rendered once. At most 10 active series per account (HTTP
+        400 naming `repeat` beyond). The same call again answers the same `seriesUuid` and creates
+        nothing. `status-series` and `cancel-series` follow the series.
+
         `POST {base_url}/schedule-clipapp-post` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -806,6 +848,7 @@ class SyncMethods:
             ai_generated: Mark the post as AI-generated. Default `false`.
             auto_audio: Let the network add audio to a photo post. Default `false`.
             queue_name: A queue of the post's account to take the date from (not with `date`).
+            repeat: Repeats the post as a series (recurring posts).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -826,6 +869,7 @@ class SyncMethods:
             aiGenerated=ai_generated,
             autoAudio=auto_audio,
             queueName=queue_name,
+            repeat=None if repeat is None else dict(repeat),
         )
         answer = self._call("schedule-clipapp-post", body, timeout)
         return cast(ScheduleClipappPostResponse, answer)
@@ -894,6 +938,7 @@ class SyncMethods:
         options: Mapping[str, Any] | None = None,
         date: str | datetime | None = None,
         queue_name: str | None = None,
+        repeat: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> ScheduleSocialPostResponse:
         """Renders a page and schedules it as a post on any connected social account.
@@ -944,6 +989,17 @@ class SyncMethods:
         rendered, and the answer adds that `date`. Giving both is an expected error (HTTP 400 naming
         both); a repeated UUID takes no second slot.
 
+        **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+        duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+        occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one
+        included) or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2,
+        ...) after this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure
+        answers once it is created (at most 24 hours before its date). `variants` rotate in order
+        over the occurrences after the first. A page given by `url` is rendered again for each
+        occurrence; one given by `html` is rendered once. At most 10 active series per account (HTTP
+        400 naming `repeat` beyond). The same call again answers the same `seriesUuid` and creates
+        nothing. `status-series` and `cancel-series` follow the series.
+
         `POST {base_url}/schedule-social-post` (retried on 429/502/503/504; read timeout 120 s).
 
         Args:
@@ -961,6 +1017,7 @@ class SyncMethods:
             date: When to publish; omitted or past means as soon as rendering is complete. A
                 timezone-aware `datetime` is sent as UTC.
             queue_name: A queue of the post's account to take the date from (not with `date`).
+            repeat: Repeats the post as a series (recurring posts).
             timeout: Read timeout in seconds (default 120).
         """
         body = body_of(
@@ -973,6 +1030,7 @@ class SyncMethods:
             options=None if options is None else dict(options),
             date=None if date is None else iso_date(date),
             queueName=queue_name,
+            repeat=None if repeat is None else dict(repeat),
         )
         answer = self._call("schedule-social-post", body, timeout)
         return cast(ScheduleSocialPostResponse, answer)
@@ -1103,18 +1161,20 @@ class SyncMethods:
         *,
         kind: Kind,
         uuid: str,
-        date: str | datetime,
+        date: str | datetime | None = None,
+        queue_name: str | None = None,
         timeout: float | None = None,
     ) -> ReschedulePostResponse:
         """Moves a scheduled post to another date.
 
-        Moves a post that is still `scheduled`, and not being published, to `date`. The checks of
-        scheduling apply again: a `date` more than 60 minutes in the past is refused (the post could
-        never be published in time), a social post's `date` must be in the future (a social post is
-        `scheduled` only while its date is ahead), and the account must still be connected. The
-        60-minute window then counts from the new date. The post's status event
-        (`photoapp_story_post.status_changed`, `social_post.status_changed`, …) is sent again with
-        `status: scheduled` and the new `date`.
+        Moves a post that is still `scheduled`, and not being published, to `date`, or to the
+        earliest free slot of the queue `queueName` of its account (give one of them: both or
+        neither is an expected error, HTTP 400 naming both). The checks of scheduling apply again: a
+        `date` more than 60 minutes in the past is refused (the post could never be published in
+        time), a social post's `date` must be in the future (a social post is `scheduled` only while
+        its date is ahead), and the account must still be connected. The 60-minute window then
+        counts from the new date. The post's status event (`photoapp_story_post.status_changed`,
+        `social_post.status_changed`, …) is sent again with `status: scheduled` and the new `date`.
 
         **Errors:** a post that is no longer `scheduled` (`in-progress`, `executed`, `failed`,
         `canceled`), or that a scheduler is publishing right now, is an expected error (HTTP 400)
@@ -1129,13 +1189,16 @@ class SyncMethods:
         Args:
             kind: The post's kind.
             uuid: The post's UUID (as its schedule call named it).
-            date: The new date. A timezone-aware `datetime` is sent as UTC.
+            date: The new date (not with `queueName`). A timezone-aware `datetime` is sent as UTC.
+            queue_name: A queue of the post's account: the post takes its earliest free slot (not
+                with `date`).
             timeout: Read timeout in seconds (default 30).
         """
         body = body_of(
             kind=kind,
             uuid=uuid,
             date=None if date is None else iso_date(date),
+            queueName=queue_name,
         )
         answer = self._call("reschedule-post", body, timeout)
         return cast(ReschedulePostResponse, answer)
@@ -1270,6 +1333,61 @@ class SyncMethods:
         )
         answer = self._call("delete-queue", body, timeout)
         return cast(DeleteQueueResponse, answer)
+
+    def status_series(
+        self,
+        *,
+        series_uuid: str,
+        timeout: float | None = None,
+    ) -> StatusSeriesResponse:
+        """Returns where a series of recurring posts stands.
+
+        Returns a series (started by a schedule procedure given `repeat`): its status, its posts
+        created so far with their dates and statuses, and the date of the next one. Each post is
+        created at most 24 hours before its date. An occurrence that could not be created (the
+        account was disconnected meanwhile) is listed as `failed`.
+
+        **Errors:** an unknown series is an expected error (HTTP 400).
+
+        `POST {base_url}/status-series` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            series_uuid: The series.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            seriesUuid=series_uuid,
+        )
+        answer = self._call("status-series", body, timeout)
+        return cast(StatusSeriesResponse, answer)
+
+    def cancel_series(
+        self,
+        *,
+        series_uuid: str,
+        timeout: float | None = None,
+    ) -> CancelSeriesResponse:
+        """Stops a series and cancels its posts not yet started.
+
+        Stops the series (no further post is created) and cancels each of its posts that is still
+        `scheduled`; published posts, and those being published, are kept. The answer is the series
+        as `status-series` gives it, `canceled`.
+
+        **Idempotency:** canceling a canceled series succeeds again.
+
+        **Errors:** an unknown series is an expected error (HTTP 400).
+
+        `POST {base_url}/cancel-series` (retried on 429/502/503/504; read timeout 30 s).
+
+        Args:
+            series_uuid: The series.
+            timeout: Read timeout in seconds (default 30).
+        """
+        body = body_of(
+            seriesUuid=series_uuid,
+        )
+        answer = self._call("cancel-series", body, timeout)
+        return cast(CancelSeriesResponse, answer)
 
     def get_post_insights(
         self,

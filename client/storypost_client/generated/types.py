@@ -417,6 +417,9 @@ class SchedulePhotoappStoryRequest(TypedDict):
     #: A queue of the post's account to take the date from (not with `date`).
     queueName: NotRequired[str]
 
+    #: Repeats the post as a series (recurring posts).
+    repeat: NotRequired[dict[str, Any]]
+
 
 class SchedulePhotoappStoryResponse(TypedDict):
     """Success answer of `schedule-photoapp-story`. New keys may appear at any time; ignore the ones
@@ -435,6 +438,9 @@ class SchedulePhotoappStoryResponse(TypedDict):
 
     #: The date the post took from its queue; only with `queueName`.
     date: NotRequired[str]
+
+    #: The series the post starts; only with `repeat`.
+    seriesUuid: NotRequired[str]
 
 
 class StatusPhotoappStoryRequest(TypedDict):
@@ -515,6 +521,9 @@ class SchedulePhotoappReelRequest(TypedDict):
     #: A queue of the post's account to take the date from (not with `date`).
     queueName: NotRequired[str]
 
+    #: Repeats the post as a series (recurring posts).
+    repeat: NotRequired[dict[str, Any]]
+
 
 class SchedulePhotoappReelResponse(TypedDict):
     """Success answer of `schedule-photoapp-reel`. New keys may appear at any time; ignore the ones
@@ -533,6 +542,9 @@ class SchedulePhotoappReelResponse(TypedDict):
 
     #: The date the post took from its queue; only with `queueName`.
     date: NotRequired[str]
+
+    #: The series the post starts; only with `repeat`.
+    seriesUuid: NotRequired[str]
 
 
 class StatusPhotoappReelRequest(TypedDict):
@@ -631,6 +643,9 @@ class ScheduleClipappPostRequest(TypedDict):
     #: A queue of the post's account to take the date from (not with `date`).
     queueName: NotRequired[str]
 
+    #: Repeats the post as a series (recurring posts).
+    repeat: NotRequired[dict[str, Any]]
+
 
 class ScheduleClipappPostResponse(TypedDict):
     """Success answer of `schedule-clipapp-post`. New keys may appear at any time; ignore the ones
@@ -649,6 +664,9 @@ class ScheduleClipappPostResponse(TypedDict):
 
     #: The date the post took from its queue; only with `queueName`.
     date: NotRequired[str]
+
+    #: The series the post starts; only with `repeat`.
+    seriesUuid: NotRequired[str]
 
 
 class StatusClipappPostRequest(TypedDict):
@@ -726,6 +744,9 @@ class ScheduleSocialPostRequest(TypedDict):
     #: A queue of the post's account to take the date from (not with `date`).
     queueName: NotRequired[str]
 
+    #: Repeats the post as a series (recurring posts).
+    repeat: NotRequired[dict[str, Any]]
+
 
 class ScheduleSocialPostResponse(TypedDict):
     """Success answer of `schedule-social-post`. New keys may appear at any time; ignore the ones
@@ -745,6 +766,9 @@ class ScheduleSocialPostResponse(TypedDict):
 
     #: The date the post took from its queue; only with `queueName`.
     date: NotRequired[str]
+
+    #: The series the post starts; only with `repeat`.
+    seriesUuid: NotRequired[str]
 
 
 class StatusSocialPostRequest(TypedDict):
@@ -881,8 +905,11 @@ class ReschedulePostRequest(TypedDict):
     #: The post's UUID (as its schedule call named it).
     uuid: str
 
-    #: The new date.
-    date: str
+    #: The new date (not with `queueName`).
+    date: NotRequired[str]
+
+    #: A queue of the post's account: the post takes its earliest free slot (not with `date`).
+    queueName: NotRequired[str]
 
 
 class ReschedulePostResponse(TypedDict):
@@ -1039,6 +1066,73 @@ class DeleteQueueResponse(TypedDict):
 
     #: Whether there was such a queue.
     deleted: bool
+
+
+class StatusSeriesRequest(TypedDict):
+    """Request body of `status-series`."""
+
+    #: The series.
+    seriesUuid: str
+
+
+class Occurrence(TypedDict):
+    """A `Occurrence` record."""
+
+    #: The post's UUID (its status procedure takes it).
+    uuid: str
+
+    #: The post's date.
+    date: str
+
+    #: Where the post stands.
+    status: PostStatus
+
+
+class StatusSeriesResponse(TypedDict):
+    """Success answer of `status-series`. New keys may appear at any time; ignore the ones you do
+    not know.
+    """
+
+    #: The series.
+    seriesUuid: str
+
+    #: `active` while posts are still to be created, `finished` once the last one is, `canceled`
+    #: after `cancel-series`.
+    status: Literal["active", "finished", "canceled"]
+
+    #: The series' posts created so far, in order.
+    occurrences: list[Occurrence]
+
+    #: The date of the next post not created yet; absent when none is planned or it takes a queue's
+    #: slot when created.
+    nextDate: NotRequired[str]
+
+
+class CancelSeriesRequest(TypedDict):
+    """Request body of `cancel-series`."""
+
+    #: The series.
+    seriesUuid: str
+
+
+class CancelSeriesResponse(TypedDict):
+    """Success answer of `cancel-series`. New keys may appear at any time; ignore the ones you do
+    not know.
+    """
+
+    #: The series.
+    seriesUuid: str
+
+    #: `active` while posts are still to be created, `finished` once the last one is, `canceled`
+    #: after `cancel-series`.
+    status: Literal["active", "finished", "canceled"]
+
+    #: The series' posts created so far, in order.
+    occurrences: list[Occurrence]
+
+    #: The date of the next post not created yet; absent when none is planned or it takes a queue's
+    #: slot when created.
+    nextDate: NotRequired[str]
 
 
 class GetPostInsightsRequest(TypedDict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
 from edge.catalog.queues import queued
+from edge.catalog.series import repeated
 
 _POST_UUID = "54ba01fa-7f90-4e90-95c7-961c8cd5ceee"
 _POST = f.Subject("clipappPostUuid", "clipapp post", _POST_UUID, "clipapp")
@@ -17,7 +18,6 @@ def _flag(description: str) -> f.Schema:
 SCHEDULE_CLIPAPP_POST = f.schedule_procedure(
     _POST,
     name="schedule-clipapp-post",
-    rpc="storypost.publish.v1.PublishService/ScheduleClipappPost",
     summary="Renders a page and schedules it as a post on a directly connected clipapp account.",
     doc=(
         "Renders the page (a video post when the design has video, a photo post otherwise) "
@@ -84,7 +84,6 @@ SCHEDULE_CLIPAPP_POST = f.schedule_procedure(
 STATUS_CLIPAPP_POST = f.post_status_procedure(
     _POST,
     name="status-clipapp-post",
-    rpc="storypost.publish.v1.PublishService/GetClipappPost",
     summary="Returns the status of a clipapp post.",
     doc=(
         "Returns where a clipapp post stands: `scheduled` (queued, or the media is still "
@@ -103,7 +102,6 @@ STATUS_CLIPAPP_POST = f.post_status_procedure(
 CANCEL_CLIPAPP_POST = f.final_status_procedure(
     _POST,
     name="cancel-clipapp-post",
-    rpc="storypost.publish.v1.PublishService/CancelClipappPost",
     summary="Cancels a scheduled or in-progress clipapp post.",
     doc=(
         "Cancels a clipapp post that is `scheduled` or `in-progress`; it becomes "
@@ -113,7 +111,8 @@ CANCEL_CLIPAPP_POST = f.final_status_procedure(
 )
 
 PROCEDURES: tuple[Procedure, ...] = (
-    queued(SCHEDULE_CLIPAPP_POST),  # takes queueName too (catalog/queues.py)
+    # Takes queueName and repeat too (catalog/queues.py, catalog/series.py).
+    repeated(queued(SCHEDULE_CLIPAPP_POST), ("title", "description")),
     STATUS_CLIPAPP_POST,
     CANCEL_CLIPAPP_POST,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
 from edge.catalog.queues import queued
+from edge.catalog.series import repeated
 from storypost_runtime import vocabulary
 from storypost_runtime.vocabulary import PostStatus
 
@@ -17,7 +18,6 @@ _REEL = f.Subject("reelPostUuid", "reel post", _REEL_UUID, "photoapp")
 SCHEDULE_PHOTOAPP_STORY = f.schedule_procedure(
     _STORY,
     name="schedule-photoapp-story",
-    rpc="storypost.publish.v1.PublishService/ScheduleStory",
     summary="Renders a page and schedules it as a story on a connected photoapp account.",
     doc=(
         "Renders the page into an image story, or into a video story when its "
@@ -74,7 +74,6 @@ SCHEDULE_PHOTOAPP_STORY = f.schedule_procedure(
 STATUS_PHOTOAPP_STORY = f.post_status_procedure(
     _STORY,
     name="status-photoapp-story",
-    rpc="storypost.publish.v1.PublishService/GetStory",
     summary="Returns the status and preview of a story post.",
     doc=(
         "Returns where a story post stands: `scheduled`, `executed`, `failed` (with "
@@ -95,7 +94,6 @@ STATUS_PHOTOAPP_STORY = f.post_status_procedure(
 CANCEL_PHOTOAPP_STORY = f.uuid_procedure(
     _STORY,
     name="cancel-photoapp-story",
-    rpc="storypost.publish.v1.PublishService/CancelStory",
     summary="Cancels a scheduled story post.",
     doc=(
         "Cancels a story post that is still `scheduled`; it becomes `canceled` and the "
@@ -113,7 +111,6 @@ CANCEL_PHOTOAPP_STORY = f.uuid_procedure(
 SCHEDULE_PHOTOAPP_REEL = f.schedule_procedure(
     _REEL,
     name="schedule-photoapp-reel",
-    rpc="storypost.publish.v1.PublishService/ScheduleReel",
     summary="Renders a video page and schedules it as a reel on a connected photoapp account.",
     doc=(
         "Renders the page into a video and schedules it as a reel on the connected photoapp "
@@ -154,7 +151,6 @@ SCHEDULE_PHOTOAPP_REEL = f.schedule_procedure(
 STATUS_PHOTOAPP_REEL = f.post_status_procedure(
     _REEL,
     name="status-photoapp-reel",
-    rpc="storypost.publish.v1.PublishService/GetReel",
     summary="Returns the status of a reel post.",
     doc=(
         "Returns where a reel post stands: `scheduled` (queued, or the video is still "
@@ -171,7 +167,6 @@ STATUS_PHOTOAPP_REEL = f.post_status_procedure(
 CANCEL_PHOTOAPP_REEL = f.final_status_procedure(
     _REEL,
     name="cancel-photoapp-reel",
-    rpc="storypost.publish.v1.PublishService/CancelReel",
     summary="Cancels a scheduled reel post.",
     doc=(
         "Cancels a reel post that is still `scheduled`; it becomes `canceled`.\n\n"
@@ -183,10 +178,11 @@ CANCEL_PHOTOAPP_REEL = f.final_status_procedure(
 )
 
 PROCEDURES: tuple[Procedure, ...] = (
-    queued(SCHEDULE_PHOTOAPP_STORY),  # takes queueName too (catalog/queues.py)
+    # Take queueName and repeat too (catalog/queues.py, catalog/series.py).
+    repeated(queued(SCHEDULE_PHOTOAPP_STORY), ()),
     STATUS_PHOTOAPP_STORY,
     CANCEL_PHOTOAPP_STORY,
-    queued(SCHEDULE_PHOTOAPP_REEL),  # takes queueName too (catalog/queues.py)
+    repeated(queued(SCHEDULE_PHOTOAPP_REEL), ("caption",)),
     STATUS_PHOTOAPP_REEL,
     CANCEL_PHOTOAPP_REEL,
 )

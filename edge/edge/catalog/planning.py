@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from edge.catalog import fragments as f
-from edge.catalog import queues
+from edge.catalog import queues, series
 from edge.catalog.model import Procedure
 from storypost_runtime.vocabulary import PostKind
 
@@ -62,7 +62,6 @@ def _listed_post() -> f.Schema:
 
 LIST_POSTS = Procedure(
     name="list-posts",
-    rpc="storypost.publish.v1.PublishService/ListPosts",
     summary="Lists the organization's posts of every kind, newest date first, a page at a time.",
     doc=(
         "Lists the posts of the organization (stories, reels, clipapp and social posts), "
@@ -141,10 +140,11 @@ LIST_POSTS = Procedure(
 
 RESCHEDULE_POST = Procedure(
     name="reschedule-post",
-    rpc="storypost.publish.v1.PublishService/ReschedulePost",
     summary="Moves a scheduled post to another date.",
     doc=(
-        "Moves a post that is still `scheduled`, and not being published, to `date`. The "
+        "Moves a post that is still `scheduled`, and not being published, to `date`, or to "
+        "the earliest free slot of the queue `queueName` of its account (give one of them: "
+        "both or neither is an expected error, HTTP 400 naming both). The "
         "checks of scheduling apply again: a `date` more than 60 minutes in the past is "
         "refused (the post could never be published in time), a social post's `date` must "
         "be in the future (a social post is `scheduled` only while its date is ahead), and "
@@ -163,9 +163,15 @@ RESCHEDULE_POST = Procedure(
         {
             "kind": _kind("The post's kind."),
             "uuid": f.uuid("The post's UUID (as its schedule call named it)."),
-            "date": f.date_time("The new date."),
+            "date": f.date_time("The new date (not with `queueName`)."),
+            "queueName": f.string(
+                "A queue of the post's account: the post takes its earliest free slot "
+                "(not with `date`).",
+                min_length=1,
+                max_length=queues.NAME_MAX_CHARS,
+            ),
         },
-        ("kind", "uuid", "date"),
+        ("kind", "uuid"),
     ),
     output_schema=f.output_object(
         {
@@ -186,5 +192,10 @@ RESCHEDULE_POST = Procedure(
     tags=("planning",),
 )
 
-# The queues' procedures follow (edge/catalog/queues.py).
-PROCEDURES: tuple[Procedure, ...] = (LIST_POSTS, RESCHEDULE_POST, *queues.PROCEDURES)
+# The queues' and the series' procedures follow (edge/catalog/queues.py, series.py).
+PROCEDURES: tuple[Procedure, ...] = (
+    LIST_POSTS,
+    RESCHEDULE_POST,
+    *queues.PROCEDURES,
+    *series.PROCEDURES,
+)

@@ -95,7 +95,6 @@ _EXAMPLE_QUEUE = {
 
 SET_QUEUE = Procedure(
     name="set-queue",
-    rpc="storypost.publish.v1.PublishService/SetQueue",
     summary="Creates or replaces a posting queue of a connected account.",
     doc=(
         "A queue is a named set of weekly slots of one connected account "
@@ -135,7 +134,6 @@ SET_QUEUE = Procedure(
 
 LIST_QUEUES = Procedure(
     name="list-queues",
-    rpc="storypost.publish.v1.PublishService/ListQueues",
     summary="Lists the organization's posting queues.",
     doc=(
         "Lists the queues of the organization, of one connected account when "
@@ -154,7 +152,6 @@ LIST_QUEUES = Procedure(
 
 PREVIEW_QUEUE = Procedure(
     name="preview-queue",
-    rpc="storypost.publish.v1.PublishService/PreviewQueue",
     summary="The dates the next posts scheduled into a queue would get.",
     doc=(
         "Answers the queue's next `count` free slots, earliest first, in UTC: the dates the "
@@ -182,7 +179,6 @@ PREVIEW_QUEUE = Procedure(
 
 DELETE_QUEUE = Procedure(
     name="delete-queue",
-    rpc="storypost.publish.v1.PublishService/DeleteQueue",
     summary="Deletes a posting queue.",
     doc=(
         "Deletes the queue; posts that took its slots keep their dates. `deleted` says whether "

@@ -273,13 +273,22 @@ def _component(
     schema: dict[str, Any], name: str, owner: str, named: dict[str, Any]
 ) -> dict[str, str]:
     """A `$ref` to `schema` under `name` in `named` (under `owner + name` when `name` is
-    another schema's already)."""
-    schema = _named_parts(schema, name, named)
-    if name in named and named[name] != schema:
-        name = owner + name
-        if name in named and named[name] != schema:
-            raise ValueError(f"two different schemas would be called {name}")
-    named[name] = schema
+    another schema's already; its own parts are then named under that longer name, so the
+    parts of two schemas of one name, such as each schedule procedure's `repeat`, differ)."""
+    trial = dict(named)
+    try:
+        parts: dict[str, Any] | None = _named_parts(copy.deepcopy(schema), name, trial)
+    except ValueError:
+        parts = None
+    if parts is not None and (name not in trial or trial[name] == parts):
+        named.update(trial)
+        named[name] = parts
+        return {"$ref": f"#/components/schemas/{name}"}
+    name = owner + name
+    parts = _named_parts(schema, name, named)
+    if name in named and named[name] != parts:
+        raise ValueError(f"two different schemas would be called {name}")
+    named[name] = parts
     return {"$ref": f"#/components/schemas/{name}"}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from edge.catalog import fragments as f
 from edge.catalog.model import Procedure
 from edge.catalog.queues import queued
+from edge.catalog.series import repeated
 
 _POST_UUID = "6e3ad904-5df2-4afb-a744-18c526bb4e39"
 _POST = f.Subject("socialPostUuid", "social post", _POST_UUID, "social")
@@ -20,7 +21,6 @@ def _account_id() -> f.Schema:
 SCHEDULE_SOCIAL_POST = f.schedule_procedure(
     _POST,
     name="schedule-social-post",
-    rpc="storypost.publish.v1.PublishService/ScheduleSocialPost",
     summary="Renders a page and schedules it as a post on any connected social account.",
     doc=(
         "Renders the page and schedules it as a post of type `postType` on the account "
@@ -89,7 +89,6 @@ SCHEDULE_SOCIAL_POST = f.schedule_procedure(
 STATUS_SOCIAL_POST = f.post_status_procedure(
     _POST,
     name="status-social-post",
-    rpc="storypost.publish.v1.PublishService/GetSocialPost",
     summary="Returns the status and permalink of a social post.",
     doc=(
         "Returns where a social post stands: `scheduled` (the date has not come), "
@@ -123,7 +122,6 @@ STATUS_SOCIAL_POST = f.post_status_procedure(
 CANCEL_SOCIAL_POST = f.final_status_procedure(
     _POST,
     name="cancel-social-post",
-    rpc="storypost.publish.v1.PublishService/CancelSocialPost",
     summary="Cancels a scheduled or in-progress social post.",
     doc=(
         "Cancels a social post that is `scheduled` or `in-progress`; it becomes `canceled` "
@@ -137,7 +135,8 @@ CANCEL_SOCIAL_POST = f.final_status_procedure(
 )
 
 PROCEDURES: tuple[Procedure, ...] = (
-    queued(SCHEDULE_SOCIAL_POST),  # takes queueName too (catalog/queues.py)
+    # Takes queueName and repeat too (catalog/queues.py, catalog/series.py).
+    repeated(queued(SCHEDULE_SOCIAL_POST), ("text",)),
     STATUS_SOCIAL_POST,
     CANCEL_SOCIAL_POST,
 )

@@ -22,6 +22,7 @@ from edge.web.pages.editor import DraftStatus, EditorPage
 from edge.web.pages.gallery import GalleryPage
 from edge.web.pages.insights import AccountInsightsPage, PostInsightsPage
 from edge.web.pages.posts import PostPage, PostsPage
+from edge.web.pages.queues import QueuesPage
 from edge.web.pages.users import ProfilePage, UsersPage
 from edge.web.pages.webhooks import WebhooksPage
 from edge.web.static_files import STATIC_ROUTE, StaticFiles
@@ -75,6 +76,7 @@ def mount(app: falcon.App, web: Web, static: StaticFiles) -> None:
     app.add_route(f"{ORG}/accounts", AccountsPage(web))
     app.add_route(f"{ORG}/accounts/callback", ConnectCallbackPage(web))
     app.add_route(f"{ORG}/accounts/{{social_account_id}}/insights", AccountInsightsPage(web))
+    app.add_route(f"{ORG}/accounts/{{social_account_id}}/queues", QueuesPage(web))
     app.add_route(f"{ORG}/settings", SettingsHome())
     app.add_route(f"{ORG}/settings/credentials", CredentialsPage(web))
     app.add_route(f"{ORG}/settings/webhooks", WebhooksPage(web))

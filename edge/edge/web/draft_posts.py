@@ -63,6 +63,44 @@ def find_posts(
     return DraftPosts(posts, story_uuid(organization_id, draft_uuid, MAX_POSTS))
 
 
+def next_story_uuids(
+    publish: publish_pb2_grpc.PublishServiceStub, organization_id: str, draft_uuids: list[str]
+) -> dict[str, str]:
+    """`find_posts`' next UUID of each draft, asked for in rounds: n = 1 of every draft at once,
+    then n = 2 of those that had a story 1, and so on (usually one or two rounds). A draft
+    whose stories cannot be looked up now gets none."""
+    found: dict[str, str] = {}
+    waiting = list(draft_uuids)
+    for n in range(1, MAX_POSTS + 1):
+        calls = [
+            (
+                draft_uuid,
+                story_uuid(organization_id, draft_uuid, n),
+                publish.GetStory.future(
+                    publish_pb2.GetPostRequest(
+                        organization_id=organization_id,
+                        post_uuid=story_uuid(organization_id, draft_uuid, n),
+                    )
+                ),
+            )
+            for draft_uuid in waiting
+        ]
+        waiting = []
+        for draft_uuid, post_uuid, call in calls:
+            try:
+                call.result()
+            except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.NOT_FOUND:
+                    found[draft_uuid] = post_uuid
+                continue
+            waiting.append(draft_uuid)
+        if not waiting:
+            break
+    for draft_uuid in waiting:
+        found[draft_uuid] = story_uuid(organization_id, draft_uuid, MAX_POSTS)
+    return found
+
+
 def user_post_after(
     posts: DraftPosts, current: render_pb2.DraftUserPost.ValueType
 ) -> render_pb2.DraftUserPost.ValueType:

@@ -11,6 +11,7 @@ import type {
   CancelClipappPostResponse,
   CancelPhotoappReelResponse,
   CancelPhotoappStoryResponse,
+  CancelSeriesResponse,
   CancelSocialPostResponse,
   CreateConnectLinkResponse,
   CreateDraftResponse,
@@ -37,6 +38,7 @@ import type {
   StatusDraftResponse,
   StatusPhotoappReelResponse,
   StatusPhotoappStoryResponse,
+  StatusSeriesResponse,
   StatusSocialPostResponse,
   UploadTempBlobResponse,
 } from "./types.js";
@@ -118,6 +120,18 @@ export interface SchedulePhotoappStoryFields {
   linknetDestinationId?: string | number;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: {
+    /**
+     * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+     * `queueName`: each post takes the queue's next free slot.
+     */
+    every?: string;
+    /** How many posts in all, this one included (not with `until`). */
+    count?: number;
+    /** No post after this instant (not with `count`). */
+    until?: string;
+  };
 }
 
 /** Parameters of `schedulePhotoappStory` (the request body of `schedule-photoapp-story`). */
@@ -153,6 +167,23 @@ export interface SchedulePhotoappReelFields {
   shareToLinknet?: boolean;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: {
+    /**
+     * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+     * `queueName`: each post takes the queue's next free slot.
+     */
+    every?: string;
+    /** How many posts in all, this one included (not with `until`). */
+    count?: number;
+    /** No post after this instant (not with `count`). */
+    until?: string;
+    /** Rotated in order over the posts after the first. */
+    variants?: {
+      /** The occurrence's `caption`. */
+      caption?: string;
+    }[];
+  };
 }
 
 /** Parameters of `schedulePhotoappReel` (the request body of `schedule-photoapp-reel`). */
@@ -204,6 +235,25 @@ export interface ScheduleClipappPostFields {
   autoAudio?: boolean;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: {
+    /**
+     * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+     * `queueName`: each post takes the queue's next free slot.
+     */
+    every?: string;
+    /** How many posts in all, this one included (not with `until`). */
+    count?: number;
+    /** No post after this instant (not with `count`). */
+    until?: string;
+    /** Rotated in order over the posts after the first. */
+    variants?: {
+      /** The occurrence's `title`. */
+      title?: string;
+      /** The occurrence's `description`. */
+      description?: string;
+    }[];
+  };
 }
 
 /** Parameters of `scheduleClipappPost` (the request body of `schedule-clipapp-post`). */
@@ -244,6 +294,23 @@ export interface ScheduleSocialPostFields {
   date?: string | Date;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: {
+    /**
+     * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+     * `queueName`: each post takes the queue's next free slot.
+     */
+    every?: string;
+    /** How many posts in all, this one included (not with `until`). */
+    count?: number;
+    /** No post after this instant (not with `count`). */
+    until?: string;
+    /** Rotated in order over the posts after the first. */
+    variants?: {
+      /** The occurrence's `text`. */
+      text?: string;
+    }[];
+  };
 }
 
 /** Parameters of `scheduleSocialPost` (the request body of `schedule-social-post`). */
@@ -290,8 +357,10 @@ export interface ReschedulePostParams {
   kind: "story" | "reel" | "clipapp" | "social";
   /** The post's UUID (as its schedule call named it). */
   uuid: string;
-  /** The new date. A `Date` is sent in UTC. */
-  date: string | Date;
+  /** The new date (not with `queueName`). A `Date` is sent in UTC. */
+  date?: string | Date;
+  /** A queue of the post's account: the post takes its earliest free slot (not with `date`). */
+  queueName?: string;
 }
 
 /** Parameters of `setQueue` (the request body of `set-queue`). */
@@ -333,6 +402,18 @@ export interface DeleteQueueParams {
   socialAccountId: string;
   /** The queue's name. */
   queueName: string;
+}
+
+/** Parameters of `statusSeries` (the request body of `status-series`). */
+export interface StatusSeriesParams {
+  /** The series. */
+  seriesUuid: string;
+}
+
+/** Parameters of `cancelSeries` (the request body of `cancel-series`). */
+export interface CancelSeriesParams {
+  /** The series. */
+  seriesUuid: string;
 }
 
 /** Parameters of `getPostInsights` (the request body of `get-post-insights`). */
@@ -687,6 +768,17 @@ export abstract class StorypostMethods {
    * adds that `date`. Giving both is an expected error (HTTP 400 naming both); a repeated UUID
    * takes no second slot.
    *
+   * **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+   * duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+   * occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one included)
+   * or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2, ...) after
+   * this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure answers once it
+   * is created (at most 24 hours before its date). `variants` rotate in order over the occurrences
+   * after the first. A page given by `url` is rendered again for each occurrence; one given by
+   * `html` is rendered once. At most 10 active series per account (HTTP 400 naming `repeat`
+   * beyond). The same call again answers the same `seriesUuid` and creates nothing. `status-series`
+   * and `cancel-series` follow the series.
+   *
    * `POST {baseUrl}/schedule-photoapp-story` (retried on 429/502/503/504; read timeout 120 s).
    */
   schedulePhotoappStory(
@@ -788,6 +880,17 @@ export abstract class StorypostMethods {
    * the post takes the queue's earliest free slot far enough ahead to be rendered, and the answer
    * adds that `date`. Giving both is an expected error (HTTP 400 naming both); a repeated UUID
    * takes no second slot.
+   *
+   * **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+   * duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+   * occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one included)
+   * or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2, ...) after
+   * this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure answers once it
+   * is created (at most 24 hours before its date). `variants` rotate in order over the occurrences
+   * after the first. A page given by `url` is rendered again for each occurrence; one given by
+   * `html` is rendered once. At most 10 active series per account (HTTP 400 naming `repeat`
+   * beyond). The same call again answers the same `seriesUuid` and creates nothing. `status-series`
+   * and `cancel-series` follow the series.
    *
    * `POST {baseUrl}/schedule-photoapp-reel` (retried on 429/502/503/504; read timeout 120 s).
    */
@@ -891,6 +994,17 @@ export abstract class StorypostMethods {
    * the post takes the queue's earliest free slot far enough ahead to be rendered, and the answer
    * adds that `date`. Giving both is an expected error (HTTP 400 naming both); a repeated UUID
    * takes no second slot.
+   *
+   * **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+   * duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+   * occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one included)
+   * or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2, ...) after
+   * this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure answers once it
+   * is created (at most 24 hours before its date). `variants` rotate in order over the occurrences
+   * after the first. A page given by `url` is rendered again for each occurrence; one given by
+   * `html` is rendered once. At most 10 active series per account (HTTP 400 naming `repeat`
+   * beyond). The same call again answers the same `seriesUuid` and creates nothing. `status-series`
+   * and `cancel-series` follow the series.
    *
    * `POST {baseUrl}/schedule-clipapp-post` (retried on 429/502/503/504; read timeout 120 s).
    */
@@ -998,6 +1112,17 @@ export abstract class StorypostMethods {
    * adds that `date`. Giving both is an expected error (HTTP 400 naming both); a repeated UUID
    * takes no second slot.
    *
+   * **Recurring posts:** `repeat` makes the post the first of a series: `every` (an ISO 8601
+   * duration in whole days or weeks, `P1D` to `P52W`; omitted with `queueName`, when each
+   * occurrence takes the queue's next free slot), and `count` (2 to 365 posts, this one included)
+   * or `until` (no post after it). The answer adds `seriesUuid`; occurrence n (1, 2, ...) after
+   * this post has the UUID `uuid5(seriesUuid, str(n))`, which the status procedure answers once it
+   * is created (at most 24 hours before its date). `variants` rotate in order over the occurrences
+   * after the first. A page given by `url` is rendered again for each occurrence; one given by
+   * `html` is rendered once. At most 10 active series per account (HTTP 400 naming `repeat`
+   * beyond). The same call again answers the same `seriesUuid` and creates nothing. `status-series`
+   * and `cancel-series` follow the series.
+   *
    * `POST {baseUrl}/schedule-social-post` (retried on 429/502/503/504; read timeout 120 s).
    */
   scheduleSocialPost(
@@ -1097,13 +1222,14 @@ export abstract class StorypostMethods {
   /**
    * Moves a scheduled post to another date.
    *
-   * Moves a post that is still `scheduled`, and not being published, to `date`. The checks of
-   * scheduling apply again: a `date` more than 60 minutes in the past is refused (the post could
-   * never be published in time), a social post's `date` must be in the future (a social post is
-   * `scheduled` only while its date is ahead), and the account must still be connected. The
-   * 60-minute window then counts from the new date. The post's status event
-   * (`photoapp_story_post.status_changed`, `social_post.status_changed`, …) is sent again with
-   * `status: scheduled` and the new `date`.
+   * Moves a post that is still `scheduled`, and not being published, to `date`, or to the earliest
+   * free slot of the queue `queueName` of its account (give one of them: both or neither is an
+   * expected error, HTTP 400 naming both). The checks of scheduling apply again: a `date` more than
+   * 60 minutes in the past is refused (the post could never be published in time), a social post's
+   * `date` must be in the future (a social post is `scheduled` only while its date is ahead), and
+   * the account must still be connected. The 60-minute window then counts from the new date. The
+   * post's status event (`photoapp_story_post.status_changed`, `social_post.status_changed`, …) is
+   * sent again with `status: scheduled` and the new `date`.
    *
    * **Errors:** a post that is no longer `scheduled` (`in-progress`, `executed`, `failed`,
    * `canceled`), or that a scheduler is publishing right now, is an expected error (HTTP 400) and
@@ -1193,6 +1319,39 @@ export abstract class StorypostMethods {
    */
   deleteQueue(params: DeleteQueueParams, options?: CallOptions): Promise<DeleteQueueResponse> {
     return this.callProcedure<DeleteQueueResponse>("delete-queue", { ...params }, options);
+  }
+
+  /**
+   * Returns where a series of recurring posts stands.
+   *
+   * Returns a series (started by a schedule procedure given `repeat`): its status, its posts
+   * created so far with their dates and statuses, and the date of the next one. Each post is
+   * created at most 24 hours before its date. An occurrence that could not be created (the account
+   * was disconnected meanwhile) is listed as `failed`.
+   *
+   * **Errors:** an unknown series is an expected error (HTTP 400).
+   *
+   * `POST {baseUrl}/status-series` (retried on 429/502/503/504; read timeout 30 s).
+   */
+  statusSeries(params: StatusSeriesParams, options?: CallOptions): Promise<StatusSeriesResponse> {
+    return this.callProcedure<StatusSeriesResponse>("status-series", { ...params }, options);
+  }
+
+  /**
+   * Stops a series and cancels its posts not yet started.
+   *
+   * Stops the series (no further post is created) and cancels each of its posts that is still
+   * `scheduled`; published posts, and those being published, are kept. The answer is the series as
+   * `status-series` gives it, `canceled`.
+   *
+   * **Idempotency:** canceling a canceled series succeeds again.
+   *
+   * **Errors:** an unknown series is an expected error (HTTP 400).
+   *
+   * `POST {baseUrl}/cancel-series` (retried on 429/502/503/504; read timeout 30 s).
+   */
+  cancelSeries(params: CancelSeriesParams, options?: CallOptions): Promise<CancelSeriesResponse> {
+    return this.callProcedure<CancelSeriesResponse>("cancel-series", { ...params }, options);
   }
 
   /**

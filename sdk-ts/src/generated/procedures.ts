@@ -37,6 +37,8 @@ export type ProcedureName =
   | "list-queues"
   | "preview-queue"
   | "delete-queue"
+  | "status-series"
+  | "cancel-series"
   | "get-post-insights"
   | "list-account-insights";
 
@@ -233,6 +235,20 @@ export const PROCEDURES: Readonly<Record<ProcedureName, ProcedureInfo>> = {
   "delete-queue": {
     name: "delete-queue",
     summary: "Deletes a posting queue.",
+    idempotent: true,
+    clientTimeoutSeconds: 30,
+    renderInput: false,
+  },
+  "status-series": {
+    name: "status-series",
+    summary: "Returns where a series of recurring posts stands.",
+    idempotent: true,
+    clientTimeoutSeconds: 30,
+    renderInput: false,
+  },
+  "cancel-series": {
+    name: "cancel-series",
+    summary: "Stops a series and cancels its posts not yet started.",
     idempotent: true,
     clientTimeoutSeconds: 30,
     renderInput: false,

@@ -352,6 +352,19 @@ export interface DeleteDraftResponse {
   status: "deleted";
 }
 
+/** A `Repeat` record. */
+export interface Repeat {
+  /**
+   * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+   * `queueName`: each post takes the queue's next free slot.
+   */
+  every?: string;
+  /** How many posts in all, this one included (not with `until`). */
+  count?: number;
+  /** No post after this instant (not with `count`). */
+  until?: string;
+}
+
 /** Request body of `schedule-photoapp-story`. */
 export interface SchedulePhotoappStoryRequest {
   /** Address (http or https) of the page to render. Give exactly one of `url` and `html`. */
@@ -378,6 +391,8 @@ export interface SchedulePhotoappStoryRequest {
   linknetDestinationId?: string | number;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: Repeat;
 }
 
 /**
@@ -396,6 +411,8 @@ export interface SchedulePhotoappStoryResponse {
   warnings?: string[];
   /** The date the post took from its queue; only with `queueName`. */
   date?: string;
+  /** The series the post starts; only with `repeat`. */
+  seriesUuid?: string;
 }
 
 /** Request body of `status-photoapp-story`. */
@@ -436,6 +453,27 @@ export interface CancelPhotoappStoryResponse {
   status: "canceled" | "executed" | "failed";
 }
 
+/** Text fields replacing the call's for one occurrence. */
+export interface Variant {
+  /** The occurrence's `caption`. */
+  caption?: string;
+}
+
+/** A `SchedulePhotoappReelRequestRepeat` record. */
+export interface SchedulePhotoappReelRequestRepeat {
+  /**
+   * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+   * `queueName`: each post takes the queue's next free slot.
+   */
+  every?: string;
+  /** How many posts in all, this one included (not with `until`). */
+  count?: number;
+  /** No post after this instant (not with `count`). */
+  until?: string;
+  /** Rotated in order over the posts after the first. */
+  variants?: Variant[];
+}
+
 /** Request body of `schedule-photoapp-reel`. */
 export interface SchedulePhotoappReelRequest {
   /** Address (http or https) of the page to render. Give exactly one of `url` and `html`. */
@@ -461,6 +499,8 @@ export interface SchedulePhotoappReelRequest {
   shareToLinknet?: boolean;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: SchedulePhotoappReelRequestRepeat;
 }
 
 /**
@@ -479,6 +519,8 @@ export interface SchedulePhotoappReelResponse {
   warnings?: string[];
   /** The date the post took from its queue; only with `queueName`. */
   date?: string;
+  /** The series the post starts; only with `repeat`. */
+  seriesUuid?: string;
 }
 
 /** Request body of `status-photoapp-reel`. */
@@ -515,6 +557,29 @@ export interface CancelPhotoappReelResponse {
   reelPostUuid: string;
   /** Always `canceled`. */
   status: "canceled";
+}
+
+/** Text fields replacing the call's for one occurrence. */
+export interface ScheduleClipappPostRequestRepeatVariant {
+  /** The occurrence's `title`. */
+  title?: string;
+  /** The occurrence's `description`. */
+  description?: string;
+}
+
+/** A `ScheduleClipappPostRequestRepeat` record. */
+export interface ScheduleClipappPostRequestRepeat {
+  /**
+   * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+   * `queueName`: each post takes the queue's next free slot.
+   */
+  every?: string;
+  /** How many posts in all, this one included (not with `until`). */
+  count?: number;
+  /** No post after this instant (not with `count`). */
+  until?: string;
+  /** Rotated in order over the posts after the first. */
+  variants?: ScheduleClipappPostRequestRepeatVariant[];
 }
 
 /** Request body of `schedule-clipapp-post`. */
@@ -556,6 +621,8 @@ export interface ScheduleClipappPostRequest {
   autoAudio?: boolean;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: ScheduleClipappPostRequestRepeat;
 }
 
 /**
@@ -574,6 +641,8 @@ export interface ScheduleClipappPostResponse {
   warnings?: string[];
   /** The date the post took from its queue; only with `queueName`. */
   date?: string;
+  /** The series the post starts; only with `repeat`. */
+  seriesUuid?: string;
 }
 
 /** Request body of `status-clipapp-post`. */
@@ -614,6 +683,27 @@ export interface CancelClipappPostResponse {
   status: "canceled";
 }
 
+/** Text fields replacing the call's for one occurrence. */
+export interface ScheduleSocialPostRequestRepeatVariant {
+  /** The occurrence's `text`. */
+  text?: string;
+}
+
+/** A `ScheduleSocialPostRequestRepeat` record. */
+export interface ScheduleSocialPostRequestRepeat {
+  /**
+   * ISO 8601 duration between posts, whole days or weeks (`P1D` to `P52W`); omitted with
+   * `queueName`: each post takes the queue's next free slot.
+   */
+  every?: string;
+  /** How many posts in all, this one included (not with `until`). */
+  count?: number;
+  /** No post after this instant (not with `count`). */
+  until?: string;
+  /** Rotated in order over the posts after the first. */
+  variants?: ScheduleSocialPostRequestRepeatVariant[];
+}
+
 /** Request body of `schedule-social-post`. */
 export interface ScheduleSocialPostRequest {
   /** Address (http or https) of the page to render. Give exactly one of `url` and `html`. */
@@ -639,6 +729,8 @@ export interface ScheduleSocialPostRequest {
   date?: string;
   /** A queue of the post's account to take the date from (not with `date`). */
   queueName?: string;
+  /** Repeats the post as a series (recurring posts). */
+  repeat?: ScheduleSocialPostRequestRepeat;
 }
 
 /**
@@ -660,6 +752,8 @@ export interface ScheduleSocialPostResponse {
   warnings?: string[];
   /** The date the post took from its queue; only with `queueName`. */
   date?: string;
+  /** The series the post starts; only with `repeat`. */
+  seriesUuid?: string;
 }
 
 /** Request body of `status-social-post`. */
@@ -775,8 +869,10 @@ export interface ReschedulePostRequest {
   kind: "story" | "reel" | "clipapp" | "social";
   /** The post's UUID (as its schedule call named it). */
   uuid: string;
-  /** The new date. */
-  date: string;
+  /** The new date (not with `queueName`). */
+  date?: string;
+  /** A queue of the post's account: the post takes its earliest free slot (not with `date`). */
+  queueName?: string;
 }
 
 /**
@@ -904,6 +1000,70 @@ export interface DeleteQueueResponse {
   queueName: string;
   /** Whether there was such a queue. */
   deleted: boolean;
+}
+
+/** Request body of `status-series`. */
+export interface StatusSeriesRequest {
+  /** The series. */
+  seriesUuid: string;
+}
+
+/** A `Occurrence` record. */
+export interface Occurrence {
+  /** The post's UUID (its status procedure takes it). */
+  uuid: string;
+  /** The post's date. */
+  date: string;
+  /** Where the post stands. */
+  status: "scheduled" | "in-progress" | "executed" | "failed" | "canceled";
+}
+
+/**
+ * Success answer of `status-series`. New keys may appear at any time: they are kept in the object,
+ * and this type does not list them.
+ */
+export interface StatusSeriesResponse {
+  /** The series. */
+  seriesUuid: string;
+  /**
+   * `active` while posts are still to be created, `finished` once the last one is, `canceled` after
+   * `cancel-series`.
+   */
+  status: "active" | "finished" | "canceled";
+  /** The series' posts created so far, in order. */
+  occurrences: Occurrence[];
+  /**
+   * The date of the next post not created yet; absent when none is planned or it takes a queue's
+   * slot when created.
+   */
+  nextDate?: string;
+}
+
+/** Request body of `cancel-series`. */
+export interface CancelSeriesRequest {
+  /** The series. */
+  seriesUuid: string;
+}
+
+/**
+ * Success answer of `cancel-series`. New keys may appear at any time: they are kept in the object,
+ * and this type does not list them.
+ */
+export interface CancelSeriesResponse {
+  /** The series. */
+  seriesUuid: string;
+  /**
+   * `active` while posts are still to be created, `finished` once the last one is, `canceled` after
+   * `cancel-series`.
+   */
+  status: "active" | "finished" | "canceled";
+  /** The series' posts created so far, in order. */
+  occurrences: Occurrence[];
+  /**
+   * The date of the next post not created yet; absent when none is planned or it takes a queue's
+   * slot when created.
+   */
+  nextDate?: string;
 }
 
 /** Request body of `get-post-insights`. */

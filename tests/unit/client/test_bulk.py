@@ -280,6 +280,47 @@ def test_bad_schedule_options_are_refused(options: dict[str, Any], message: str)
         plan_stories(PAGE, [row()], "alice", now=NOW, **options)
 
 
+def test_rows_to_a_queue_send_its_name_instead_of_a_date() -> None:
+    data = [row(title="A"), row(title="B")]
+    plan = plan_stories(PAGE, data, "alice", queue_name="mornings", now=NOW)
+    assert not plan.problems
+    assert [dict(item.body)["queueName"] for item in plan.items] == ["mornings", "mornings"]
+    assert all("date" not in item.body and item.date is None for item in plan.items)
+    # The queue is part of what a row posts: another queue, or none, is another post.
+    other = plan_stories(PAGE, data, "alice", queue_name="evenings", now=NOW)
+    at_once = plan_stories(PAGE, data, "alice", now=NOW)
+    uuids = [{item.uuid for item in p.items} for p in (plan, other, at_once)]
+    assert not (uuids[0] & uuids[1]) and not (uuids[0] & uuids[2])
+
+
+def test_a_queue_column_names_each_rows_queue() -> None:
+    data = [row(title="A", queue="mornings"), row(title="B", queue=""), row(title="C")]
+    plan = plan_stories(PAGE, data, "alice", queue_column="queue", now=NOW)
+    assert [(item.row, dict(item.body)["queueName"]) for item in plan.items] == [(1, "mornings")]
+    assert [str(problem) for problem in plan.problems] == [
+        "row 2: queueName is empty",
+        "row 3: no value in column 'queue'",
+    ]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"queue_name": "q", "at_column": "when"},
+        {"queue_name": "q", "start": LATER, "every": "1d"},
+        {"queue_name": "q", "queue_column": "queue"},
+    ],
+)
+def test_a_queue_goes_alone(options: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        plan_stories(PAGE, [row()], "alice", now=NOW, **options)
+
+
+def test_a_queue_name_too_long_is_refused_once() -> None:
+    with pytest.raises(ValueError, match="queueName would be 65 characters; at most 64"):
+        plan_stories(PAGE, [row()], "alice", queue_name="q" * 65, now=NOW)
+
+
 def test_fixed_fields_outside_the_limits_are_refused_once() -> None:
     with pytest.raises(ValueError, match="photoappUsername would be 65 characters; at most 64"):
         plan_stories(PAGE, [row()], "a" * 65, at_column="when", now=NOW)

@@ -61,10 +61,14 @@ class FakeApi:
                         {"Retry-After": self.retry_after},
                     )
                 key = body.get("storyPostUuid") or body["draftUuid"]
-                self.made.setdefault(key, body)
+                if "queueName" in body and key not in self.made:
+                    # A queue's next free slot: one a day, each taken once.
+                    body = {**body, "date": f"2030-02-{len(self.made) + 1:02d}T09:30:00Z"}
+                made = self.made.setdefault(key, body)
                 if procedure == "create-draft":
                     return Reply(200, {"draftUuid": key, "editorUrl": f"http://app/drafts/{key}"})
-                return Reply(200, {"storyPostUuid": key, "status": "scheduled"})
+                slot = {"date": made["date"]} if "queueName" in made else {}
+                return Reply(200, {"storyPostUuid": key, "status": "scheduled", **slot})
             key = body.get("storyPostUuid") or body["draftUuid"]
             return Reply(200, {"status": "scheduled", "previewUrl": f"http://media/{key}.jpg"})
 
@@ -254,3 +258,29 @@ def test_bulk_command_failed_rows_exit_10(
         code, out, _ = run([*argv, "--results", str(logged_in / "out.json")], capsys)
     assert code == EXIT_ROWS_FAILED
     assert "row 1: failed: draft quota reached (HTTP 400)" in out
+
+
+def test_story_bulk_to_a_queue_records_each_rows_slot(
+    logged_in: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = bulk_files(logged_in, PAGE, "rows.csv", "title\nA\nB\n")
+    api = FakeApi()
+    with scripted(api) as server:
+        monkeypatch.setenv("STORYPOST_BASE_URL", server.base_url)
+        argv = ["story", "bulk", *files, "--account", "alice", "--queue", "mornings"]
+        code, out, err = run([*argv, "--concurrency", "1", "--no-preview", "--json"], capsys)
+        assert code == 0, err
+        sent = [seen.json() for seen in server.seen if seen.path.endswith("-story")]
+        assert [body["queueName"] for body in sent] == ["mornings", "mornings"]
+        assert all("date" not in body for body in sent)
+        answer = json.loads(out)
+        assert [(r["row"], r["date"]) for r in answer["results"]] == [
+            (1, "2030-02-01T09:30:00Z"),
+            (2, "2030-02-02T09:30:00Z"),
+        ]
+        assert [r.date for r in read_results(logged_in / "rows.results.csv")] == [
+            "2030-02-01T09:30:00Z",
+            "2030-02-02T09:30:00Z",
+        ]
+        code, _, err = run([*argv, "--at", "when"], capsys)
+        assert code == 2 and "not allowed with argument" in err  # argparse's usage error

@@ -41,7 +41,8 @@ SPEC_PROCEDURES = (
 # Procedures added since (issue 51), after the spec's, in catalog order (catalogVersion 1).
 ADDED_PROCEDURES = (
     *("list-posts", "reschedule-post", "set-queue", "list-queues", "preview-queue"),
-    *("delete-queue", "get-post-insights", "list-account-insights"),
+    *("delete-queue", "status-series", "cancel-series", "get-post-insights"),
+    "list-account-insights",
 )
 ALL_PROCEDURES = SPEC_PROCEDURES + ADDED_PROCEDURES
 RENDER_PROCEDURES = {
@@ -225,7 +226,7 @@ REQUIRED_INPUTS = {
     "schedule-social-post": ["socialPostUuid", "socialAccountId", "postType"],
     "status-social-post": ["socialPostUuid"],
     "cancel-social-post": ["socialPostUuid"],
-    "reschedule-post": ["kind", "uuid", "date"],
+    "reschedule-post": ["kind", "uuid"],  # and date or queueName (a 400 naming both)
     "set-queue": ["socialAccountId", "timeZone", "slots"],
     "preview-queue": ["socialAccountId", "queueName"],
     "delete-queue": ["socialAccountId", "queueName"],
@@ -244,27 +245,29 @@ INPUT_FIELDS = {
     "create-draft": {"url", "html", "draftUuid", "name", "folderName"},
     "schedule-photoapp-story": {
         *("url", "html", "photoappUsername", "storyPostUuid", "date", "aiGenerated"),
-        *("shareToLinknet", "linknetDestinationId", "queueName"),
+        *("shareToLinknet", "linknetDestinationId", "queueName", "repeat"),
     },
     "schedule-photoapp-reel": {
         *("url", "html", "photoappUsername", "reelPostUuid", "caption", "date"),
-        *("shareToFeed", "aiGenerated", "shareToLinknet", "queueName"),
+        *("shareToFeed", "aiGenerated", "shareToLinknet", "queueName", "repeat"),
     },
     "schedule-clipapp-post": {
         *("url", "html", "clipappAccountId", "clipappPostUuid", "date", "title"),
         *("description", "privacyLevel", "videoCoverTimestampMs", "disableDuet"),
         *("disableComment", "disableStitch", "brandOrganic", "brandedContent"),
-        *("aiGenerated", "autoAudio", "queueName"),
+        *("aiGenerated", "autoAudio", "queueName", "repeat"),
     },
     "schedule-social-post": {
         *("url", "html", "socialAccountId", "socialPostUuid", "postType", "text"),
-        *("options", "date", "queueName"),
+        *("options", "date", "queueName", "repeat"),
     },
     "list-posts": {
         *("kind", "status", "socialAccountId", "from", "to", "seriesUuid", "limit"),
         "cursor",
     },
-    "reschedule-post": {"kind", "uuid", "date"},
+    "reschedule-post": {"kind", "uuid", "date", "queueName"},
+    "status-series": {"seriesUuid"},
+    "cancel-series": {"seriesUuid"},
 }
 
 
@@ -426,8 +429,9 @@ def test_optional_outputs_of_the_spec_are_declared() -> None:
     assert optional("create-temp-blob-upload-url") == {"uploadUrl"}
     assert optional("create-draft") == {"warnings"}
     assert optional("status-draft") == {"previewUrl", "editorUrl"}
-    # `date` only when the post took it from a queue (`queueName`, issue 51).
-    assert optional("schedule-photoapp-story") == {"warnings", "date"}
+    # `date` only when the post took it from a queue (`queueName`, issue 51), `seriesUuid`
+    # only with `repeat`.
+    assert optional("schedule-photoapp-story") == {"warnings", "date", "seriesUuid"}
     assert optional("status-photoapp-story") == {"errorMessage", "previewUrl"}
     assert optional("status-photoapp-reel") == {"errorMessage"}
     assert optional("status-clipapp-post") == {"errorMessage", "clipappStatus"}

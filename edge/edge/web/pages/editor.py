@@ -7,6 +7,7 @@ import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 import falcon
@@ -23,6 +24,7 @@ from edge.web.draft_posts import (
 )
 from edge.web.failures import PageError, page_error, page_errors, refusal
 from edge.web.pages.gallery import DRAFT_STATUS, USER_POST
+from edge.web.queue_slots import QueueChoice, chosen_queue, connected_accounts, story_queues
 from edge.web.session import Viewer
 from edge.web.views import EDITOR_CSP, format_when
 from storypost.account.v1 import account_pb2
@@ -47,6 +49,15 @@ def parse_date(text: str, now: datetime, zone: ZoneInfo) -> Timestamp:
     stamp = Timestamp()
     stamp.FromDatetime(moment)
     return stamp
+
+
+def back_path(form: Form, draft_uuid: str) -> str:
+    """Where a schedule form goes back to: the gallery (its folder) it came from, or the
+    editor."""
+    if field(form, "back") != "gallery":
+        return f"/drafts/{draft_uuid}"
+    folder = field(form, "folder")
+    return f"/gallery?{urlencode({'folder': folder})}" if folder else "/gallery"
 
 
 def get_draft(web: Web, org: str, draft_uuid: str) -> pb.Draft:
@@ -163,11 +174,12 @@ class EditorPage(Page):
         viewer = self.begin(req, organization_id)
         form = self.form(req, viewer)
         action = field(form, "action")
+        back = back_path(form, draft_uuid)
         try:
             if action == "save":
                 self._save(req, resp, viewer, draft_uuid, form)
-            elif action in ("schedule", "post-now"):
-                self._schedule(resp, viewer, draft_uuid, form, now=action == "post-now")
+            elif action in ("schedule", "post-now", "queue"):
+                self._schedule(resp, viewer, draft_uuid, form, action=action)
             elif action == "cancel-post":
                 self._cancel(resp, viewer, draft_uuid, form)
             elif action == "delete":
@@ -177,8 +189,9 @@ class EditorPage(Page):
         except PageError as failure:
             if failure.status not in (400, 429) or action == "save":
                 raise
-            # Scheduling and cancel problems are shown on the editor, edits untouched.
-            self.done(resp, viewer, f"/drafts/{draft_uuid}", failure.message, "error")
+            # Scheduling and cancel problems are shown on the page the form was on (the
+            # editor, edits untouched, or the gallery).
+            self.done(resp, viewer, back, failure.message, "error")
 
     def _save(
         self,
@@ -239,18 +252,37 @@ class EditorPage(Page):
             text += " Warnings: " + "; ".join(saved.warnings)
         self.done(resp, viewer, f"/drafts/{draft_uuid}", text)
 
+    def _queue(self, org: str, form: Form) -> QueueChoice:
+        """The photoapp queue the gallery's form names."""
+        try:
+            queues = self.web.publish.ListQueues(
+                publish_pb2.ListQueuesRequest(organization_id=org)
+            ).queues
+            choices = story_queues(queues, connected_accounts(self.web.accounts, org))
+        except grpc.RpcError as error:
+            raise page_error(error) from None
+        chosen = chosen_queue(choices, field(form, "queue"))
+        if chosen is None:
+            raise PageError(400, "That queue does not exist any more. Reload the page.")
+        return chosen
+
     def _schedule(
-        self, resp: falcon.Response, viewer: Viewer, draft_uuid: str, form: Form, *, now: bool
+        self, resp: falcon.Response, viewer: Viewer, draft_uuid: str, form: Form, *, action: str
     ) -> None:
+        """`schedule` (a date), `post-now` or `queue` (the queue's next free slot)."""
         org = viewer.organization_id
-        username = field(form, "photoapp_username")
+        now = action == "post-now"
+        queue = self._queue(org, form) if action == "queue" else None
+        username = queue.username if queue else field(form, "photoapp_username")
         if not username:
             raise PageError(400, "Choose a connected photoapp account first.")
         post_uuid = field(form, "post_uuid")
         request = publish_pb2.ScheduleStoryRequest(
             organization_id=org, story_post_uuid=post_uuid, photoapp_username=username
         )
-        if not now:
+        if queue is not None:
+            request.queue_name = queue.queue_name
+        elif not now:
             request.date.CopyFrom(parse_date(field(form, "date"), datetime.now(UTC), viewer.zone))
         draft = self._draft(org, draft_uuid)
         if draft.status == pb.DRAFT_STATUS_DELETED:
@@ -273,14 +305,16 @@ class EditorPage(Page):
                 pb.DRAFT_USER_POST_POSTED if now else pb.DRAFT_USER_POST_SCHEDULED,
             )
         post = scheduled.post
+        when = format_when(post.date, zone=viewer.zone)
         if now:
             text = f"The story is being posted to @{username} now."
+        elif queue is not None:
+            text = f"“{draft.name}” takes the next free slot of {queue.label}: {when}."
         else:
-            when = format_when(post.date, zone=viewer.zone)
             text = f"The story is scheduled for {when} on @{username}."
         if scheduled.warnings:
             text += " Warnings: " + "; ".join(scheduled.warnings)
-        self.done(resp, viewer, f"/drafts/{draft_uuid}", text)
+        self.done(resp, viewer, back_path(form, draft_uuid), text)
 
     def _cancel(self, resp: falcon.Response, viewer: Viewer, draft_uuid: str, form: Form) -> None:
         org = viewer.organization_id

@@ -128,4 +128,53 @@
     var said = document.getElementById("progress");
     if (said) said.textContent = "Version " + draft.version + " is " + draft.status + ".";
   }
+  // The calendar: a scheduled post dragged onto a day (it keeps its time) or onto a free
+  // queue slot is moved by submitting its own "Move" form with that date and time.
+  var calendar = document.querySelector(".cal[data-movable]");
+  if (calendar) {
+    var dragged = null;
+    var target = function (event) {
+      var node = event.target instanceof Element ? event.target : null;
+      return node && (node.closest(".cal-slot") || node.closest(".cal-day"));
+    };
+    var clear = function () {
+      calendar.querySelectorAll(".cal-drop").forEach(function (n) { n.classList.remove("cal-drop"); });
+    };
+    calendar.addEventListener("dragstart", function (event) {
+      var node = event.target instanceof Element ? event.target.closest("[data-move]") : null;
+      if (!node) return;
+      dragged = node;
+      node.classList.add("cal-dragging");
+      event.dataTransfer.effectAllowed = "move";
+      event.dataTransfer.setData("text/plain", node.getAttribute("data-move"));
+    });
+    calendar.addEventListener("dragend", function () {
+      if (dragged) dragged.classList.remove("cal-dragging");
+      dragged = null;
+      clear();
+    });
+    calendar.addEventListener("dragover", function (event) {
+      var over = dragged && target(event);
+      if (!over) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "move";
+      if (!over.classList.contains("cal-drop")) { clear(); over.classList.add("cal-drop"); }
+    });
+    calendar.addEventListener("drop", function (event) {
+      var over = dragged && target(event);
+      if (!over) return;
+      event.preventDefault();
+      var form = dragged.querySelector("form");
+      var to = over.classList.contains("cal-slot")
+        ? over.getAttribute("data-local")
+        : over.getAttribute("data-day") + "T" + dragged.getAttribute("data-time");
+      var input = form && form.querySelector("input[name=to]");
+      var moving = dragged;
+      clear();
+      if (!input || input.value === to) return;
+      input.value = to;
+      moving.classList.add("cal-moving");
+      if (form.requestSubmit) form.requestSubmit(); else form.submit();
+    });
+  }
 })();

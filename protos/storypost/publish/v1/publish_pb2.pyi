@@ -92,6 +92,184 @@ POST_STATUS_CANCELED: PostStatus.ValueType  # 5
 Global___PostStatus: _TypeAlias = PostStatus  # noqa: Y015
 
 @_typing.final
+class Repeat(_message.Message):
+    """How a scheduled post repeats (a series). The first occurrence is the scheduled post
+    itself; occurrence n (1, 2, ...) has the UUID uuid5(series_uuid, str(n)).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVERY_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    VARIANTS_FIELD_NUMBER: _builtins.int
+    every: _builtins.str
+    """ISO 8601 duration in whole days or weeks, P1D to P52W (P364D); empty only with a
+    queue_name, when each occurrence takes the queue's next free slot.
+    """
+    count: _builtins.int
+    """How many posts in all, the first included (2 to 365); 0 when `until` is given."""
+    @_builtins.property
+    def until(self) -> _timestamp_pb2.Timestamp:
+        """No occurrence after this instant; unset when `count` is given."""
+
+    @_builtins.property
+    def variants(self) -> _containers.RepeatedCompositeFieldContainer[Global___RepeatVariant]:
+        """0 to 10 text variants; occurrence n (1, 2, ...) takes variant (n - 1) mod len."""
+
+    def __init__(
+        self,
+        *,
+        every: _builtins.str = ...,
+        count: _builtins.int = ...,
+        until: _timestamp_pb2.Timestamp | None = ...,
+        variants: _abc.Iterable[Global___RepeatVariant] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["until", b"until"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "every", b"every", "until", b"until", "variants", b"variants"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Repeat: _TypeAlias = Repeat  # noqa: Y015
+
+@_typing.final
+class RepeatVariant(_message.Message):
+    """The text fields of one occurrence; an empty one keeps the schedule call's."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    CAPTION_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """Social posts' text."""
+    caption: _builtins.str
+    """Reels' caption."""
+    title: _builtins.str
+    """Clipapp posts' title."""
+    description: _builtins.str
+    """Clipapp posts' description."""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        caption: _builtins.str = ...,
+        title: _builtins.str = ...,
+        description: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caption", b"caption", "description", b"description", "text", b"text", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RepeatVariant: _TypeAlias = RepeatVariant  # noqa: Y015
+
+@_typing.final
+class SeriesRef(_message.Message):
+    """Names a series."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    SERIES_UUID_FIELD_NUMBER: _builtins.int
+    organization_id: _builtins.str
+    """The organization."""
+    series_uuid: _builtins.str
+    """The series' UUID (a schedule call's series_uuid)."""
+    def __init__(
+        self,
+        *,
+        organization_id: _builtins.str = ...,
+        series_uuid: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id", "series_uuid", b"series_uuid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeriesRef: _TypeAlias = SeriesRef  # noqa: Y015
+
+@_typing.final
+class SeriesOccurrence(_message.Message):
+    """One post of a series."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POST_UUID_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    post_uuid: _builtins.str
+    """The post's UUID."""
+    status: Global___PostStatus.ValueType
+    """Where it stands."""
+    @_builtins.property
+    def date(self) -> _timestamp_pb2.Timestamp:
+        """Its date."""
+
+    def __init__(
+        self,
+        *,
+        post_uuid: _builtins.str = ...,
+        date: _timestamp_pb2.Timestamp | None = ...,
+        status: Global___PostStatus.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "post_uuid", b"post_uuid", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeriesOccurrence: _TypeAlias = SeriesOccurrence  # noqa: Y015
+
+@_typing.final
+class Series(_message.Message):
+    """A series of recurring posts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERIES_UUID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    OCCURRENCES_FIELD_NUMBER: _builtins.int
+    NEXT_DATE_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    series_uuid: _builtins.str
+    """The series' UUID."""
+    status: _builtins.str
+    """active, finished or canceled (storypost_runtime.vocabulary.SeriesStatus)."""
+    kind: Global___PostKind.ValueType
+    """The post kind."""
+    @_builtins.property
+    def occurrences(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeriesOccurrence]:
+        """Its posts created so far, in order (the first is the schedule call's own)."""
+
+    @_builtins.property
+    def next_date(self) -> _timestamp_pb2.Timestamp:
+        """The date of the next occurrence not created yet; unset when none is planned or it
+        takes a queue's slot when it is created.
+        """
+
+    def __init__(
+        self,
+        *,
+        series_uuid: _builtins.str = ...,
+        status: _builtins.str = ...,
+        occurrences: _abc.Iterable[Global___SeriesOccurrence] | None = ...,
+        next_date: _timestamp_pb2.Timestamp | None = ...,
+        kind: Global___PostKind.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["next_date", b"next_date"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "next_date", b"next_date", "occurrences", b"occurrences", "series_uuid", b"series_uuid", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Series: _TypeAlias = Series  # noqa: Y015
+
+@_typing.final
 class QueueSlot(_message.Message):
     """One weekly slot of a queue, in the queue's time zone."""
 
@@ -399,15 +577,18 @@ class ReschedulePostRequest(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     POST_UUID_FIELD_NUMBER: _builtins.int
     DATE_FIELD_NUMBER: _builtins.int
+    QUEUE_NAME_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     kind: Global___PostKind.ValueType
     """The post's kind (not UNSPECIFIED)."""
     post_uuid: _builtins.str
     """The post's UUID."""
+    queue_name: _builtins.str
+    """A queue of the post's account: the post takes its earliest free slot. Not with date."""
     @_builtins.property
     def date(self) -> _timestamp_pb2.Timestamp:
-        """The new date."""
+        """The new date; unset when queue_name is given."""
 
     def __init__(
         self,
@@ -416,10 +597,11 @@ class ReschedulePostRequest(_message.Message):
         kind: Global___PostKind.ValueType = ...,
         post_uuid: _builtins.str = ...,
         date: _timestamp_pb2.Timestamp | None = ...,
+        queue_name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "kind", b"kind", "organization_id", b"organization_id", "post_uuid", b"post_uuid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "kind", b"kind", "organization_id", b"organization_id", "post_uuid", b"post_uuid", "queue_name", b"queue_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -456,9 +638,7 @@ class ListPostsRequest(_message.Message):
     names every connection, whatever the post's kind); empty for every account.
     """
     series_uuid: _builtins.str
-    """Only posts of this series (a UUID); empty for every post. No post belongs to a series
-    yet: the filter is accepted now so that callers can use it when series come.
-    """
+    """Only posts of this series (a UUID); empty for every post."""
     @_builtins.property
     def kinds(self) -> _containers.RepeatedScalarFieldContainer[Global___PostKind.ValueType]:
         """Only these kinds; empty for every kind."""
@@ -545,6 +725,7 @@ class ScheduleStoryRequest(_message.Message):
     SHARE_TO_LINKNET_FIELD_NUMBER: _builtins.int
     LINKNET_DESTINATION_ID_FIELD_NUMBER: _builtins.int
     QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    REPEAT_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     story_post_uuid: _builtins.str
@@ -569,6 +750,10 @@ class ScheduleStoryRequest(_message.Message):
     def date(self) -> _timestamp_pb2.Timestamp:
         """When to post; unset means now."""
 
+    @_builtins.property
+    def repeat(self) -> Global___Repeat:
+        """How the post repeats; unset for a single post."""
+
     def __init__(
         self,
         *,
@@ -581,10 +766,11 @@ class ScheduleStoryRequest(_message.Message):
         share_to_linknet: _builtins.bool = ...,
         linknet_destination_id: _builtins.str = ...,
         queue_name: _builtins.str = ...,
+        repeat: Global___Repeat | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design", "repeat", b"repeat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ai_generated", b"ai_generated", "date", b"date", "design", b"design", "linknet_destination_id", b"linknet_destination_id", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "queue_name", b"queue_name", "share_to_linknet", b"share_to_linknet", "story_post_uuid", b"story_post_uuid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ai_generated", b"ai_generated", "date", b"date", "design", b"design", "linknet_destination_id", b"linknet_destination_id", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "queue_name", b"queue_name", "repeat", b"repeat", "share_to_linknet", b"share_to_linknet", "story_post_uuid", b"story_post_uuid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -606,6 +792,7 @@ class ScheduleReelRequest(_message.Message):
     AI_GENERATED_FIELD_NUMBER: _builtins.int
     SHARE_TO_LINKNET_FIELD_NUMBER: _builtins.int
     QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    REPEAT_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     reel_post_uuid: _builtins.str
@@ -632,6 +819,10 @@ class ScheduleReelRequest(_message.Message):
     def date(self) -> _timestamp_pb2.Timestamp:
         """When to post; unset means as soon as rendering completes."""
 
+    @_builtins.property
+    def repeat(self) -> Global___Repeat:
+        """How the post repeats; unset for a single post."""
+
     def __init__(
         self,
         *,
@@ -645,10 +836,11 @@ class ScheduleReelRequest(_message.Message):
         ai_generated: _builtins.bool = ...,
         share_to_linknet: _builtins.bool | None = ...,
         queue_name: _builtins.str = ...,
+        repeat: Global___Repeat | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet", "date", b"date", "design", b"design", "share_to_linknet", b"share_to_linknet"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet", "date", b"date", "design", b"design", "repeat", b"repeat", "share_to_linknet", b"share_to_linknet"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet", "ai_generated", b"ai_generated", "caption", b"caption", "date", b"date", "design", b"design", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "queue_name", b"queue_name", "reel_post_uuid", b"reel_post_uuid", "share_to_feed", b"share_to_feed", "share_to_linknet", b"share_to_linknet"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet", "ai_generated", b"ai_generated", "caption", b"caption", "date", b"date", "design", b"design", "organization_id", b"organization_id", "photoapp_username", b"photoapp_username", "queue_name", b"queue_name", "reel_post_uuid", b"reel_post_uuid", "repeat", b"repeat", "share_to_feed", b"share_to_feed", "share_to_linknet", b"share_to_linknet"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__share_to_linknet: _TypeAlias = _typing.Literal["share_to_linknet"]  # noqa: Y015
     _WhichOneofArgType__share_to_linknet: _TypeAlias = _typing.Literal["_share_to_linknet", b"_share_to_linknet"]  # noqa: Y015
@@ -679,6 +871,7 @@ class ScheduleClipappPostRequest(_message.Message):
     AI_GENERATED_FIELD_NUMBER: _builtins.int
     AUTO_AUDIO_FIELD_NUMBER: _builtins.int
     QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    REPEAT_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     clipapp_post_uuid: _builtins.str
@@ -719,6 +912,10 @@ class ScheduleClipappPostRequest(_message.Message):
     def date(self) -> _timestamp_pb2.Timestamp:
         """When to post; unset means as soon as rendering completes."""
 
+    @_builtins.property
+    def repeat(self) -> Global___Repeat:
+        """How the post repeats; unset for a single post."""
+
     def __init__(
         self,
         *,
@@ -739,10 +936,11 @@ class ScheduleClipappPostRequest(_message.Message):
         ai_generated: _builtins.bool = ...,
         auto_audio: _builtins.bool = ...,
         queue_name: _builtins.str = ...,
+        repeat: Global___Repeat | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms", "date", b"date", "design", b"design", "video_cover_timestamp_ms", b"video_cover_timestamp_ms"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms", "date", b"date", "design", b"design", "repeat", b"repeat", "video_cover_timestamp_ms", b"video_cover_timestamp_ms"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms", "ai_generated", b"ai_generated", "auto_audio", b"auto_audio", "brand_organic", b"brand_organic", "branded_content", b"branded_content", "clipapp_account_id", b"clipapp_account_id", "clipapp_post_uuid", b"clipapp_post_uuid", "date", b"date", "description", b"description", "design", b"design", "disable_comment", b"disable_comment", "disable_duet", b"disable_duet", "disable_stitch", b"disable_stitch", "organization_id", b"organization_id", "privacy_level", b"privacy_level", "queue_name", b"queue_name", "title", b"title", "video_cover_timestamp_ms", b"video_cover_timestamp_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms", "ai_generated", b"ai_generated", "auto_audio", b"auto_audio", "brand_organic", b"brand_organic", "branded_content", b"branded_content", "clipapp_account_id", b"clipapp_account_id", "clipapp_post_uuid", b"clipapp_post_uuid", "date", b"date", "description", b"description", "design", b"design", "disable_comment", b"disable_comment", "disable_duet", b"disable_duet", "disable_stitch", b"disable_stitch", "organization_id", b"organization_id", "privacy_level", b"privacy_level", "queue_name", b"queue_name", "repeat", b"repeat", "title", b"title", "video_cover_timestamp_ms", b"video_cover_timestamp_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__video_cover_timestamp_ms: _TypeAlias = _typing.Literal["video_cover_timestamp_ms"]  # noqa: Y015
     _WhichOneofArgType__video_cover_timestamp_ms: _TypeAlias = _typing.Literal["_video_cover_timestamp_ms", b"_video_cover_timestamp_ms"]  # noqa: Y015
@@ -765,6 +963,7 @@ class ScheduleSocialPostRequest(_message.Message):
     OPTIONS_JSON_FIELD_NUMBER: _builtins.int
     DATE_FIELD_NUMBER: _builtins.int
     QUEUE_NAME_FIELD_NUMBER: _builtins.int
+    REPEAT_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization."""
     social_post_uuid: _builtins.str
@@ -789,6 +988,10 @@ class ScheduleSocialPostRequest(_message.Message):
     def date(self) -> _timestamp_pb2.Timestamp:
         """When to post; unset or past means at once."""
 
+    @_builtins.property
+    def repeat(self) -> Global___Repeat:
+        """How the post repeats; unset for a single post."""
+
     def __init__(
         self,
         *,
@@ -801,10 +1004,11 @@ class ScheduleSocialPostRequest(_message.Message):
         options_json: _builtins.str = ...,
         date: _timestamp_pb2.Timestamp | None = ...,
         queue_name: _builtins.str = ...,
+        repeat: Global___Repeat | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design", "repeat", b"repeat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design", "options_json", b"options_json", "organization_id", b"organization_id", "post_type", b"post_type", "queue_name", b"queue_name", "social_account_id", b"social_account_id", "social_post_uuid", b"social_post_uuid", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "design", b"design", "options_json", b"options_json", "organization_id", b"organization_id", "post_type", b"post_type", "queue_name", b"queue_name", "repeat", b"repeat", "social_account_id", b"social_account_id", "social_post_uuid", b"social_post_uuid", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -818,6 +1022,9 @@ class ScheduleResponse(_message.Message):
 
     POST_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    SERIES_UUID_FIELD_NUMBER: _builtins.int
+    series_uuid: _builtins.str
+    """The series the call started (with a repeat); empty otherwise."""
     @_builtins.property
     def post(self) -> Global___Post:
         """The post as stored (a repeat call returns the existing post)."""
@@ -831,10 +1038,11 @@ class ScheduleResponse(_message.Message):
         *,
         post: Global___Post | None = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
+        series_uuid: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["post", b"post"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["post", b"post", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["post", b"post", "series_uuid", b"series_uuid", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -131,6 +131,16 @@ class PublishServiceStub:
                 request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueRequest.SerializeToString,
                 response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueResponse.FromString,
                 _registered_method=True)
+        self.GetSeries = channel.unary_unary(
+                '/storypost.publish.v1.PublishService/GetSeries',
+                request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SeriesRef.SerializeToString,
+                response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.Series.FromString,
+                _registered_method=True)
+        self.CancelSeries = channel.unary_unary(
+                '/storypost.publish.v1.PublishService/CancelSeries',
+                request_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SeriesRef.SerializeToString,
+                response_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.Series.FromString,
+                _registered_method=True)
 
 
 class PublishServiceServicer:
@@ -278,6 +288,22 @@ class PublishServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSeries(self, request, context):
+        """Where a series of recurring posts stands: its occurrences so far and its next date.
+        NOT_FOUND for an unknown series.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelSeries(self, request, context):
+        """Cancels every occurrence of the series not yet started and stops it (published ones
+        are kept); canceling a stopped series answers it again. NOT_FOUND for an unknown series.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PublishServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -370,6 +396,16 @@ def add_PublishServiceServicer_to_server(servicer, server):
                     servicer.PreviewQueue,
                     request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueRequest.FromString,
                     response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueResponse.SerializeToString,
+            ),
+            'GetSeries': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSeries,
+                    request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SeriesRef.FromString,
+                    response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.Series.SerializeToString,
+            ),
+            'CancelSeries': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelSeries,
+                    request_deserializer=storypost_dot_publish_dot_v1_dot_publish__pb2.SeriesRef.FromString,
+                    response_serializer=storypost_dot_publish_dot_v1_dot_publish__pb2.Series.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -865,6 +901,60 @@ class PublishService:
             '/storypost.publish.v1.PublishService/PreviewQueue',
             storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueRequest.SerializeToString,
             storypost_dot_publish_dot_v1_dot_publish__pb2.PreviewQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSeries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.publish.v1.PublishService/GetSeries',
+            storypost_dot_publish_dot_v1_dot_publish__pb2.SeriesRef.SerializeToString,
+            storypost_dot_publish_dot_v1_dot_publish__pb2.Series.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelSeries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/storypost.publish.v1.PublishService/CancelSeries',
+            storypost_dot_publish_dot_v1_dot_publish__pb2.SeriesRef.SerializeToString,
+            storypost_dot_publish_dot_v1_dot_publish__pb2.Series.FromString,
             options,
             channel_credentials,
             insecure,

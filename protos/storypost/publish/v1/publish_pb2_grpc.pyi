@@ -91,6 +91,14 @@ class PublishServiceStub:
     """Deletes a queue; the posts that took its slots keep their dates."""
     PreviewQueue: _grpc.UnaryUnaryMultiCallable[_publish_pb2.PreviewQueueRequest, _publish_pb2.PreviewQueueResponse]
     """The next free slots of a queue: the dates the next posts scheduled into it would get."""
+    GetSeries: _grpc.UnaryUnaryMultiCallable[_publish_pb2.SeriesRef, _publish_pb2.Series]
+    """Where a series of recurring posts stands: its occurrences so far and its next date.
+    NOT_FOUND for an unknown series.
+    """
+    CancelSeries: _grpc.UnaryUnaryMultiCallable[_publish_pb2.SeriesRef, _publish_pb2.Series]
+    """Cancels every occurrence of the series not yet started and stops it (published ones
+    are kept); canceling a stopped series answers it again. NOT_FOUND for an unknown series.
+    """
 
 @_typing.type_check_only
 class PublishServiceAsyncStub(PublishServiceStub):
@@ -153,6 +161,14 @@ class PublishServiceAsyncStub(PublishServiceStub):
     """Deletes a queue; the posts that took its slots keep their dates."""
     PreviewQueue: _aio.UnaryUnaryMultiCallable[_publish_pb2.PreviewQueueRequest, _publish_pb2.PreviewQueueResponse]  # type: ignore[assignment]
     """The next free slots of a queue: the dates the next posts scheduled into it would get."""
+    GetSeries: _aio.UnaryUnaryMultiCallable[_publish_pb2.SeriesRef, _publish_pb2.Series]  # type: ignore[assignment]
+    """Where a series of recurring posts stands: its occurrences so far and its next date.
+    NOT_FOUND for an unknown series.
+    """
+    CancelSeries: _aio.UnaryUnaryMultiCallable[_publish_pb2.SeriesRef, _publish_pb2.Series]  # type: ignore[assignment]
+    """Cancels every occurrence of the series not yet started and stops it (published ones
+    are kept); canceling a stopped series answers it again. NOT_FOUND for an unknown series.
+    """
 
 class PublishServiceServicer(metaclass=_abc_1.ABCMeta):
     """PublishService schedules, reports and cancels posts. Every Schedule* call is idempotent
@@ -320,5 +336,25 @@ class PublishServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_publish_pb2.PreviewQueueResponse, _abc.Awaitable[_publish_pb2.PreviewQueueResponse]]:
         """The next free slots of a queue: the dates the next posts scheduled into it would get."""
+
+    @_abc_1.abstractmethod
+    def GetSeries(
+        self,
+        request: _publish_pb2.SeriesRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_publish_pb2.Series, _abc.Awaitable[_publish_pb2.Series]]:
+        """Where a series of recurring posts stands: its occurrences so far and its next date.
+        NOT_FOUND for an unknown series.
+        """
+
+    @_abc_1.abstractmethod
+    def CancelSeries(
+        self,
+        request: _publish_pb2.SeriesRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_publish_pb2.Series, _abc.Awaitable[_publish_pb2.Series]]:
+        """Cancels every occurrence of the series not yet started and stops it (published ones
+        are kept); canceling a stopped series answers it again. NOT_FOUND for an unknown series.
+        """
 
 def add_PublishServiceServicer_to_server(servicer: PublishServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
