@@ -42,12 +42,7 @@ KNOWN_LONG: dict[str, str] = {
 }
 
 # (doc, path) pairs naming what does not exist, owned by other work: allowed until it lands.
-KNOWN_MISSING: dict[tuple[str, str], str] = {
-    ("publishing.md", "cli/storypost_cli/embedded_mongo.py"): (
-        "now the package cli/storypost_cli/embedded_mongo/ (issue #53 item 6); publishing.md is "
-        "another helper's"
-    ),
-}
+KNOWN_MISSING: dict[tuple[str, str], str] = {}
 
 # Not part of the source tree: dependencies, caches, build outputs, local data.
 NOT_SOURCE = {

@@ -27,7 +27,6 @@ def _listing(
     one array `key` of `item`s out."""
     return Procedure(
         name=name,
-        rpc="storypost.account.v1.AccountService/ListConnectedAccounts",
         summary=summary,
         doc=doc,
         input_schema=f.input_object({}),
@@ -414,7 +413,6 @@ LIST_SOCIAL_ACCOUNTS = _listing(
 
 CREATE_CONNECT_LINK = Procedure(
     name="create-connect-link",
-    rpc="storypost.account.v1.AccountService/CreateConnectLink",
     summary="Creates a shareable link through which an account owner connects a photoapp account.",
     doc=(
         "Creates a connect link: a shareable URL through which the owner of a photoapp "

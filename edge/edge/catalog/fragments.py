@@ -224,10 +224,9 @@ def uuid_output(
 
 
 class Named(TypedDict):
-    """What every procedure record states for itself: its name, gRPC method and docs."""
+    """What every procedure record states for itself: its name and docs."""
 
     name: str
-    rpc: str
     summary: str
     doc: str
 

@@ -49,7 +49,6 @@ def _point() -> f.Schema:
 
 GET_POST_INSIGHTS = Procedure(
     name="get-post-insights",
-    rpc="storypost.publish.v1.InsightsService/GetPostInsights",
     summary="Returns what the platform reports about a published post: views, reach, likes.",
     doc=(
         "The insights of one executed post (any kind), as its platform reports them. "
@@ -119,7 +118,6 @@ GET_POST_INSIGHTS = Procedure(
 
 LIST_ACCOUNT_INSIGHTS = Procedure(
     name="list-account-insights",
-    rpc="storypost.publish.v1.InsightsService/ListAccountInsights",
     summary="Lists a connected account's figures per day: followers, and what its posts gained.",
     doc=(
         "One row per day (UTC) from `from` to `to` (both included, at most 366 days) that "

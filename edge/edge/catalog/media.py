@@ -28,7 +28,6 @@ _BLOB_URL_DOC = (
 
 CREATE_TEMP_BLOB_UPLOAD_URL = Procedure(
     name="create-temp-blob-upload-url",
-    rpc="storypost.render.v1.RenderService/CreateTempBlobUploadUrl",
     summary="Creates a presigned URL to upload a media file (up to 100 MB) as a temp blob.",
     doc=(
         "Creates a temporary media blob and a presigned `uploadUrl` for its bytes, for media "
@@ -103,7 +102,6 @@ CREATE_TEMP_BLOB_UPLOAD_URL = Procedure(
 
 UPLOAD_TEMP_BLOB = Procedure(
     name="upload-temp-blob",
-    rpc="storypost.render.v1.RenderService/UploadTempBlob",
     summary="Uploads a media file (up to 30 MB) inline as base64 and stores it as a temp blob.",
     doc=(
         "Fallback for environments that cannot PUT to the presigned URL of "
@@ -146,7 +144,6 @@ UPLOAD_TEMP_BLOB = Procedure(
 
 CREATE_DRAFT = f.render_procedure(
     name="create-draft",
-    rpc="storypost.render.v1.RenderService/CreateDraft",
     summary="Renders a page and stores it as a draft in the gallery, without posting it.",
     doc=(
         "Renders the page and stores the result as a draft in the gallery; nothing is "
@@ -200,7 +197,6 @@ CREATE_DRAFT = f.render_procedure(
 STATUS_DRAFT = f.uuid_procedure(
     _DRAFT,
     name="status-draft",
-    rpc="storypost.render.v1.RenderService/GetDraft",
     summary="Returns the status, preview and editor link of a draft.",
     doc=(
         "Returns where a draft stands: `rendering` (rendering started), `ready` (rendered; "
@@ -229,7 +225,6 @@ STATUS_DRAFT = f.uuid_procedure(
 DELETE_DRAFT = f.final_status_procedure(
     _DRAFT,
     name="delete-draft",
-    rpc="storypost.render.v1.RenderService/DeleteDraft",
     summary="Deletes a draft from the gallery.",
     doc=(
         "Deletes a draft (`rendering`, `ready` or `failed`); when a user edited it, the "

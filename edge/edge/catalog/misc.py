@@ -7,7 +7,6 @@ from edge.catalog.model import Procedure
 
 GENERATE_UUID = Procedure(
     name="generate-uuid",
-    rpc="",
     summary="Returns a fresh random UUID to use as a client-chosen identifier.",
     doc=(
         "Returns a new random (version 4) UUID. Every resource of this API is named by a "

@@ -14,9 +14,6 @@ class Procedure:
     """One procedure of the HTTP RPC API (`POST {base_url}/<name>`)."""
 
     name: str
-    # The gRPC method its handler calls (`storypost.publish.v1.PublishService/ScheduleStory`),
-    # or "" for a procedure the edge answers itself (docs/architecture.md: a procedure's path).
-    rpc: str
     # One line for lists, then the full description (Markdown).
     summary: str
     doc: str

@@ -10,7 +10,7 @@ from google.protobuf.message import Message
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure, procedure_methods
 from storypost.account.v1 import account_pb2 as pb
 from storypost_runtime.component import component
 from storypost_runtime.vocabulary import CLIPAPP, PHOTOAPP
@@ -168,17 +168,21 @@ class AccountProcedures:
         )
         return list(reply.accounts)
 
+    @procedure("list-photoapp-users")
     def list_photoapp_users(self, ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
         found = self._listed(ctx, PHOTOAPP.name, pb.CONNECTION_DIRECT)
         return {"photoappUsers": [photoapp_user(a) for a in found]}
 
+    @procedure("list-clipapp-accounts")
     def list_clipapp_accounts(self, ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
         found = self._listed(ctx, CLIPAPP.name, pb.CONNECTION_DIRECT)
         return {"clipappAccounts": [clipapp_account(a) for a in found]}
 
+    @procedure("list-social-accounts")
     def list_social_accounts(self, ctx: CallContext, _params: Mapping[str, Any]) -> JsonObject:
         return {"socialAccounts": [social_account(a) for a in self._listed(ctx)]}
 
+    @procedure("create-connect-link")
     def create_connect_link(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         link = self.backends.account_stub.CreateConnectLink(
             pb.CreateConnectLinkRequest(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 JsonObject = dict[str, Any]
 
@@ -23,11 +23,31 @@ class CallContext:
 Handler = Callable[[CallContext, Mapping[str, Any]], JsonObject]
 
 
+Method = TypeVar("Method", bound=Callable[..., JsonObject])
+# The attribute `procedure` puts on a handler: the name of the procedure it answers.
+PROCEDURE_ATTRIBUTE = "storypost_procedure"
+
+
+def procedure(name: str) -> Callable[[Method], Method]:
+    """Names the procedure a handler answers, where the handler is defined (grepping a
+    procedure's name lands here): `@procedure("schedule-photoapp-story")`."""
+
+    def mark(method: Method) -> Method:
+        setattr(method, PROCEDURE_ATTRIBUTE, name)
+        return method
+
+    return mark
+
+
 def procedure_methods(area: object) -> dict[str, Handler]:
-    """An area's handlers by procedure name: each public method of its class is the procedure
-    of its name with `-` for `_` (`schedule_photoapp_story` is `schedule-photoapp-story`)."""
-    return {
-        name.replace("_", "-"): getattr(area, name)
-        for name, member in vars(type(area)).items()
-        if callable(member) and not name.startswith("_")
-    }
+    """An area's handlers by procedure name: its methods marked with `@procedure`. Two
+    methods answering one procedure are a mistake, refused here."""
+    found: dict[str, Handler] = {}
+    for attribute in dir(type(area)):
+        name = getattr(getattr(type(area), attribute), PROCEDURE_ATTRIBUTE, None)
+        if name is None:
+            continue
+        if name in found:
+            raise ValueError(f"two handlers of {name} in {type(area).__name__}")
+        found[name] = getattr(area, attribute)
+    return found

@@ -7,8 +7,8 @@ from typing import Any
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
-from edge.procedures.posts import PublishProcedures, design, post_answer, timestamp
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure, procedure_methods
+from edge.procedures.posts import PublishProcedures, design, post_answer, repeat, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.vocabulary import CLIPAPP_DEFAULT_PRIVACY_LEVEL
 
@@ -19,6 +19,7 @@ COVER_MAX_MS = 600_000
 class ClipappProcedures(PublishProcedures):
     """clipapp posts (publish-svc); each method is the procedure of its name."""
 
+    @procedure("schedule-clipapp-post")
     def schedule_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         request = pb.ScheduleClipappPostRequest(
             organization_id=ctx.organization_id,
@@ -27,6 +28,7 @@ class ClipappProcedures(PublishProcedures):
             clipapp_account_id=params["clipappAccountId"],
             date=timestamp(params.get("date")),
             queue_name=params.get("queueName", ""),
+            repeat=repeat(params.get("repeat")),
             title=params.get("title", ""),
             description=params.get("description", ""),
             privacy_level=params.get("privacyLevel", CLIPAPP_DEFAULT_PRIVACY_LEVEL),
@@ -47,6 +49,7 @@ class ClipappProcedures(PublishProcedures):
             self.backends.publish_stub.ScheduleClipappPost, request, "clipappPostUuid"
         )
 
+    @procedure("status-clipapp-post")
     def status_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(
             self.backends.publish_stub.GetClipappPost,
@@ -56,6 +59,7 @@ class ClipappProcedures(PublishProcedures):
             "clipappStatus",
         )
 
+    @procedure("cancel-clipapp-post")
     def cancel_clipapp_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(
             self.backends.publish_stub.CancelClipappPost, ctx, params, "clipappPostUuid"

@@ -7,7 +7,7 @@ from typing import Any
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure, procedure_methods
 from storypost.publish.v1 import insights_pb2 as ipb
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.clock import iso_utc
@@ -49,6 +49,7 @@ class InsightsProcedures:
 
     backends: Backends
 
+    @procedure("get-post-insights")
     def get_post_insights(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         reply = self.backends.insights_stub.GetPostInsights(
             ipb.GetPostInsightsRequest(
@@ -60,6 +61,7 @@ class InsightsProcedures:
         )
         return insights_json(reply)
 
+    @procedure("list-account-insights")
     def list_account_insights(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         reply = self.backends.insights_stub.ListAccountInsights(
             ipb.ListAccountInsightsRequest(

@@ -11,7 +11,7 @@ from edge.backends import Backends
 from edge.catalog.media import UPLOAD_TEMP_BLOB
 from edge.config import EdgeSettings
 from edge.errors import ApiError
-from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure, procedure_methods
 from edge.procedures.posts import design
 from edge.validation import validation_body
 from storypost.render.v1 import render_pb2 as pb
@@ -86,6 +86,7 @@ class MediaProcedures:
     backends: Backends
     settings: EdgeSettings
 
+    @procedure("create-temp-blob-upload-url")
     def create_temp_blob_upload_url(
         self, ctx: CallContext, params: Mapping[str, Any]
     ) -> JsonObject:
@@ -100,6 +101,7 @@ class MediaProcedures:
         )
         return _blob_answer(blob)
 
+    @procedure("upload-temp-blob")
     def upload_temp_blob(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         content = decode_base64(params["contentBase64"])
         blob = self.backends.render_stub.UploadTempBlob(
@@ -115,6 +117,7 @@ class MediaProcedures:
         )
         return _blob_answer(blob)
 
+    @procedure("create-draft")
     def create_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         draft = self.backends.render_stub.CreateDraft(
             pb.CreateDraftRequest(
@@ -136,11 +139,13 @@ class MediaProcedures:
             answer["warnings"] = list(draft.warnings)
         return answer
 
+    @procedure("status-draft")
     def status_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return _draft_status(
             self.backends.render_stub.GetDraft(named_draft(pb.GetDraftRequest, ctx, params))
         )
 
+    @procedure("delete-draft")
     def delete_draft(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         draft = self.backends.render_stub.DeleteDraft(
             named_draft(pb.DeleteDraftRequest, ctx, params)

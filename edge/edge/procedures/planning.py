@@ -8,11 +8,11 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.backends import Backends
-from edge.catalog.planning import LIST_LIMIT_DEFAULT, LIST_POSTS
+from edge.catalog.planning import LIST_LIMIT_DEFAULT, LIST_POSTS, RESCHEDULE_POST
 from edge.catalog.queues import DEFAULT_NAME, PREVIEW_DEFAULT
 from edge.config import EdgeSettings
 from edge.errors import ApiError
-from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure, procedure_methods
 from edge.procedures.posts import STATUS_TEXT, PublishProcedures, moment, timestamp
 from edge.validation import validation_body
 from storypost.publish.v1 import publish_pb2 as pb
@@ -28,6 +28,7 @@ STATUS_PB = {text: value for value, text in STATUS_TEXT.items()}
 class PlanningProcedures(PublishProcedures):
     """Listing and moving posts of every kind; each method is the procedure of its name."""
 
+    @procedure("list-posts")
     def list_posts(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         _check_range(params.get("from"), params.get("to"))
         kind, status = params.get("kind"), params.get("status")
@@ -49,13 +50,25 @@ class PlanningProcedures(PublishProcedures):
             body["nextCursor"] = answer.next_page_token
         return body
 
+    @procedure("reschedule-post")
     def reschedule_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        if ("date" in params) == ("queueName" in params):
+            given = "both" if "date" in params else "neither"
+            explanation = f"give date or queueName, not {given}"
+            raise ApiError(
+                400,
+                "invalid params",
+                body=validation_body(
+                    RESCHEDULE_POST, {"date": [explanation], "queueName": [explanation]}
+                ),
+            )
         post = self.backends.publish_stub.ReschedulePost(
             pb.ReschedulePostRequest(
                 organization_id=ctx.organization_id,
                 kind=KIND_PB[params["kind"]],
                 post_uuid=params["uuid"],
-                date=timestamp(params["date"]),
+                date=timestamp(params.get("date")),
+                queue_name=params.get("queueName", ""),
             )
         )
         return {
@@ -65,6 +78,19 @@ class PlanningProcedures(PublishProcedures):
             "date": iso_utc(to_datetime(post.date)),
         }
 
+    @procedure("status-series")
+    def status_series(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return series_json(self.backends.publish_stub.GetSeries(self._series_ref(ctx, params)))
+
+    @procedure("cancel-series")
+    def cancel_series(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
+        return series_json(self.backends.publish_stub.CancelSeries(self._series_ref(ctx, params)))
+
+    @staticmethod
+    def _series_ref(ctx: CallContext, params: Mapping[str, Any]) -> pb.SeriesRef:
+        return pb.SeriesRef(organization_id=ctx.organization_id, series_uuid=params["seriesUuid"])
+
+    @procedure("set-queue")
     def set_queue(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         answer = self.backends.publish_stub.SetQueue(
             pb.SetQueueRequest(
@@ -77,6 +103,7 @@ class PlanningProcedures(PublishProcedures):
         )
         return {**queue_json(answer.queue), "nextSlots": dates_json(answer.next_slots)}
 
+    @procedure("list-queues")
     def list_queues(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         answer = self.backends.publish_stub.ListQueues(
             pb.ListQueuesRequest(
@@ -86,6 +113,7 @@ class PlanningProcedures(PublishProcedures):
         )
         return {"queues": [queue_json(queue) for queue in answer.queues]}
 
+    @procedure("preview-queue")
     def preview_queue(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         answer = self.backends.publish_stub.PreviewQueue(
             pb.PreviewQueueRequest(
@@ -95,6 +123,7 @@ class PlanningProcedures(PublishProcedures):
         )
         return {"slots": dates_json(answer.slots)}
 
+    @procedure("delete-queue")
     def delete_queue(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         answer = self.backends.publish_stub.DeleteQueue(self._queue_ref(ctx, params))
         return {
@@ -121,6 +150,24 @@ def queue_json(queue: pb.Queue) -> JsonObject:
         "createdAt": iso_utc(to_datetime(queue.created_at)),
         "updatedAt": iso_utc(to_datetime(queue.updated_at)),
     }
+
+
+def series_json(series: pb.Series) -> JsonObject:
+    body: JsonObject = {
+        "seriesUuid": series.series_uuid,
+        "status": series.status,
+        "occurrences": [
+            {
+                "uuid": o.post_uuid,
+                "date": iso_utc(to_datetime(o.date)),
+                "status": STATUS_TEXT[o.status],
+            }
+            for o in series.occurrences
+        ],
+    }
+    if series.HasField("next_date"):
+        body["nextDate"] = iso_utc(to_datetime(series.next_date))
+    return body
 
 
 def dates_json(stamps: Iterable[Timestamp]) -> list[str]:

@@ -45,7 +45,21 @@ class PublishProcedures:
         body = scheduled_json(uuid_field, reply, current_status=current_status)
         if getattr(request, "queue_name", "") and reply.post.HasField("date"):
             body["date"] = iso_utc(to_datetime(reply.post.date))
+        if reply.series_uuid:
+            body["seriesUuid"] = reply.series_uuid
         return body
+
+
+def repeat(value: Mapping[str, Any] | None) -> pb.Repeat | None:
+    """A schedule call's `repeat` (validated by the schema); None when not given."""
+    if value is None:
+        return None
+    return pb.Repeat(
+        every=value.get("every", ""),
+        count=value.get("count", 0),
+        until=timestamp(value.get("until")),
+        variants=[pb.RepeatVariant(**variant) for variant in value.get("variants", [])],
+    )
 
 
 def design(params: Mapping[str, Any]) -> rpb.Design:

@@ -8,8 +8,8 @@ from typing import Any
 
 from edge.backends import Backends
 from edge.config import EdgeSettings
-from edge.procedures.base import CallContext, Handler, JsonObject, procedure_methods
-from edge.procedures.posts import PublishProcedures, design, post_answer, timestamp
+from edge.procedures.base import CallContext, Handler, JsonObject, procedure, procedure_methods
+from edge.procedures.posts import PublishProcedures, design, post_answer, repeat, timestamp
 from storypost.publish.v1 import publish_pb2 as pb
 
 STATUS_FIELDS = ("permalink", "socialAccountId", "platform", "postType", "date")
@@ -18,6 +18,7 @@ STATUS_FIELDS = ("permalink", "socialAccountId", "platform", "postType", "date")
 class SocialProcedures(PublishProcedures):
     """Social posts (publish-svc); each method is the procedure of its name."""
 
+    @procedure("schedule-social-post")
     def schedule_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return self._schedule(
             self.backends.publish_stub.ScheduleSocialPost,
@@ -31,16 +32,19 @@ class SocialProcedures(PublishProcedures):
                 options_json=json.dumps(params.get("options") or {}),
                 date=timestamp(params.get("date")),
                 queue_name=params.get("queueName", ""),
+                repeat=repeat(params.get("repeat")),
             ),
             "socialPostUuid",
             current_status=True,
         )
 
+    @procedure("status-social-post")
     def status_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(
             self.backends.publish_stub.GetSocialPost, ctx, params, "socialPostUuid", *STATUS_FIELDS
         )
 
+    @procedure("cancel-social-post")
     def cancel_social_post(self, ctx: CallContext, params: Mapping[str, Any]) -> JsonObject:
         return post_answer(
             self.backends.publish_stub.CancelSocialPost, ctx, params, "socialPostUuid"

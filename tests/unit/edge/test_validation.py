@@ -280,7 +280,6 @@ def test_several_problems_with_one_key_are_all_listed_once() -> None:
 
 NESTED = Procedure(
     name="test-nested",
-    rpc="",
     summary="A procedure with nested input.",
     doc="Only for tests.",
     input_schema={
