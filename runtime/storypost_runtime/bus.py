@@ -170,6 +170,28 @@ async def _first_of(
     )
 
 
+# How long a component that serves without NATS waits at start to learn whether NATS refuses
+# its identity (a NATS that does not answer by then is left to the background connection).
+IDENTITY_PROBE_SECONDS = 3.0
+
+
+async def refuse_wrong_identity(
+    settings: NatsSettings, name: str, within_seconds: float = IDENTITY_PROBE_SECONDS
+) -> None:
+    """For a component that serves without NATS (account-svc): a NATS that answers and refuses
+    this identity or TLS stops the start (NatsRefused, exit 2 naming the variables), as it stops
+    every component that needs the bus; one that does not answer within `within_seconds` is
+    left to the background connection, which keeps trying."""
+    try:
+        async with asyncio.timeout(within_seconds):
+            async with nats_connection(settings, f"{name} identity check", within_seconds):
+                return
+    except NatsRefused:
+        raise
+    except Exception as error:
+        log.info("nats not answering at start", error=str(error) or type(error).__name__)
+
+
 async def ensure_events_stream(js: JetStreamContext, settings: NatsSettings) -> None:
     """Creates or updates the status-events stream (file storage, 7 days, dedup window,
     `nats_stream_replicas` copies)."""

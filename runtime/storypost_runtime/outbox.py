@@ -26,7 +26,12 @@ from prometheus_client import Counter, Gauge
 from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 
-from storypost_runtime.bus import JetStreamPublisher, ensure_events_stream, nats_connection
+from storypost_runtime.bus import (
+    JetStreamPublisher,
+    ensure_events_stream,
+    nats_connection,
+    refuse_wrong_identity,
+)
 from storypost_runtime.bus_message import BusMessage
 from storypost_runtime.component import component
 from storypost_runtime.context import current_request_id
@@ -272,6 +277,7 @@ async def start_outbox_relay(
     within 30 s. One that serves without it (`serves_without_nats`: account-svc) relays once
     NATS and JetStream answer; its events wait in their records meanwhile, none is lost."""
     if serves_without_nats:
+        await refuse_wrong_identity(settings, name)
         relay = OutboxRelay(collections, _NotConnected(), metrics=metrics)
         await stack.enter_async_context(
             background(_relay_when_reachable(relay, settings, name), "outbox relay")

@@ -5,6 +5,7 @@ variables to check (never their values); a service started so stops with exit 2.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
@@ -21,6 +22,7 @@ import pytest
 from storypost.testing.certificates import Certificates, make_certificates
 from storypost_runtime.bus import NatsRefused, nats_connection
 from storypost_runtime.settings import NatsSettings
+from tests.support.mongo import memory_mongo_server
 
 pytestmark = pytest.mark.integration
 USER = "storypost"
@@ -122,29 +124,41 @@ async def test_a_server_signed_by_another_ca_is_refused(
     assert "STORYPOST_NATS_TLS_CA_FILE" in str(refused.value)
 
 
-def test_a_service_with_a_wrong_password_stops_at_start_naming_it(secured: SecuredNats) -> None:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "STORYPOST_MONGO_URL": "mongodb://127.0.0.1:9/?directConnection=true",
-        "STORYPOST_NATS_URL": secured.url,
-        "STORYPOST_NATS_USER": USER,
-        "STORYPOST_NATS_PASSWORD": "wrong-" + secured.password,
-        "STORYPOST_NATS_TLS_CA_FILE": str(secured.certs.ca_file),
-        "STORYPOST_GRPC_PORT": "0",
-    }
-    ran = subprocess.run(
-        [sys.executable, "-m", "publish_svc"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert ran.returncode == 2, ran.stderr[-3000:]
-    assert "publish-svc cannot start: NATS refused" in ran.stderr
-    assert "STORYPOST_NATS_PASSWORD" in ran.stderr
-    assert secured.password not in ran.stderr + ran.stdout
+@pytest.mark.parametrize(
+    ("module", "name"), [("publish_svc", "publish-svc"), ("account_svc", "account-svc")]
+)
+async def test_a_service_with_a_wrong_password_stops_at_start_naming_it(
+    secured: SecuredNats, module: str, name: str
+) -> None:
+    """publish-svc needs the bus; account-svc serves without it, yet a NATS that answers and
+    refuses its identity stops it at start too (its events would otherwise wait forever)."""
+    async with memory_mongo_server() as mongo_url:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "STORYPOST_MONGO_URL": mongo_url,
+            "STORYPOST_NATS_URL": secured.url,
+            "STORYPOST_NATS_USER": USER,
+            "STORYPOST_NATS_PASSWORD": "wrong-" + secured.password,
+            "STORYPOST_NATS_TLS_CA_FILE": str(secured.certs.ca_file),
+            "STORYPOST_GRPC_PORT": "0",
+            "STORYPOST_METRICS_PORT": "0",
+        }
+        # In this event loop: the memory MongoDB answers while the service starts.
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", module, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+        finally:
+            if process.returncode is None:
+                process.kill()
+    stderr = err.decode(errors="replace")
+    assert process.returncode == 2, stderr[-3000:]
+    assert f"{name} cannot start: NATS refused" in stderr
+    assert "STORYPOST_NATS_PASSWORD" in stderr
+    assert secured.password not in stderr + out.decode(errors="replace")
 
 
 def test_settings_refuse_two_identities_or_half_of_one(tmp_path: Path) -> None:
