@@ -50,9 +50,11 @@ from storypost.testing.dependencies import (
     choose_images,
     docker_client,
 )
+from storypost.testing.secured_nats import SecuredNats
 from storypost_cli.stack import StackError, StackPorts, health
 from storypost_cli.stack.base import StackBase
 from storypost_cli.stack.components import (
+    SERVICES,
     STAGES,
     ComponentSpec,
     build_specs,
@@ -73,6 +75,8 @@ NetworkMode = Literal["host", "bridge"]
 # What runs as several replicas in the production shape (the dependencies and the sandbox
 # network stay single).
 REPLICATED = ("account", "render", "publish", "webhook", "edge")
+# The services with a schema: `storypost migrate` runs before they start, in one's image.
+MIGRATED = ("publish", "account", "render", "webhook")
 
 
 def production_env() -> dict[str, str]:
@@ -159,9 +163,15 @@ def _seaweed_port_flags(ports: StackPorts) -> list[str]:
 
 
 def _dependency_run(
-    component: str, upstream: bool, ports: StackPorts, env: Mapping[str, str], bind: str
+    component: str,
+    upstream: bool,
+    ports: StackPorts,
+    env: Mapping[str, str],
+    bind: str,
+    secured: SecuredNats | None = None,
 ) -> tuple[list[str], dict[str, str]]:
-    """Command and environment of a dependency container (ours or the official image)."""
+    """Command and environment of a dependency container (ours or the official image); NATS
+    requires a password and TLS when `secured` is given."""
     if component == "mongo":
         if upstream:
             return ["mongod", "--bind_ip", bind, "--port", str(ports.mongo)], {}
@@ -171,6 +181,8 @@ def _dependency_run(
         # Both images start nats-server with these arguments.
         args = ["-js", "-sd", "/data", "-a", bind, "-p", str(ports.nats)]
         args += ["-m", str(ports.nats_monitor)]
+        if secured is not None:
+            args += secured.server_args()
         return args, {"NATS_MONITOR_PORT": str(ports.nats_monitor)}
     keys = {"access": env["STORYPOST_S3_ACCESS_KEY"], "secret": env["STORYPOST_S3_SECRET_KEY"]}
     if upstream:
@@ -285,7 +297,18 @@ class ContainerStack(StackBase):
                 chosen_ports = free_ports(2 * len(names), avoid=taken)
                 for n, name in enumerate(names):
                     self._replica_ports[name] = (chosen_ports[2 * n], chosen_ports[2 * n + 1])
-        shaped = {**(production_env() if production else {}), **self._replica_addresses()}
+        # The production shape's NATS requires a password and TLS, as production's does.
+        self._secured_nats = SecuredNats.create() if production else None
+        secured_env = {}
+        if self._secured_nats is not None:
+            secured_env = self._secured_nats.client_env(ports.nats)
+            # Kept while the stack may start again; gone with the test process.
+            atexit.register(self._secured_nats.remove)
+        shaped = {
+            **(production_env() if production else {}),
+            **secured_env,
+            **self._replica_addresses(),
+        }
         self._env = stack_env(ports, log_level, {**shaped, **(extra_env or {})}, self._credentials)
         # Only the probes, limits and stop signals are used; the directory is never written.
         self._scratch = Path(tempfile.gettempdir()) / "storypost-containers-unused"
@@ -358,6 +381,9 @@ class ContainerStack(StackBase):
             await asyncio.to_thread(self._prepare)
             for stage in STAGES:
                 names = [name for name in stage if name in self._selected]
+                migrating = [name for name in MIGRATED if name in names]
+                if stage is SERVICES and migrating:
+                    await asyncio.to_thread(self._migrate, migrating[0])
                 async with asyncio.TaskGroup() as group:
                     for name in names:
                         group.create_task(self.start_component(name))
@@ -515,6 +541,9 @@ class ContainerStack(StackBase):
             container.with_command(command)
         for key, value in env.items():
             container.with_env(key, value)
+        # testcontainers passes volumes itself: docker-py's mapping goes through it.
+        for host, bind in kwargs.pop("volumes", {}).items():
+            container.with_volume_mapping(host, bind["bind"], bind["mode"])
         # with_kwargs() replaces what it had: everything goes in one call.
         container.with_kwargs(labels=self._labels(component), **kwargs)
         return container
@@ -528,6 +557,17 @@ class ContainerStack(StackBase):
             # Started again with its filesystem (data) intact, as a restarted process would be.
             existing.start()
             return
+        image, command, env, kwargs = self._run_parts(component)
+        definition = self._container(image, component, command, env, **kwargs)
+        try:
+            definition.start()
+        except Exception as error:
+            message = f"cannot start its container from {image}: {error}"
+            raise StackError(component, message) from None
+        self._containers[component] = definition.get_wrapped_container()
+
+    def _run_parts(self, component: str) -> tuple[str, list[str], dict[str, str], dict[str, Any]]:
+        """A component's image, command, environment and engine options."""
         base = base_of(component)
         image = self.images.by_component[base]
         # The process stack's per-component settings, less file paths on this host (images
@@ -541,23 +581,62 @@ class ContainerStack(StackBase):
         if component in DEPENDENCIES:
             upstream = component in self.images.upstream
             command, extra = _dependency_run(
-                component, upstream, self._ports, self._env, self._bind
+                component, upstream, self._ports, self._env, self._bind, self._secured_nats
             )
             env = {**extra}
         kwargs: dict[str, Any] = {"network_mode": "host"}
+        if self._secured_nats is not None and component not in ("mongo", "s3"):
+            kwargs["volumes"] = self._secured_nats.volumes()
         if self._pod is not None:
             kwargs["network_mode"] = f"container:{self._pod.get_wrapped_container().id}"
         if base == "render":
             kwargs["shm_size"] = _RENDER_SHM
             # The engine's default profile refuses the browser's jail (docs/render.md).
             kwargs["security_opt"] = [f"seccomp={render_seccomp_profile()}"]
-        definition = self._container(image, component, command, env, **kwargs)
+        return image, command, env, kwargs
+
+    def _migrate(self, component: str) -> None:
+        """The migrate Job before the services start (docs/migrations.md): its command in a
+        service's image (each holds every schema), with the stack's settings (the production
+        shape's included)."""
+        code, logs = self.run_once(
+            component, {}, timeout=300.0, command=["python", "-m", "storypost_cli.migrate"]
+        )
+        if code != 0:
+            tail = "\n".join(logs.splitlines()[-_LOG_TAIL_LINES:])
+            raise StackError("migrate", f"exited with code {code}", tail)
+
+    def run_once(
+        self,
+        component: str,
+        changes: Mapping[str, str],
+        timeout: float = 60.0,
+        command: list[str] | None = None,
+    ) -> tuple[int | None, str]:
+        """Runs one more container of a component's image, its settings changed by `changes`,
+        until it exits or `timeout` passes (then it is removed): its exit code (None: still
+        running) and its output. What an operator sees who starts a replica with a wrong
+        setting. `command` replaces the image's (the migrate Job's)."""
+        image, own_command, env, kwargs = self._run_parts(component)
+        name = f"{component}-once-{uuid.uuid4().hex[:6]}"
+        container = self._client.containers.run(
+            image,
+            command or own_command or None,
+            name=self.container_name(name),
+            environment={**env, **changes},
+            labels=self._labels(name),
+            detach=True,
+            **kwargs,
+        )
         try:
-            definition.start()
-        except Exception as error:
-            message = f"cannot start its container from {image}: {error}"
-            raise StackError(component, message) from None
-        self._containers[component] = definition.get_wrapped_container()
+            try:
+                code: int | None = int(container.wait(timeout=timeout)["StatusCode"])
+            except Exception:  # the engine's read timed out: still running
+                code = None
+            return code, bytes(container.logs()).decode(errors="replace")
+        finally:
+            with contextlib.suppress(Exception):
+                container.remove(force=True, v=True)
 
     def _exit_code(self, container: Any) -> int | None:
         container.reload()

@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -165,6 +166,20 @@ class StackHandle:
 
     def base_url(self, organization_id: str) -> str:
         return f"{self.edge_url}/o/{organization_id}/api/v1"
+
+    def nats_options(self) -> dict[str, Any]:
+        """`nats.connect(**stack.nats_options())`: the stack's NATS with the identity and TLS
+        its components use (the production shape requires both)."""
+        from storypost_runtime.bus import connect_options
+        from storypost_runtime.settings import NatsSettings
+
+        given = {
+            key.removeprefix("STORYPOST_").lower(): value
+            for key, value in self.env.items()
+            if key.startswith("STORYPOST_NATS_")
+        }
+        settings = NatsSettings.model_validate(given)
+        return {"servers": [settings.nats_url], **connect_options(settings)}
 
     def metrics_urls(self, component: str) -> list[str]:
         """The Prometheus endpoint of each replica of a component (one unless the stack runs

@@ -27,7 +27,7 @@ INSIGHTS_EVENT = "post.insights_updated"
 async def bus(storypost_stack: StackHandle) -> Any:
     import nats
 
-    client = await nats.connect(storypost_stack.env["STORYPOST_NATS_URL"])
+    client = await nats.connect(**storypost_stack.nats_options())
     yield client
     await client.close()
 

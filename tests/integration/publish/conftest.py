@@ -46,7 +46,7 @@ async def photoapp_user(storypost_stack: StackHandle, fresh_org: Org) -> str:
 async def bus(storypost_stack: StackHandle) -> AsyncIterator[NatsClient]:
     import nats
 
-    client = await nats.connect(storypost_stack.env["STORYPOST_NATS_URL"])
+    client = await nats.connect(**storypost_stack.nats_options())
     yield client
     await client.close()
 
