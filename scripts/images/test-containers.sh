@@ -18,7 +18,8 @@ esac
 #   and rolling restarts, service auth with production keys, the NATS consumers shared by
 #   replicas, identical schedules racing over replicas, deliveries once across webhook-svc
 #   replicas, rate buckets shared by account-svc replicas, the SDK and CLI flows and the edge's
-#   HTTP through the balancer;
+#   HTTP through the balancer, and a real Prometheus scraping every replica with the prod
+#   overlay's rules (killing publish-svc raises PublishDown within its `for:`);
 # - containers (one replica of each, what a testcontainers user starts): a smoke of every area
 #   through the same images: start, SDK and CLI, publishing, rendering, webhooks, accounts, the
 #   edge (the minute-long pacing run and the token-refresh health run are the client's and
@@ -31,7 +32,8 @@ case "$STORYPOST_TEST_STACK" in
                tests/integration/accounts/test_rate_buckets.py
                tests/integration/accounts/test_connect_links.py
                tests/integration/client/test_sdk_flows.py tests/integration/client/test_cli.py
-               tests/integration/render/test_drafts.py tests/integration/test_edge_http.py) ;;
+               tests/integration/render/test_drafts.py tests/integration/test_edge_http.py
+               tests/integration/test_prometheus_alerts.py) ;;
   containers)
     selection=(tests/integration/deploy tests/integration/client tests/integration/accounts
                --ignore=tests/integration/client/test_pacing.py

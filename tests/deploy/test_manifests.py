@@ -1,5 +1,6 @@
 """The Kubernetes manifests: they render with kustomize, validate against the Kubernetes schemas
-offline, and say what docs/deploy.md promises (probes, non-root, limits, PDBs, HPAs, policies)."""
+offline, and say what docs/deploy-kubernetes.md promises (probes, non-root, limits, PDBs, HPAs,
+policies)."""
 
 from __future__ import annotations
 

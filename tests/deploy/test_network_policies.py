@@ -191,7 +191,7 @@ def dependencies(overlay: Overlay, component: str) -> dict[str, tuple[list[Any],
         found["mongo"] = dependency(mongo, 27017)
     else:
         # Production's URL lives in its Secret: MongoDB in the dependencies' namespace
-        # (docs/deploy.md; one outside the cluster needs a rule of the operator's own).
+        # (docs/deploy-kubernetes.md; one outside the cluster needs a rule of the operator's own).
         port = urlsplit(MongoSettings.model_fields["mongo_url"].default).port or 27017
         mongo_pod = Pod(
             "mongo", dependencies_namespace(overlay), {"app": "mongo"}, (ContainerPort(port),)

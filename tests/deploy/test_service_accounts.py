@@ -1,5 +1,5 @@
 """One ServiceAccount per component, none with a token mounted, and a cloud identity (S3
-through workload identity) only on render-svc's and publish-svc's (docs/deploy.md)."""
+through workload identity) only on render-svc's and publish-svc's (docs/deploy-kubernetes.md)."""
 
 from __future__ import annotations
 

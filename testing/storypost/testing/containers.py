@@ -101,7 +101,7 @@ def base_of(name: str) -> str:
     return base if sep and number.isdigit() else name
 
 
-# render-svc's seccomp profile: the allow list the Kubernetes overlays install (docs/deploy.md).
+# render-svc's seccomp profile: the allow list the overlays install (docs/deploy-kubernetes.md).
 RENDER_SECCOMP = (
     Path(__file__).resolve().parents[3] / "deploy/k8s/components/render-seccomp/render-svc.json"
 )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 ORG_PATH = "/o/org-1/api/v1"
@@ -139,3 +140,14 @@ def closed_port_url() -> str:
     host, port = server.server_address[:2]
     server.server_close()
     return f"http://{host!s}:{port}"
+
+
+# The token every CLI test logs in with.
+TOKEN = "sp_cli-test-token"
+
+
+def logged_in(config: Path, server: ScriptedServer) -> None:
+    """A login of `server` in the CLI's config file (as `storypost login` writes it)."""
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"baseUrl": server.base_url, "token": TOKEN}))
+    config.chmod(0o600)

@@ -18,25 +18,16 @@ from storypost_cli.output import (
     EXIT_UNAVAILABLE,
 )
 from tests.unit.client.cli_runner import run
-from tests.unit.client.support import ORG_PATH, Reply, ScriptedServer, Seen, scripted
+from tests.unit.client.support import (
+    ORG_PATH,
+    TOKEN,
+    Reply,
+    Seen,
+    logged_in,
+    scripted,
+)
 
-TOKEN = "sp_cli-test-token"
 UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
-
-
-@pytest.fixture
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home" / "storypost" / "config.json"
-    monkeypatch.setenv("STORYPOST_CONFIG", str(path))
-    monkeypatch.delenv("STORYPOST_BASE_URL", raising=False)
-    monkeypatch.delenv("STORYPOST_API_TOKEN", raising=False)
-    return path
-
-
-def logged_in(config: Path, server: ScriptedServer) -> None:
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"baseUrl": server.base_url, "token": TOKEN}))
-    config.chmod(0o600)
 
 
 def uuid_reply() -> Reply:

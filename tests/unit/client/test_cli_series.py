@@ -11,28 +11,12 @@ import pytest
 
 from storypost_client.cli.exits import EXIT_BAD_INPUT
 from tests.unit.client.cli_runner import run
-from tests.unit.client.support import ORG_PATH, Reply, ScriptedServer, scripted
+from tests.unit.client.support import ORG_PATH, Reply, logged_in, scripted
 
-TOKEN = "sp_cli-test-token"
 UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
 SERIES = "5b9a8f0e-3c1d-4e2f-9a7b-6c5d4e3f2a1b"
 SLOT = "2026-12-07T08:30:00Z"
 URL = "https://x.test/page"
-
-
-@pytest.fixture
-def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home" / "storypost" / "config.json"
-    monkeypatch.setenv("STORYPOST_CONFIG", str(path))
-    monkeypatch.delenv("STORYPOST_BASE_URL", raising=False)
-    monkeypatch.delenv("STORYPOST_API_TOKEN", raising=False)
-    return path
-
-
-def logged_in(config: Path, server: ScriptedServer) -> None:
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"baseUrl": server.base_url, "token": TOKEN}))
-    config.chmod(0o600)
 
 
 def test_story_from_a_queue_sends_queue_name_and_prints_the_slot_taken(
