@@ -137,7 +137,7 @@ def scheduling(
 
 async def planning(stored: Storage, used: Clients, clock: Clock) -> Queues:
     """The queues of connected accounts and the slots posts take from them."""
-    store = QueueStore(stored.db["queues"], stored.db["queue_slots"], stored.db["posts"])
+    store = QueueStore.of(stored.db)
     return Queues(store, used.accounts, clock)
 
 

@@ -24,7 +24,7 @@ def _nothing() -> None:
 
 def plan(db: AsyncDatabase[Document], insights_retention: timedelta) -> Plan:
     posts = PostStore(db["posts"], _nothing)
-    queues = QueueStore(db["queues"], db["queue_slots"], db["posts"])
+    queues = QueueStore.of(db)
     insights = InsightStore(db, _nothing, insights_retention)
     series = SeriesStore(db["series"], db["series_accounts"])
 
@@ -38,5 +38,8 @@ def plan(db: AsyncDatabase[Document], insights_retention: timedelta) -> Plan:
         SERVICE,
         db,
         indexes,
-        [Step(1, "posts.listedAt", posts.listed_at_backfill())],
+        [
+            Step(1, "posts.listedAt", posts.listed_at_backfill()),
+            Step(2, "queue_names", queues.count_names_of_stored_queues),
+        ],
     )

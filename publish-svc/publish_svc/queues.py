@@ -11,12 +11,14 @@ not stored) is free again: the next post takes it over with a write guarded by t
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from publish_svc.accounts_client import AccountsClient, social_ref
@@ -109,6 +111,14 @@ class QueueStore:
     queues: AsyncCollection[Document]
     slots: AsyncCollection[Document]
     posts: AsyncCollection[Document]
+    # One document per account: the names of its queues, grown by one conditional write so
+    # that racing creations of new queues stop at MAX_QUEUES (a count, then an insert, would
+    # let each of them through).
+    names: AsyncCollection[Document]
+
+    @classmethod
+    def of(cls, db: AsyncDatabase[Document]) -> QueueStore:
+        return cls(db["queues"], db["queue_slots"], db["posts"], db["queue_names"])
 
     async def ensure_indexes(self) -> None:
         await ensure_indexes(
@@ -141,14 +151,34 @@ class QueueStore:
         assert stored is not None  # upserted
         return Queue.from_doc(stored)
 
-    async def count_others(self, organization_id: str, social_account_id: str, name: str) -> int:
-        return await self.queues.count_documents(
-            {
-                "organizationId": organization_id,
-                "socialAccountId": social_account_id,
-                "queueName": {"$ne": name},
-            }
+    async def claim_name(self, organization_id: str, social_account_id: str, name: str) -> bool:
+        """Counts `name` among the account's queues; False when MAX_QUEUES others are there.
+        One conditional write, so of racing creations exactly the room left gets in; a name
+        already there (a queue replaced) is always taken."""
+        key = queue_id(organization_id, social_account_id, "")
+        with contextlib.suppress(DuplicateKeyError):  # a racing call inserted it
+            await self.names.update_one({"_id": key}, {"$setOnInsert": {"names": []}}, upsert=True)
+        result = await self.names.update_one(
+            {"_id": key, f"names.{MAX_QUEUES - 1}": {"$exists": False}},
+            {"$addToSet": {"names": name}},
         )
+        if result.matched_count == 1:
+            return True
+        return await self.names.find_one({"_id": key, "names": name}) is not None
+
+    async def release_name(self, organization_id: str, social_account_id: str, name: str) -> None:
+        key = queue_id(organization_id, social_account_id, "")
+        await self.names.update_one({"_id": key}, {"$pull": {"names": name}})
+
+    async def count_names_of_stored_queues(self) -> None:
+        """Migration step: the names of queues stored before `queue_names` existed."""
+        async for doc in self.queues.find(
+            {}, {"organizationId": 1, "socialAccountId": 1, "queueName": 1}
+        ):
+            key = queue_id(doc["organizationId"], doc["socialAccountId"], "")
+            await self.names.update_one(
+                {"_id": key}, {"$addToSet": {"names": doc["queueName"]}}, upsert=True
+            )
 
     async def get(self, organization_id: str, social_account_id: str, name: str) -> Queue | None:
         doc = await self.queues.find_one(
@@ -167,6 +197,9 @@ class QueueStore:
         result = await self.queues.delete_one(
             {"_id": queue_id(organization_id, social_account_id, name)}
         )
+        # After the queue: a crash in between leaves a name counted that a later set-queue
+        # of it, or this delete again, settles.
+        await self.release_name(organization_id, social_account_id, name)
         return result.deleted_count == 1
 
     async def held(
@@ -291,7 +324,7 @@ class Queues:
         time_zone(zone_name)
         weekly = weekly_slots(slots)
         account = await self._account(organization_id, social_account_id)
-        if await self.store.count_others(organization_id, social_account_id, name) >= MAX_QUEUES:
+        if not await self.store.claim_name(organization_id, social_account_id, name):
             raise invalid(
                 "queueName",
                 f"the account has {MAX_QUEUES} queues, the most it can have: replace or delete one",

@@ -38,8 +38,8 @@ async def test_a_production_service_refuses_until_the_migrate_command_ran(
     assert code == 2, err
     assert (
         f"publish-svc cannot start: publish-svc: the database '{database}' is not ready for this "
-        "release: schema version 0 of 1 (to run: 1 posts.listedAt); its indexes are not this "
-        "release's. Run `storypost migrate` (the migrate Job) before starting it"
+        "release: schema version 0 of 2 (to run: 1 posts.listedAt, 2 queue_names); its indexes "
+        "are not this release's. Run `storypost migrate` (the migrate Job) before starting it"
     ) in err
     # It changed nothing: no index, no schema record.
     client: AsyncMongoClient[Document] = AsyncMongoClient(mongo_url)
@@ -56,7 +56,7 @@ async def test_a_production_service_refuses_until_the_migrate_command_ran(
         code, out, err = await run(env, "-m", "storypost_cli.migrate", "--timeout", "60")
         assert code == 0, err
         reports = {r["service"]: r for r in json.loads(out)}
-        assert reports["publish-svc"]["steps_run"] == ["1 posts.listedAt"]
+        assert reports["publish-svc"]["steps_run"] == ["1 posts.listedAt", "2 queue_names"]
         assert '"message": "migrated"' in err  # progress on stderr, the result on stdout
 
         code, out, err = await run(env, "-m", "storypost_cli.migrate", "--status")

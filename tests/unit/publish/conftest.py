@@ -103,7 +103,7 @@ async def core(db: AsyncDatabase[Document]) -> Core:
     renderer = FakeRenderer()
     driver = ScriptedDriver()
     quota = StoryQuota(db["story_quota"], 3)
-    queue_store = QueueStore(db["queues"], db["queue_slots"], db["posts"])
+    queue_store = QueueStore.of(db)
     await queue_store.ensure_indexes()
     queues = Queues(queue_store, accounts, clock)  # type: ignore[arg-type]
     intake = PostIntake(store, quota, accounts, renderer, clock, WINDOW, lambda: None, queues)  # type: ignore[arg-type]

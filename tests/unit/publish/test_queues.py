@@ -143,6 +143,31 @@ async def test_at_most_twenty_queues_per_account(queues: Queues) -> None:
     assert await queues.store.queues.count_documents({}) == MAX_QUEUES
     assert await queues.delete("org", "sa_alice", "q3") is True
     assert await queues.delete("org", "sa_alice", "q3") is False
+    await queues.set("org", "sa_alice", "one-more", "UTC", SLOTS)  # the deleted one's place
+
+
+async def test_racing_creations_stop_at_twenty_queues(
+    queues: Queues, core: Core, mongo_url: str
+) -> None:
+    """Counting, then inserting, let racing creations past the limit; one conditional write
+    per creation lets exactly the room left in."""
+    await _ready(queues)
+    for n in range(MAX_QUEUES - 3):
+        await queues.set("org", "sa_alice", f"q{n}", "UTC", SLOTS)
+    client: AsyncMongoClient[Document] = AsyncMongoClient(
+        mongo_url, maxPoolSize=32, timeoutMS=120_000, tz_aware=True
+    )
+    racing = replace(queues, store=QueueStore.of(client[core.db.name]))
+    try:
+        answers = await asyncio.gather(
+            *(racing.set("org", "sa_alice", f"new{n}", "UTC", SLOTS) for n in range(10)),
+            return_exceptions=True,
+        )
+    finally:
+        await client.close()
+    refused = [a for a in answers if isinstance(a, InvalidArgument)]
+    assert len(refused) == 7, answers
+    assert await queues.store.queues.count_documents({}) == MAX_QUEUES
 
 
 async def test_fifty_racing_posts_take_fifty_distinct_slots_and_a_repeat_takes_none(
@@ -158,7 +183,7 @@ async def test_fifty_racing_posts_take_fifty_distinct_slots_and_a_repeat_takes_n
         mongo_url, maxPoolSize=64, timeoutMS=120_000, tz_aware=True
     )
     db = client[core.db.name]
-    racing = replace(queues, store=QueueStore(db["queues"], db["queue_slots"], db["posts"]))
+    racing = replace(queues, store=QueueStore.of(db))
     try:
         taken = await asyncio.gather(
             *(racing.take("org", answer.queue, account, post) for post in posts)
@@ -299,3 +324,20 @@ async def test_a_queued_post_moved_by_reschedule_gives_its_slot_back(
     account = photoapp_account("alice")
     queue = await queues.get("org", "sa_alice", "default")
     assert (await queues.free(queue, account, 1)) == [utc(2027, 3, 28, 1, 0)]
+
+
+async def test_queues_stored_before_their_names_were_counted_are_counted_by_migration(
+    queues: Queues, core: Core
+) -> None:
+    """Migration step 2 (`queue_names`): an account's queues stored by a release that only
+    counted them count toward its 20 afterwards."""
+    await _ready(queues)
+    for n in range(MAX_QUEUES):
+        await queues.set("org", "sa_alice", f"q{n}", "UTC", SLOTS)
+    await queues.store.names.delete_many({})  # as a database of the release before
+    await queues.store.count_names_of_stored_queues()
+    await queues.store.count_names_of_stored_queues()  # again: the same
+    with pytest.raises(InvalidArgument):
+        await queues.set("org", "sa_alice", "one-more", "UTC", SLOTS)
+    (names,) = [doc async for doc in queues.store.names.find({})]
+    assert sorted(names["names"]) == sorted(f"q{n}" for n in range(MAX_QUEUES))
