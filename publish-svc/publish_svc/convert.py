@@ -15,10 +15,9 @@ from publish_svc.queues import Queue
 from publish_svc.series import RepeatAsked, SeriesView, Target
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.protobuf import timestamp, to_datetime
-from storypost_runtime.vocabulary import proto_name
+from storypost_runtime.vocabulary import PostStatus, ProtoWords
 
-STATUS_PB = {s: pb.PostStatus.Value(proto_name("POST_STATUS", s)) for s in Status}
-STATUS_OF_PB = {value: key for key, value in STATUS_PB.items()}
+POST_STATUSES = ProtoWords.of(pb.PostStatus, "POST_STATUS", PostStatus)
 KIND_PB = {
     Kind.STORY: pb.POST_KIND_STORY,
     Kind.REEL: pb.POST_KIND_REEL,
@@ -50,7 +49,7 @@ def post_pb(post: Post) -> pb.Post:
         organization_id=post.organization_id,
         post_uuid=post.post_uuid,
         kind=KIND_PB[post.kind],
-        status=STATUS_PB[post.status],
+        status=POST_STATUSES.pb[post.status],
         error_message=(post.error_message or "") if post.status is Status.FAILED else "",
         preview_url=post.preview_url or "",
         clipapp_status=post.clipapp_status or "",
@@ -104,7 +103,7 @@ def series_pb(view: SeriesView) -> pb.Series:
             pb.SeriesOccurrence(
                 post_uuid=o.post_uuid,
                 date=timestamp(o.date),
-                status=STATUS_PB[o.status] if o.status else pb.POST_STATUS_FAILED,
+                status=POST_STATUSES.pb[o.status] if o.status else pb.POST_STATUS_FAILED,
             )
             for o in view.occurrences
         ],

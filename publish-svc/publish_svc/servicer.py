@@ -8,7 +8,7 @@ import grpc
 
 from publish_svc.convert import (
     KIND_OF_PB,
-    STATUS_OF_PB,
+    POST_STATUSES,
     accepted_pb,
     moment_of,
     new_post,
@@ -21,7 +21,7 @@ from publish_svc.convert import (
 )
 from publish_svc.intake import NewPost, PostIntake
 from publish_svc.listing import ListQuery
-from publish_svc.model import Kind
+from publish_svc.model import Kind, Status
 from publish_svc.post_params import ClipappParams, Params, ReelParams, SocialParams, StoryParams
 from publish_svc.posts import Posts
 from publish_svc.queues import Queues
@@ -111,7 +111,7 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
         query = ListQuery(
             request.organization_id,
             [KIND_OF_PB[k] for k in request.kinds if k in KIND_OF_PB],
-            [STATUS_OF_PB[s] for s in request.statuses if s in STATUS_OF_PB],
+            [Status(POST_STATUSES.word[s]) for s in request.statuses if s in POST_STATUSES.word],
             moment_of(request, "date_from"),
             moment_of(request, "date_to"),
             social_account_id=request.social_account_id,

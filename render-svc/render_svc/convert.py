@@ -11,7 +11,7 @@ from render_svc.renderings import MediaUrls, Rendering
 from storypost.render.v1 import render_pb2 as pb
 from storypost_runtime.errors import InvalidArgument
 from storypost_runtime.protobuf import timestamp
-from storypost_runtime.vocabulary import DraftStatus, proto_name
+from storypost_runtime.vocabulary import DraftStatus, ProtoWords
 
 STATES = {
     "prepared": pb.RENDERING_STATE_PREPARED,
@@ -20,7 +20,7 @@ STATES = {
     "failed": pb.RENDERING_STATE_FAILED,
 }
 KINDS = {"image": pb.MEDIA_KIND_IMAGE, "video": pb.MEDIA_KIND_VIDEO, "": pb.MEDIA_KIND_UNSPECIFIED}
-DRAFT_STATUSES = {s.value: pb.DraftStatus.Value(proto_name("DRAFT_STATUS", s)) for s in DraftStatus}
+DRAFT_STATUSES = ProtoWords.of(pb.DraftStatus, "DRAFT_STATUS", DraftStatus)
 USER_POSTS = {
     "none": pb.DRAFT_USER_POST_NONE,
     "scheduled": pb.DRAFT_USER_POST_SCHEDULED,
@@ -95,7 +95,7 @@ def draft_pb(view: DraftView, app_url: str) -> pb.Draft:
         draft_uuid=view.draft_uuid,
         name=view.name,
         folder_name=view.folder_name,
-        status=DRAFT_STATUSES[view.status],
+        status=DRAFT_STATUSES.pb[view.status],
         preview_url=view.preview_url or "",
         editor_url="" if view.deleted else f"{app_url}/drafts/{view.draft_uuid}",
         warnings=view.warnings,

@@ -10,8 +10,10 @@ this module only names things.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,28 @@ def proto_name(prefix: str, word: StrEnum) -> str:
     """The proto enum value a word maps to: `POST_STATUS_IN_PROGRESS` for
     (`POST_STATUS`, PostStatus.IN_PROGRESS); the protos name them after these words."""
     return f"{prefix}_{word.name}"
+
+
+class ProtoEnum[V](Protocol):
+    """A generated proto enum (`publish_pb2.PostStatus`): its values by name."""
+
+    def Value(self, name: str) -> V: ...
+
+
+@dataclass(frozen=True)
+class ProtoWords[V]:
+    """A vocabulary's words and the proto enum named after them, both ways from one table:
+    `pb["in-progress"]` is `POST_STATUS_IN_PROGRESS`, `word[POST_STATUS_IN_PROGRESS]` the
+    word. The edge and the services map statuses through one of these (`POST_STATUSES`,
+    `DRAFT_STATUSES` beside the code that speaks each proto)."""
+
+    pb: Mapping[str, V]
+    word: Mapping[V, str]
+
+    @classmethod
+    def of(cls, enum: ProtoEnum[V], prefix: str, words: Iterable[StrEnum]) -> ProtoWords[V]:
+        numbers = {word.value: enum.Value(proto_name(prefix, word)) for word in words}
+        return cls(numbers, {number: word for word, number in numbers.items()})
 
 
 @dataclass(frozen=True)

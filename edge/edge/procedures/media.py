@@ -16,11 +16,11 @@ from edge.procedures.posts import design
 from edge.validation import validation_body
 from storypost.render.v1 import render_pb2 as pb
 from storypost_runtime.component import component
-from storypost_runtime.vocabulary import DraftStatus, proto_name
+from storypost_runtime.vocabulary import DraftStatus, ProtoWords
 
 # 41,943,040 base64 characters decode to at most 30 MiB.
 MAX_INLINE_BYTES = 31_457_280
-DRAFT_STATUSES = {pb.DraftStatus.Value(proto_name("DRAFT_STATUS", s)): s.value for s in DraftStatus}
+DRAFT_STATUSES = ProtoWords.of(pb.DraftStatus, "DRAFT_STATUS", DraftStatus)
 
 
 def decode_base64(text: str) -> bytes:
@@ -70,7 +70,7 @@ def _blob_answer(blob: pb.TempBlob) -> JsonObject:
 def _draft_status(draft: pb.Draft) -> JsonObject:
     answer: JsonObject = {
         "draftUuid": draft.draft_uuid,
-        "status": DRAFT_STATUSES.get(draft.status, "rendering"),
+        "status": DRAFT_STATUSES.word.get(draft.status, "rendering"),
     }
     if draft.preview_url:
         answer["previewUrl"] = draft.preview_url

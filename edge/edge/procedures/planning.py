@@ -13,7 +13,7 @@ from edge.catalog.queues import DEFAULT_NAME, PREVIEW_DEFAULT
 from edge.config import EdgeSettings
 from edge.errors import ApiError
 from edge.procedures.base import CallContext, Handler, JsonObject, procedure, procedure_methods
-from edge.procedures.posts import STATUS_TEXT, PublishProcedures, moment, timestamp
+from edge.procedures.posts import POST_STATUSES, PublishProcedures, moment, timestamp
 from edge.validation import validation_body
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.clock import iso_utc
@@ -22,7 +22,6 @@ from storypost_runtime.vocabulary import PostKind, proto_name
 
 KIND_PB = {kind.value: pb.PostKind.Value(proto_name("POST_KIND", kind)) for kind in PostKind}
 KIND_TEXT = {value: name for name, value in KIND_PB.items()}
-STATUS_PB = {text: value for value, text in STATUS_TEXT.items()}
 
 
 class PlanningProcedures(PublishProcedures):
@@ -36,7 +35,7 @@ class PlanningProcedures(PublishProcedures):
             pb.ListPostsRequest(
                 organization_id=ctx.organization_id,
                 kinds=[KIND_PB[kind]] if kind else [],
-                statuses=[STATUS_PB[status]] if status else [],
+                statuses=[POST_STATUSES.pb[status]] if status else [],
                 limit=params.get("limit", LIST_LIMIT_DEFAULT),
                 date_from=timestamp(params.get("from")),
                 date_to=timestamp(params.get("to")),
@@ -74,7 +73,7 @@ class PlanningProcedures(PublishProcedures):
         return {
             "kind": KIND_TEXT[post.kind],
             "uuid": post.post_uuid,
-            "status": STATUS_TEXT[post.status],
+            "status": POST_STATUSES.word[post.status],
             "date": iso_utc(to_datetime(post.date)),
         }
 
@@ -160,7 +159,7 @@ def series_json(series: pb.Series) -> JsonObject:
             {
                 "uuid": o.post_uuid,
                 "date": iso_utc(to_datetime(o.date)),
-                "status": STATUS_TEXT[o.status],
+                "status": POST_STATUSES.word[o.status],
             }
             for o in series.occurrences
         ],
@@ -191,7 +190,7 @@ def listed_post_json(post: pb.Post) -> JsonObject:
     body: JsonObject = {
         "kind": KIND_TEXT[post.kind],
         "uuid": post.post_uuid,
-        "status": STATUS_TEXT[post.status],
+        "status": POST_STATUSES.word[post.status],
         "date": iso_utc(to_datetime(post.date)),
         "socialAccountId": post.connected_account_id,
     }

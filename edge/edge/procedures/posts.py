@@ -18,9 +18,9 @@ from storypost.render.v1 import render_pb2 as rpb
 from storypost_runtime.clock import iso_utc
 from storypost_runtime.component import component
 from storypost_runtime.protobuf import to_datetime
-from storypost_runtime.vocabulary import PostStatus, proto_name
+from storypost_runtime.vocabulary import PostStatus, ProtoWords
 
-STATUS_TEXT = {pb.PostStatus.Value(proto_name("POST_STATUS", s)): s.value for s in PostStatus}
+POST_STATUSES = ProtoWords.of(pb.PostStatus, "POST_STATUS", PostStatus)
 
 
 @component
@@ -86,7 +86,7 @@ def timestamp(value: str | None) -> Timestamp | None:
 
 def post_json(uuid_field: str, post: pb.Post, *extra: str) -> JsonObject:
     """The status procedures' answer: required fields, then optional ones when present."""
-    body: JsonObject = {uuid_field: post.post_uuid, "status": STATUS_TEXT[post.status]}
+    body: JsonObject = {uuid_field: post.post_uuid, "status": POST_STATUSES.word[post.status]}
     if post.status == pb.POST_STATUS_FAILED:
         body["errorMessage"] = post.error_message or "failed"
     optional = {
@@ -113,7 +113,7 @@ def scheduled_json(
     a repeat finds the post already publishing or done: status procedures tell where it
     stands. schedule-social-post answers with the current status (`current_status`).
     """
-    status = STATUS_TEXT[reply.post.status] if current_status else "scheduled"
+    status = POST_STATUSES.word[reply.post.status] if current_status else "scheduled"
     body: JsonObject = {uuid_field: reply.post.post_uuid, "status": status}
     if reply.warnings:
         body["warnings"] = list(reply.warnings)

@@ -16,6 +16,7 @@ import grpc
 from icalendar import Calendar, Event
 
 from edge.config import EdgeSettings
+from edge.procedures.posts import POST_STATUSES
 from edge.web.base import Web
 from edge.web.pages.posts import KIND_KEY, kind_label
 from storypost.account.v1 import account_pb2 as apb
@@ -25,7 +26,6 @@ from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
 from storypost_runtime.protobuf import timestamp, to_datetime
-from storypost_runtime.vocabulary import PostStatus, proto_name
 
 log = get_logger(__name__)
 
@@ -40,9 +40,6 @@ PAGE = 500
 EVENT_LENGTH = timedelta(minutes=15)
 # How often calendar apps that read it should ask again.
 REFRESH = timedelta(minutes=15)
-STATUS_WORD = {
-    getattr(pb, proto_name("POST_STATUS", status)): status.value for status in PostStatus
-}
 
 
 def feed_url(settings: EdgeSettings, token: str) -> str:
@@ -111,7 +108,7 @@ class CalendarFeedResource:
     @staticmethod
     def _event(post: pb.Post, app: str, now: datetime) -> Event:
         kind = KIND_KEY.get(post.kind, "post")
-        status = STATUS_WORD.get(post.status, "")
+        status = POST_STATUSES.word.get(post.status, "")
         start = to_datetime(post.date)
         event = Event()
         # Stable across reads, so calendar apps update an event instead of adding another.

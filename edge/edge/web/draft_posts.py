@@ -14,14 +14,12 @@ from dataclasses import dataclass
 
 import grpc
 
-from edge.procedures.posts import STATUS_TEXT
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
 from storypost.render.v1 import render_pb2, render_pb2_grpc
 
 NAMESPACE = uuid.UUID("5d8f3c1e-2b7a-4c9e-8f16-0a3b5c7d9e21")
 # More stories than this from one draft are not looked for (the editor lists these).
 MAX_POSTS = 20
-POST_STATUS = STATUS_TEXT
 
 
 def story_uuid(organization_id: str, draft_uuid: str, n: int) -> str:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
+import pytest
+
 from account_svc.connections import platforms as catalog_platforms
 from edge.catalog.registry import build_catalog
 from storypost.publish.v1 import publish_pb2
@@ -172,3 +174,15 @@ def test_the_sdks_kept_twin_agrees() -> None:
         v.DraftStatus.FAILED,
         v.DraftStatus.DELETED,
     } == polling.FINAL_DRAFT_STATUSES
+
+
+def test_proto_words_map_every_word_both_ways_and_refuse_a_word_without_a_value() -> None:
+    """ProtoWords: the one mapping of a vocabulary to its proto enum (edge, publish-svc,
+    render-svc)."""
+    posts = v.ProtoWords.of(publish_pb2.PostStatus, "POST_STATUS", v.PostStatus)
+    assert posts.pb["in-progress"] == publish_pb2.POST_STATUS_IN_PROGRESS
+    assert {posts.word[posts.pb[w]] for w in v.PostStatus} == {w.value for w in v.PostStatus}
+    drafts = v.ProtoWords.of(render_pb2.DraftStatus, "DRAFT_STATUS", v.DraftStatus)
+    assert drafts.word[render_pb2.DRAFT_STATUS_READY] == "ready"
+    with pytest.raises(ValueError):  # a word the proto does not name
+        v.ProtoWords.of(render_pb2.DraftStatus, "DRAFT_STATUS", v.PostStatus)

@@ -14,10 +14,10 @@ import falcon
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from edge.procedures.posts import POST_STATUSES
 from edge.web.base import Form, Page, Web, field
 from edge.web.draft_posts import (
     MAX_POSTS,
-    POST_STATUS,
     DraftPosts,
     find_posts,
     user_post_after,
@@ -154,7 +154,10 @@ class EditorPage(Page):
             design=design,
             accounts=accounts,
             live_accounts=[a for a in accounts if not a.disconnected],
-            posts=[{"p": p, "status": POST_STATUS.get(p.status, "scheduled")} for p in posts.posts],
+            posts=[
+                {"p": p, "status": POST_STATUSES.word.get(p.status, "scheduled")}
+                for p in posts.posts
+            ],
             next_post_uuid=posts.next_uuid,
             can_schedule=len(posts.posts) < MAX_POSTS,
             version_uuid=str(uuid.uuid4()),

@@ -18,7 +18,7 @@ from storypost.publish.v1 import publish_pb2
 from storypost.render.v1 import render_pb2 as pb
 
 PAGE_SIZE = 48
-DRAFT_STATUS = DRAFT_STATUSES
+DRAFT_STATUS = DRAFT_STATUSES.word
 USER_POST = {
     pb.DRAFT_USER_POST_SCHEDULED: "scheduled",
     pb.DRAFT_USER_POST_POSTED: "posted",

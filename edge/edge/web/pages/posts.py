@@ -11,8 +11,8 @@ from typing import Any
 import falcon
 import grpc
 
+from edge.procedures.posts import POST_STATUSES
 from edge.web.base import Page, Web, field
-from edge.web.draft_posts import POST_STATUS
 from edge.web.failures import PageError, page_error, page_errors
 from edge.web.views import as_datetime
 from storypost.account.v1 import account_pb2
@@ -33,7 +33,7 @@ KIND_LABEL = {
     pb.POST_KIND_CLIPAPP: "Clipapp post",
     pb.POST_KIND_SOCIAL: "Social post",
 }
-STATUSES = {name: value for value, name in POST_STATUS.items()}
+STATUSES = POST_STATUSES.pb
 # The spec's cancel rules: which states each kind can still be canceled in.
 CANCELABLE = {
     pb.POST_KIND_STORY: {pb.POST_STATUS_SCHEDULED},
@@ -63,7 +63,7 @@ def post_row(
         "preview": post.preview_url or preview,
         "kind": kind_label(post),
         "kind_key": KIND_KEY.get(post.kind, ""),
-        "status": POST_STATUS.get(post.status, "scheduled"),
+        "status": POST_STATUSES.word.get(post.status, "scheduled"),
         "cancelable": post.status in CANCELABLE.get(post.kind, set()),
         "account": f"@{social}" if social else post.account or post.social_account_id,
     }
