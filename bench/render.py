@@ -215,7 +215,10 @@ async def start_service(stack: EmbeddedStack, work: Path) -> Service:
         "PYTHONUNBUFFERED": "1",
     }
     process = ManagedProcess(
-        "render-bench", [sys.executable, "-m", "render_svc"], env, work / "render.log"
+        name="render-bench",
+        argv=[sys.executable, "-m", "render_svc"],
+        env=env,
+        log_path=work / "render.log",
     )
     await start_serving(process, port, attempts=600)
     channel = aio_channel(

@@ -58,16 +58,16 @@ async def build(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds, follow_redirects=False)
     )
     organizations = Organizations(records, clock)
-    users = Users(records, clock, PasswordHasher())
+    users = Users(records=records, clock=clock, hasher=PasswordHasher())
     connected = connected_parts(settings, records, organizations, http, clock)
     servicer = AccountServicer(
         organizations=organizations,
         credentials=Credentials(records, clock),
         users=users,
         rate_limiter=RateLimiter(
-            await rate_buckets(settings, records, stack, registry),
-            clock,
-            settings.rate_limit_per_minute,
+            store=await rate_buckets(settings, records, stack, registry),
+            clock=clock,
+            per_minute=settings.rate_limit_per_minute,
         ),
         connected=connected,
         sessions=app_sessions(settings, records, users, clock),
@@ -110,7 +110,7 @@ async def rate_buckets(
         timeout_seconds=settings.rate_limit_nats_timeout_seconds,
     )
     await stack.enter_async_context(background(attach, "rate limit buckets"))
-    return FailoverBuckets(kv, mongo, registry)
+    return FailoverBuckets(primary=kv, fallback=mongo, registry=registry)
 
 
 def connected_parts(
@@ -123,47 +123,47 @@ def connected_parts(
     """The connected-account domain objects, wired to their collaborators."""
     cipher = TokenCipher(settings.token_keys())
     api = PlatformApi(
-        http,
-        clock,
+        http=http,
+        clock=clock,
         api_url=settings.sandbox_url,
         browser_url=settings.browser_sandbox_url(),
         client_id=settings.platform_client_id,
         client_secret=settings.platform_client_secret.get_secret_value(),
     )
-    accounts = ConnectedAccounts(records, clock, cipher)
-    tokens = AccessTokens(accounts, api, clock)
-    links = ConnectLinks(records, clock, cipher)
+    accounts = ConnectedAccounts(records=records, clock=clock, cipher=cipher)
+    tokens = AccessTokens(accounts=accounts, api=api, clock=clock)
+    links = ConnectLinks(records=records, clock=clock, cipher=cipher)
     return ConnectedAccountParts(
         accounts=accounts,
         tokens=tokens,
         keeper=TokenKeeper(
-            records,
-            tokens,
-            clock,
+            records=records,
+            tokens=tokens,
+            clock=clock,
             horizon=timedelta(seconds=settings.token_refresh_horizon_seconds),
             check_interval=timedelta(seconds=settings.account_check_interval_seconds),
             poll_seconds=settings.token_keeper_poll_seconds,
         ),
         mentions=MentionResolver(
-            records,
-            accounts,
-            tokens,
-            api,
-            clock,
+            records=records,
+            accounts=accounts,
+            tokens=tokens,
+            api=api,
+            clock=clock,
             lease_seconds=settings.mention_lease_seconds,
             cooldown_seconds=settings.mention_rate_limit_cooldown_seconds,
         ),
-        daily_limits=DailyLimits(records, accounts, clock),
-        credits=Credits(records, clock, settings.default_credits),
+        daily_limits=DailyLimits(records=records, accounts=accounts, clock=clock),
+        credits=Credits(records=records, clock=clock, default_credits=settings.default_credits),
         links=links,
         connect=ConnectFlow(
-            records,
-            accounts,
-            links,
-            organizations,
-            api,
-            clock,
-            settings.connect_callback_url(),
+            records=records,
+            accounts=accounts,
+            links=links,
+            organizations=organizations,
+            api=api,
+            clock=clock,
+            default_redirect_uri=settings.connect_callback_url(),
         ),
     )
 
@@ -174,17 +174,17 @@ def app_sessions(
     """The app's sign-in sessions with their attempt limits."""
     window = settings.signin_window_minutes * 60
     limits = SignInLimits(
-        records,
-        clock,
+        records=records,
+        clock=clock,
         per_email=Bucket(settings.signin_attempts_per_email, window),
         per_address=Bucket(settings.signin_attempts_per_address, window),
         per_address_everywhere=Bucket(settings.signin_attempts_per_address_everywhere, window),
     )
     return AppSessions(
-        records,
-        clock,
-        users,
-        limits,
+        records=records,
+        clock=clock,
+        users=users,
+        limits=limits,
         idle=timedelta(minutes=settings.app_session_idle_minutes),
         lifetime=timedelta(hours=settings.app_session_max_hours),
     )

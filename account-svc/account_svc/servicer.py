@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -76,6 +76,7 @@ class ConnectedAccountParts:
 
 @component
 class AccountServicer(account_pb2_grpc.AccountServiceServicer):
+    _: KW_ONLY
     organizations: Organizations
     credentials: Credentials
     users: Users

@@ -27,7 +27,9 @@ def main() -> None:
     registry = CollectorRegistry()
     catalog = build_catalog()
     backends = Backends.connect(settings)
-    authenticator = Authenticator(backends.account_stub, settings.auth_cache_seconds)
+    authenticator = Authenticator(
+        accounts=backends.account_stub, cache_seconds=settings.auth_cache_seconds
+    )
     deps = EdgeDependencies(
         backends=backends,
         authenticator=authenticator,

@@ -80,11 +80,11 @@ def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeAp
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)
     procedures = ProcedureResource(
-        settings,
-        deps.catalog,
-        deps.handlers,
-        deps.authenticator,
-        RateLimitGate(accounts),
+        settings=settings,
+        catalog=deps.catalog,
+        handlers=deps.handlers,
+        authenticator=deps.authenticator,
+        rate_limit=RateLimitGate(accounts),
     )
     app.add_route("/o/{organization_id}/api/v1/{procedure}", procedures)
     # The MCP server (docs/mcp.md): a tool per procedure, each call on the API's path.

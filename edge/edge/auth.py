@@ -8,7 +8,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -70,6 +70,7 @@ class Authenticator:
     vouches for, and no check is trusted on a read older than `cache_seconds`.
     """
 
+    _: KW_ONLY
     accounts: account_pb2_grpc.AccountServiceStub
     cache_seconds: float
     timer: Callable[[], float] = time.monotonic
@@ -185,6 +186,7 @@ class RevocationFeed:
     """Reads account-svc's ListRevokedCredentials every `interval` seconds on a thread of its
     own and hands each answer to the authenticator (the edge's composition root starts it)."""
 
+    _: KW_ONLY
     accounts: account_pb2_grpc.AccountServiceStub
     authenticator: Authenticator
     interval: float
@@ -241,7 +243,9 @@ def revocation_feed(authenticator: Authenticator) -> RevocationFeed | None:
     seconds = authenticator.cache_seconds
     if seconds <= 0:
         return None
-    return RevocationFeed(authenticator.accounts, authenticator, seconds / 3)
+    return RevocationFeed(
+        accounts=authenticator.accounts, authenticator=authenticator, interval=seconds / 3
+    )
 
 
 @component

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import KW_ONLY
 from typing import Any
 
 import falcon
@@ -33,6 +34,7 @@ def check_render_input(params: Mapping[str, Any]) -> None:
 class ProcedureResource:
     """POST /o/{organization_id}/api/v1/{procedure}: auth, rate limit, validation, handler."""
 
+    _: KW_ONLY
     settings: EdgeSettings
     catalog: Catalog
     handlers: Mapping[str, Handler]

@@ -30,10 +30,10 @@ PER_CALL = 100
 
 @component
 class AccountChecks:
+    _: KW_ONLY
     posts: AsyncCollection[Document]
     accounts: AccountsClient
     clock: Clock
-    _: KW_ONLY
     ahead: timedelta = timedelta(hours=24)
     poll_seconds: float = 600.0
     # Posts read per pass (the scheduler's index `status_due` serves the query).

@@ -114,20 +114,20 @@ def scheduling(
     owner = f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
     lease = timedelta(seconds=settings.scheduler_lease_seconds)
     processor = PostProcessor(
-        stored.store,
-        used.accounts,
-        used.renderer,
-        used.drivers,
-        clock,
+        store=stored.store,
+        accounts=used.accounts,
+        renderer=used.renderer,
+        drivers=used.drivers,
+        clock=clock,
         window=settings.posting_window,
         lease=lease,
         hold_recheck=timedelta(seconds=settings.hold_recheck_seconds),
         metrics=PublishMetrics.create(registry),
     )
     return DueScheduler(
-        stored.store,
-        processor,
-        clock,
+        store=stored.store,
+        processor=processor,
+        clock=clock,
         owner=owner,
         workers=settings.scheduler_workers,
         lease=lease,
@@ -138,7 +138,7 @@ def scheduling(
 async def planning(stored: Storage, used: Clients, clock: Clock) -> Queues:
     """The queues of connected accounts and the slots posts take from them."""
     store = QueueStore.of(stored.db)
-    return Queues(store, used.accounts, clock)
+    return Queues(store=store, accounts=used.accounts, clock=clock)
 
 
 async def recurring(
@@ -153,12 +153,19 @@ async def recurring(
     """Series of recurring posts, and the worker that creates their next occurrences."""
     # Its indexes are publish-svc's schema (publish_svc.migrations), built by `storypost migrate`.
     store = SeriesStore(stored.db["series"], stored.db["series_accounts"])
-    service = SeriesService(store, stored.store, intake, posts, used.accounts, clock)
+    service = SeriesService(
+        store=store,
+        posts=stored.store,
+        intake=intake,
+        cancels=posts,
+        accounts=used.accounts,
+        clock=clock,
+    )
     worker = SeriesWorker(
-        store,
-        service,
-        intake,
-        clock,
+        store=store,
+        series=service,
+        intake=intake,
+        clock=clock,
         queues=queues,
         lease=timedelta(seconds=settings.series_lease_seconds),
         max_idle=timedelta(seconds=settings.series_max_idle_seconds),
@@ -177,38 +184,49 @@ async def build(
     used = await clients(settings, stack, clock)
     scheduler = scheduling(settings, stored, used, clock, registry)
     intake = PostIntake(
-        stored.store,
-        StoryQuota(stored.db["story_quota"], settings.story_quota_per_day),
-        used.accounts,
-        used.renderer,
-        clock,
-        settings.posting_window,
-        scheduler.wake,
-        queues := await planning(stored, used, clock),
+        store=stored.store,
+        quota=StoryQuota(stored.db["story_quota"], settings.story_quota_per_day),
+        accounts=used.accounts,
+        renderer=used.renderer,
+        clock=clock,
+        window=settings.posting_window,
+        wake_scheduler=scheduler.wake,
+        queues=(queues := await planning(stored, used, clock)),
     )
-    posts = Posts(stored.store, used.accounts, used.renderer, used.drivers, clock)
+    posts = Posts(
+        store=stored.store,
+        accounts=used.accounts,
+        renderer=used.renderer,
+        drivers=used.drivers,
+        clock=clock,
+    )
     rescheduler = Rescheduler(
-        stored.store,
-        used.accounts,
-        clock,
-        settings.posting_window,
-        scheduler.wake,
-        queues.store,
-        queues,
+        store=stored.store,
+        accounts=used.accounts,
+        clock=clock,
+        window=settings.posting_window,
+        wake_scheduler=scheduler.wake,
+        slots=queues.store,
+        queues=queues,
     )
     series, series_worker = await recurring(settings, stored, intake, posts, used, queues, clock)
-    servicer = PublishServicer(intake, posts, rescheduler, queues, series)
+    servicer = PublishServicer(
+        intake=intake, posts=posts, rescheduler=rescheduler, queues=queues, series=series
+    )
     insights = await build_insights(
         settings, stack, stored.db, used.accounts, clock, stored.relay.wake
     )
     await stack.enter_async_context(background(scheduler.run(), "scheduler"))
     await stack.enter_async_context(background(series_worker.run(), "series worker"))
     checks = AccountChecks(
-        stored.db["posts"], used.accounts, clock, poll_seconds=settings.account_check_poll_seconds
+        posts=stored.db["posts"],
+        accounts=used.accounts,
+        clock=clock,
+        poll_seconds=settings.account_check_poll_seconds,
     )
     await stack.enter_async_context(background(checks.run(), "account checks"))
     gauges = BacklogMetrics.create(registry)
-    sampler = BacklogSampler([posts_due(stored.db["posts"])], gauges, clock)
+    sampler = BacklogSampler(backlogs=[posts_due(stored.db["posts"])], metrics=gauges, clock=clock)
     await stack.enter_async_context(background(sampler.run(), "backlog gauges"))
 
     def register(server: grpc.aio.Server) -> None:

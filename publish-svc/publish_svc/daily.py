@@ -10,6 +10,7 @@ never left one too high.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,6 +36,7 @@ def owes_release(post: Post) -> bool:
 
 @component
 class DailyReleases:
+    _: KW_ONLY
     store: PostStore
     accounts: AccountsClient
     clock: Clock

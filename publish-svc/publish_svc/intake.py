@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -109,6 +109,7 @@ def _stickers(rendering: rpb.Rendering) -> list[dict[str, Any]]:
 
 @component
 class PostIntake:
+    _: KW_ONLY
     store: PostStore
     quota: StoryQuota
     accounts: AccountsClient

@@ -25,7 +25,7 @@ def _nothing() -> None:
 def plan(db: AsyncDatabase[Document], insights_retention: timedelta) -> Plan:
     posts = PostStore(db["posts"], _nothing)
     queues = QueueStore.of(db)
-    insights = InsightStore(db, _nothing, insights_retention)
+    insights = InsightStore(db=db, wake_relay=_nothing, retention=insights_retention)
     series = SeriesStore(db["series"], db["series_accounts"])
 
     async def indexes() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 import grpc
 
@@ -39,6 +39,7 @@ CANCELABLE = {
 
 @component
 class Posts:
+    _: KW_ONLY
     store: PostStore
     accounts: AccountsClient
     renderer: RenderClient
@@ -47,7 +48,7 @@ class Posts:
     _releases: DailyReleases = field(init=False)
 
     def __post_init__(self) -> None:
-        self._releases = DailyReleases(self.store, self.accounts, self.clock)
+        self._releases = DailyReleases(store=self.store, accounts=self.accounts, clock=self.clock)
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
         post = await self._stored(kind, organization_id, post_uuid)

@@ -83,12 +83,12 @@ def unknown_message(post: Post, window: timedelta, last_error: str | None = None
 
 @component
 class PostProcessor:
+    _: KW_ONLY
     store: PostStore
     accounts: AccountsClient
     renderer: RenderClient
     drivers: DriverLookup
     clock: Clock
-    _: KW_ONLY
     window: timedelta
     lease: timedelta
     hold_recheck: timedelta
@@ -101,7 +101,7 @@ class PostProcessor:
 
     def __post_init__(self) -> None:
         self._metrics = self.metrics or PublishMetrics.create(None)
-        self._releases = DailyReleases(self.store, self.accounts, self.clock)
+        self._releases = DailyReleases(store=self.store, accounts=self.accounts, clock=self.clock)
         self._spans = self.spans or tracer()
 
     @staticmethod
@@ -315,13 +315,13 @@ class PostProcessor:
         """The driver's outcome, and whether an irreversible call was sent (this attempt or
         an earlier one): the post as claimed does not know what this attempt marked."""
         progress = StoredProgress(
-            self.store,
-            post.id,
-            self._holder(post),
-            post.progress,
-            self.clock,
-            self.deadline(post),
-            self.answer_grace,
+            store=self.store,
+            record_id=post.id,
+            holder=self._holder(post),
+            recorded=post.progress,
+            clock=self.clock,
+            deadline=self.deadline(post),
+            answer_grace=self.answer_grace,
         )
         async with self._renewing_lease(post):
             outcome = await self.driver_for(post).publish(post, media, credentials, progress)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import KW_ONLY, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ class Unsettled(Exception):
 
 @component
 class StoredProgress:
+    _: KW_ONLY
     store: PostStore
     record_id: str
     holder: str

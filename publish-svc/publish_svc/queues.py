@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from pymongo import ASCENDING, IndexModel, ReturnDocument
@@ -108,6 +108,7 @@ class Taken:
 
 @component
 class QueueStore:
+    _: KW_ONLY
     queues: AsyncCollection[Document]
     slots: AsyncCollection[Document]
     posts: AsyncCollection[Document]
@@ -118,7 +119,12 @@ class QueueStore:
 
     @classmethod
     def of(cls, db: AsyncDatabase[Document]) -> QueueStore:
-        return cls(db["queues"], db["queue_slots"], db["posts"], db["queue_names"])
+        return cls(
+            queues=db["queues"],
+            slots=db["queue_slots"],
+            posts=db["posts"],
+            names=db["queue_names"],
+        )
 
     async def ensure_indexes(self) -> None:
         await ensure_indexes(
@@ -308,6 +314,7 @@ class QueueAnswer:
 
 @component
 class Queues:
+    _: KW_ONLY
     store: QueueStore
     accounts: AccountsClient
     clock: Clock

@@ -21,7 +21,7 @@ class StoryQuota(RollingQuota):
     """The rolling quota with the story window; `per_day` is its limit."""
 
     def __init__(self, slots: AsyncCollection[Document], per_day: int) -> None:
-        super().__init__(slots, limit=per_day, window=WINDOW)
+        super().__init__(slots=slots, limit=per_day, window=WINDOW)
 
     @property
     def per_day(self) -> int:

@@ -10,6 +10,7 @@ the post changed (the claim requires `dueAt <= now`, the move requires no lease)
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY
 from datetime import datetime, timedelta
 
 from pymongo import ReturnDocument
@@ -47,6 +48,7 @@ def account_ref(post: Post) -> tuple[apb.AccountRef, str]:
 
 @component
 class Rescheduler:
+    _: KW_ONLY
     store: PostStore
     accounts: AccountsClient
     clock: Clock

@@ -31,10 +31,10 @@ class DueScheduler:
     its id (a cheap guarded update), so a burst of due posts costs one search per batch.
     """
 
+    _: KW_ONLY
     store: PostStore
     processor: PostProcessor
     clock: Clock
-    _: KW_ONLY
     owner: str
     workers: int
     lease: timedelta

@@ -9,7 +9,7 @@ nothing. The series worker (series_worker.py) creates the occurrences after it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from datetime import datetime
 
 from publish_svc.accounts_client import AccountsClient, clipapp_ref, photoapp_ref, social_ref
@@ -112,6 +112,7 @@ def account_ref(kind: Kind, target: Target) -> tuple[apb.AccountRef, str]:
 
 @component
 class SeriesService:
+    _: KW_ONLY
     store: SeriesStore
     posts: PostStore
     intake: PostIntake

@@ -36,11 +36,11 @@ BATCH = 20
 
 @component
 class SeriesWorker:
+    _: KW_ONLY
     store: SeriesStore
     series: SeriesService
     intake: PostIntake
     clock: Clock
-    _: KW_ONLY
     queues: Queues | None = None
     lease: timedelta = timedelta(minutes=2)
     max_idle: timedelta = timedelta(seconds=30)

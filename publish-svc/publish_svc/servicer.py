@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY
 from typing import Any
 
 import grpc
@@ -37,6 +38,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 @component
 class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
+    _: KW_ONLY
     intake: PostIntake
     posts: Posts
     rescheduler: Rescheduler

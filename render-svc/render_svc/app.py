@@ -79,7 +79,7 @@ def source_slots(settings: RenderSettings) -> FairSlots:
     """Video sources fetched and kept for a render at once: as many as render slots (the
     scratch space of deploy/ is sized so), shared fairly between organizations."""
     return FairSlots(
-        settings.render_concurrency,
+        slots=settings.render_concurrency,
         queue_seconds=settings.render_queue_seconds,
         queue_limit=settings.render_queue_limit,
         per_org_queue_limit=settings.render_org_queue_limit,
@@ -130,7 +130,7 @@ async def browsers(
     stack.push_async_callback(pool.close)
     await pool.start()
     if settings.render_renderer_memory_mib:
-        guard = RendererMemoryGuard(settings.render_renderer_memory_mib * MIB)
+        guard = RendererMemoryGuard(limit_bytes=settings.render_renderer_memory_mib * MIB)
         await stack.enter_async_context(background(guard.run(), "renderer memory guard"))
     return pool, fetcher, assets
 
@@ -159,15 +159,15 @@ def temp_blobs(
     settings: RenderSettings, records: RenderCollections, store: MediaStore, clock: Clock
 ) -> TempBlobs:
     return TempBlobs(
-        records,
-        store,
-        clock,
-        BlobSettings(
+        records=records,
+        store=store,
+        clock=clock,
+        settings=BlobSettings(
             upload_seconds=settings.temp_blob_upload_seconds,
             download_seconds=settings.temp_blob_download_seconds,
             ttl_seconds=settings.temp_blob_ttl_seconds,
         ),
-        BlobCache(settings.render_blob_cache_bytes),
+        cache=BlobCache(settings.render_blob_cache_bytes),
     )
 
 
@@ -187,37 +187,37 @@ def renderer(
     stack.push_async_callback(accounts.close)
     matcher = BlobUrlMatcher(settings.public_url)
     capture = PageCapture(
-        pool,
-        fetcher,
-        matcher,
-        blobs.read_for_page,
-        assets,
-        CaptureSettings(
+        pool=pool,
+        fetcher=fetcher,
+        blobs=matcher,
+        read_blob=blobs.read_for_page,
+        assets=assets,
+        settings=CaptureSettings(
             settings.render_settle_seconds,
             NetworkLimits(settings.render_max_resource_bytes, settings.render_max_page_bytes),
         ),
     )
     sources = VideoSources(
-        blobs,
-        matcher,
-        fetcher,
+        blobs=blobs,
+        matcher=matcher,
+        fetcher=fetcher,
         max_bytes=settings.render_max_video_bytes,
         timeout_seconds=settings.render_video_fetch_seconds,
     )
     return Renderer(
-        capture,
-        sources,
-        tools,
-        AccountsMentionClient(account_pb2_grpc.AccountServiceStub(accounts)),
-        clock,
-        source_slots(settings),
+        capture=capture,
+        sources=sources,
+        tools=tools,
+        mentions=AccountsMentionClient(account_pb2_grpc.AccountServiceStub(accounts)),
+        clock=clock,
+        source_slots=source_slots(settings),
     )
 
 
 def draft_quota(settings: RenderSettings, records: RenderCollections, clock: Clock) -> DraftQuota:
     return DraftQuota(
-        records.draft_quota,
-        clock,
+        slots=records.draft_quota,
+        clock=clock,
         limit=settings.draft_quota,
         window=timedelta(seconds=settings.draft_quota_window_seconds),
     )
@@ -258,30 +258,35 @@ async def build(
     tools = MediaTools(video_settings(settings))
     render = renderer(settings, stack, browser, blobs, tools, clock)
     renderings = Renderings(
-        records,
-        store,
-        render,
-        clock,
-        root,
+        records=records,
+        store=store,
+        renderer=render,
+        clock=clock,
+        work_root=root,
         media_url_seconds=settings.render_media_url_seconds,
         kept_video_sources=settings.render_kept_video_sources,
     )
     finisher = Finisher(
-        records,
-        renderings,
-        render,
-        store,
-        tools,
-        clock,
+        records=records,
+        renderings=renderings,
+        renderer=render,
+        store=store,
+        tools=tools,
+        clock=clock,
         lease_seconds=settings.render_finish_lease_seconds,
         durations=finish_durations(registry),
     )
     stack.push_async_callback(finisher.close)
     drafts = Drafts(
-        records, renderings, finisher, store, draft_quota(settings, records, clock), clock
+        records=records,
+        renderings=renderings,
+        finisher=finisher,
+        store=store,
+        quota=draft_quota(settings, records, clock),
+        clock=clock,
     )
     await start_background_work(settings, stack, blobs, finisher)
-    servicer = RenderServicer(renderings, finisher, blobs, drafts)
+    servicer = RenderServicer(renderings=renderings, finisher=finisher, blobs=blobs, drafts=drafts)
 
     def register(server: grpc.aio.Server) -> None:
         render_pb2_grpc.add_RenderServiceServicer_to_server(servicer, server)

@@ -9,7 +9,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -173,6 +173,7 @@ class BlobCache:
 
 @component
 class TempBlobs:
+    _: KW_ONLY
     records: RenderCollections
     store: MediaStore
     clock: Clock

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 
 from pymongo import DESCENDING, ReturnDocument
@@ -73,6 +73,7 @@ def _status(doc: Document, rendering: Rendering | None) -> str:
 
 @component
 class Drafts:
+    _: KW_ONLY
     records: RenderCollections
     renderings: Renderings
     finisher: Finisher

@@ -23,8 +23,8 @@ from storypost_runtime.errors import ResourceExhausted
 
 @component
 class FairSlots:
-    slots: int
     _: KW_ONLY
+    slots: int
     queue_seconds: float
     queue_limit: int
     per_org_queue_limit: int

@@ -65,13 +65,13 @@ def finish_durations(registry: CollectorRegistry | None) -> Histogram:
 
 @component
 class Finisher:
+    _: KW_ONLY
     records: RenderCollections
     renderings: Renderings
     renderer: Renderer
     store: MediaStore
     tools: MediaTools
     clock: Clock
-    _: KW_ONLY
     lease_seconds: float = 30.0
     composite_concurrency: int = 2
     durations: Histogram | None = None

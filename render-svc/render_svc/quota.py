@@ -40,16 +40,16 @@ class Slot:
 
 @component
 class DraftQuota:
+    _: KW_ONLY
     slots: AsyncCollection[Document]
     clock: Clock
-    _: KW_ONLY
     limit: int
     window: timedelta
     _quota: RollingQuota = field(init=False)
 
     def __post_init__(self) -> None:
         self._quota = RollingQuota(
-            self.slots, limit=self.limit, window=self.window, key_field=KEY_FIELD
+            slots=self.slots, limit=self.limit, window=self.window, key_field=KEY_FIELD
         )
 
     async def reserve(self, organization_id: str, draft_uuid: str) -> Slot:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -116,6 +116,7 @@ async def _both[A, B](first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
 
 @component
 class Renderer:
+    _: KW_ONLY
     capture: PageCapture
     sources: VideoSources
     tools: MediaTools

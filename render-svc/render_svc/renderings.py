@@ -120,12 +120,12 @@ def _sticker_doc(sticker: Sticker) -> Document:
 
 @component
 class Renderings:
+    _: KW_ONLY
     records: RenderCollections
     store: MediaStore
     renderer: Renderer
     clock: Clock
     work_root: Path
-    _: KW_ONLY
     media_url_seconds: int = 3600
     kept_video_sources: int = 2
     _urls: SignedUrls = field(init=False)
@@ -139,7 +139,7 @@ class Renderings:
     _preparing: dict[str, asyncio.Task[Rendering]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._urls = SignedUrls(self.store, self.clock, self.media_url_seconds)
+        self._urls = SignedUrls(store=self.store, clock=self.clock, seconds=self.media_url_seconds)
 
     def keep_source(self, work: Path) -> bool:
         """Keeps a prepared rendering's video source for its composite, unless the kept ones

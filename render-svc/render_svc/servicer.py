@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY
 from typing import Any
 
 import grpc
@@ -28,6 +29,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 @component
 class RenderServicer(render_pb2_grpc.RenderServiceServicer):
+    _: KW_ONLY
     renderings: Renderings
     finisher: Finisher
     blobs: TempBlobs

@@ -25,10 +25,10 @@ class Presigner(Protocol):
 
 @component
 class SignedUrls:
+    _: KW_ONLY
     store: Presigner
     clock: Clock
     seconds: int
-    _: KW_ONLY
     maxsize: int = 20_000
     _cache: TTLCache[str, tuple[str, datetime]] = field(init=False)
 

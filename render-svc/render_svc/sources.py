@@ -22,10 +22,10 @@ SRC = "the <photoapp-story> src"
 class VideoSources:
     """Our own temp blob URLs come from S3; any other URL through the guarded fetcher."""
 
+    _: KW_ONLY
     blobs: TempBlobs
     matcher: BlobUrlMatcher
     fetcher: GuardedFetcher
-    _: KW_ONLY
     max_bytes: int
     timeout_seconds: float
 

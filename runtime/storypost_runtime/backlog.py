@@ -52,10 +52,10 @@ class BacklogMetrics(Metrics):
 
 @component
 class BacklogSampler:
+    _: KW_ONLY
     backlogs: Sequence[Backlog]
     metrics: BacklogMetrics
     clock: Clock
-    _: KW_ONLY
     poll_seconds: float = 15.0
     # Counting stops here: past it the size only says "very large" (the age says how bad).
     cap: int = 100_000

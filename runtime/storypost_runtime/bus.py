@@ -228,9 +228,9 @@ class JetStreamPublisher:
     instrumentation of its own.
     """
 
+    _: KW_ONLY
     js: JetStreamContext
     timeout_seconds: float = 5.0
-    _: KW_ONLY
     tracer: Tracer | None = None
 
     async def publish(self, subject: str, payload: bytes, headers: Mapping[str, str]) -> None:

@@ -6,6 +6,11 @@ once; the standard library writes the constructor that stores them, where a hand
 `__init__` named each three times (parameter, type, assignment). State a component derives
 from its collaborators goes in `__post_init__` or a `field(init=False, ...)`.
 
+A component with more than two fields opens them with `_: KW_ONLY`: it is built by keyword
+(`PostIntake(store=..., quota=..., clock=...)`), so no two collaborators of one type, a
+`timedelta` or a callable can be passed in the wrong order
+(tests/unit/test_keyword_construction.py checks every one).
+
 `eq=False`: a component holds connections and tasks, not a value; it equals only itself and
 stays hashable. `repr=False`: it holds clients and credentials, which a repr would print into
 a log.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import KW_ONLY
 from typing import Any
 
 import grpc
@@ -65,6 +66,7 @@ def _with_defaults(details: Any, default_timeout: float, signer: TokenSigner | N
 
 @component
 class _AioDefaults(grpc.aio.UnaryUnaryClientInterceptor):
+    _: KW_ONLY
     default_timeout: float
     signer: TokenSigner | None
     wait_for_ready: bool
@@ -105,7 +107,9 @@ def aio_channel(
     call wait within its deadline for a service that is (re)starting instead, as an operator's
     or a test's client may want.
     """
-    interceptors: list[Any] = [_AioDefaults(default_timeout, signer, wait_for_ready)]
+    interceptors: list[Any] = [
+        _AioDefaults(default_timeout=default_timeout, signer=signer, wait_for_ready=wait_for_ready)
+    ]
     provider = provider_for(tracer_provider)
     if provider is not None:
         from opentelemetry.instrumentation.grpc import aio_client_interceptors

@@ -158,9 +158,9 @@ def _age_seconds(occurred_at: datetime, now: datetime) -> float:
 class OutboxRelay:
     """Publishes pending events of the given collections; wakes at once when told, else polls."""
 
+    _: KW_ONLY
     collections: Sequence[AsyncCollection[Document]]
     publisher: Publisher
-    _: KW_ONLY
     poll_interval_seconds: float = 0.5
     batch_size: int = 100
     metrics: OutboxMetrics | None = None
@@ -278,7 +278,7 @@ async def start_outbox_relay(
     NATS and JetStream answer; its events wait in their records meanwhile, none is lost."""
     if serves_without_nats:
         await refuse_wrong_identity(settings, name)
-        relay = OutboxRelay(collections, _NotConnected(), metrics=metrics)
+        relay = OutboxRelay(collections=collections, publisher=_NotConnected(), metrics=metrics)
         await stack.enter_async_context(
             background(_relay_when_reachable(relay, settings, name), "outbox relay")
         )
@@ -286,7 +286,9 @@ async def start_outbox_relay(
     client = await stack.enter_async_context(nats_connection(settings, name))
     js = client.jetstream()
     await ensure_events_stream(js, settings)
-    relay = OutboxRelay(collections, JetStreamPublisher(js), metrics=metrics)
+    relay = OutboxRelay(
+        collections=collections, publisher=JetStreamPublisher(js=js), metrics=metrics
+    )
     await stack.enter_async_context(background(relay.run(), "outbox relay"))
     return relay
 
@@ -310,5 +312,5 @@ async def _relay_when_reachable(
             except Exception as error:  # JetStream not ready yet: the stream comes later
                 log.info("events wait for JetStream", error=str(error) or type(error).__name__)
                 await asyncio.sleep(retry_seconds)
-        relay.publisher = JetStreamPublisher(js)
+        relay.publisher = JetStreamPublisher(js=js)
         await relay.run()

@@ -47,8 +47,8 @@ class QuotaDecision:
 
 @component
 class RollingQuota:
-    slots: AsyncCollection[Document]
     _: KW_ONLY
+    slots: AsyncCollection[Document]
     limit: int
     window: timedelta
     # A field that repeats the key in the document, for a collection indexed by it.

@@ -23,7 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import grpc
@@ -137,7 +137,11 @@ def require_outside_development(environment: str, variable: str, value: str, why
 
 def caller_signer(service_key: str) -> TokenSigner | None:
     """The signer of a process's STORYPOST_SERVICE_KEY; None when it has none (development)."""
-    return TokenSigner(ServiceCredential.parse(service_key)) if service_key.strip() else None
+    return (
+        TokenSigner(credential=ServiceCredential.parse(service_key))
+        if service_key.strip()
+        else None
+    )
 
 
 def caller_verifier(service_public_keys: str) -> CallerVerifier | None:
@@ -176,6 +180,7 @@ class TokenSigner:
     Thread-safe: the edge's WSGI threads share one.
     """
 
+    _: KW_ONLY
     credential: ServiceCredential
     lifetime: float = TOKEN_SECONDS
     clock: Callable[[], float] = time.time

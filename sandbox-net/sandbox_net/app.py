@@ -78,7 +78,7 @@ class Sandbox:
 def create_sandbox(settings: SandboxSettings, registry: CollectorRegistry | None = None) -> Sandbox:
     store = Store(RuntimeConfig.from_settings(settings), settings.data_dir)
     store.load()
-    gate = Gate(store, TokenSigner(settings.secret.get_secret_value()))
+    gate = Gate(store=store, signer=TokenSigner(settings.secret.get_secret_value()))
     processor = Processor(store)
     holds = Holds()
     middleware: list[Any] = [LateAnswers(holds)]

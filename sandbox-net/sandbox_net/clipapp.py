@@ -73,9 +73,9 @@ class CreatorInfo:
 class Init:
     """POST video/init or content/init: starts a PULL_FROM_URL post, answers a publish_id."""
 
+    _: KW_ONLY
     gate: Gate
     processor: Processor
-    _: KW_ONLY
     photo: bool
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
@@ -254,7 +254,11 @@ def add_routes(app: falcon.App, gate: Gate, processor: Processor) -> None:
     base = f"/{PLATFORM}/v2"
     app.add_route(f"{base}/user/info", UserInfo(gate))
     app.add_route(f"{base}/post/publish/creator_info/query", CreatorInfo(gate))
-    app.add_route(f"{base}/post/publish/video/init", Init(gate, processor, photo=False))
-    app.add_route(f"{base}/post/publish/content/init", Init(gate, processor, photo=True))
+    app.add_route(
+        f"{base}/post/publish/video/init", Init(gate=gate, processor=processor, photo=False)
+    )
+    app.add_route(
+        f"{base}/post/publish/content/init", Init(gate=gate, processor=processor, photo=True)
+    )
     app.add_route(f"{base}/post/publish/status/fetch", StatusFetch(gate))
     app.add_route(f"{base}/video/list", VideoList(gate))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY
 from typing import Any
 
 import falcon
@@ -19,6 +20,7 @@ from storypost_runtime.component import component
 
 @component
 class Gate:
+    _: KW_ONLY
     store: Store
     signer: TokenSigner
     sleep: Callable[[float], None] = time.sleep

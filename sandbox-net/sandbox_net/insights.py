@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from dataclasses import KW_ONLY
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -224,6 +225,7 @@ class ClipappUserStats:
 class SocialPostInsights:
     """GET /<platform>/v1/posts/{post_id}/insights → {"data": {metric: value}}."""
 
+    _: KW_ONLY
     gate: Gate
     insights: Insights
     platform: str
@@ -260,6 +262,7 @@ def add_routes(app: falcon.App, gate: Gate) -> None:
     for platform in SOCIAL_PLATFORMS:
         base = f"/{platform}/v1"
         app.add_route(
-            f"{base}/posts/{{post_id}}/insights", SocialPostInsights(gate, insights, platform)
+            f"{base}/posts/{{post_id}}/insights",
+            SocialPostInsights(gate=gate, insights=insights, platform=platform),
         )
         app.add_route(f"{base}/me/insights", SocialAccountInsights(gate, platform))

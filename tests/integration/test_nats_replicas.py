@@ -75,7 +75,7 @@ async def test_the_events_stream_keeps_three_copies_and_survives_a_lost_server(
         victim.wait(10)
         # The relay retries a publish that timed out (the client may be reconnecting from the
         # killed server); the message id makes a retried publish count once.
-        publisher = JetStreamPublisher(js, timeout_seconds=2)
+        publisher = JetStreamPublisher(js=js, timeout_seconds=2)
         deadline = asyncio.get_running_loop().time() + 30
         for n in range(5):
             while True:

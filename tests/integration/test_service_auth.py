@@ -66,7 +66,7 @@ async def test_every_service_refuses_unsigned_and_stranger_calls(
     storypost_stack: StackHandle, service: str
 ) -> None:
     address = storypost_stack.env[f"STORYPOST_{service.upper()}_ADDR"]
-    stranger = TokenSigner(ServiceCredential.generate(EDGE))
+    stranger = TokenSigner(credential=ServiceCredential.generate(EDGE))
     for signer in (None, stranger):
         async with aio_channel(address, 10.0, signer) as channel:
             assert await code_of(READS[service](channel)) == grpc.StatusCode.UNAUTHENTICATED

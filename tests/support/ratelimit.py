@@ -11,7 +11,7 @@ from storypost_runtime.clock import FrozenClock
 
 async def full_bucket_then_refuses_then_refills(store: BucketStore, clock: FrozenClock) -> None:
     """60 per minute: a full bucket of 60, then a refusal, one back per second, full again."""
-    limiter = RateLimiter(store, clock, per_minute=60)
+    limiter = RateLimiter(store=store, clock=clock, per_minute=60)
     org, other = (f"org-{uuid.uuid4().hex}" for _ in range(2))
     decisions = [await limiter.consume(org) for _ in range(60)]
     assert all(d.allowed for d in decisions)

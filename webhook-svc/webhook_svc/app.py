@@ -63,18 +63,22 @@ def dispatcher_of(
 ) -> Dispatcher:
     """Sends due deliveries: per-URL lanes, the retry schedule, leases between replicas."""
     return Dispatcher(
-        webhooks,
-        store,
-        Sender(http, clock, settings.webhook_attempt_timeout_seconds),
-        Lanes(
-            settings.webhook_concurrency,
-            settings.webhook_concurrency_per_url,
+        webhooks=webhooks,
+        store=store,
+        sender=Sender(
+            client=http, clock=clock, timeout_seconds=settings.webhook_attempt_timeout_seconds
+        ),
+        lanes=Lanes(
+            total=settings.webhook_concurrency,
+            per_lane=settings.webhook_concurrency_per_url,
             queue_per_lane=settings.webhook_queue_per_url,
             max_wait=settings.webhook_queue_wait_seconds,
         ),
-        RetrySchedule(settings.webhook_retry_schedule_seconds, settings.webhook_retry_jitter),
-        clock,
-        metrics,
+        schedule=RetrySchedule(
+            settings.webhook_retry_schedule_seconds, settings.webhook_retry_jitter
+        ),
+        clock=clock,
+        metrics=metrics,
         lease_seconds=settings.webhook_lease_seconds,
         poll_seconds=settings.webhook_poll_seconds,
     )
@@ -141,23 +145,25 @@ async def build(
     http = delivery_client(settings, stack, policy)
     metrics = WebhookMetrics.create(registry)
     webhooks = Webhooks(
-        records.webhooks,
-        clock,
-        policy,
+        collection=records.webhooks,
+        clock=clock,
+        policy=policy,
         allow_http_loopback=settings.webhook_allow_http_loopback,
         box=SecretBox(settings.secret_keys()),
     )
     store = DeliveryStore(records.deliveries, timedelta(days=settings.webhook_retention_days))
     dispatcher = dispatcher_of(settings, webhooks, store, http, clock, metrics)
     writer = RecordWriter(store)
-    directory = WebhookDirectory(webhooks, settings.webhook_directory_ttl_seconds)
+    directory = WebhookDirectory(
+        webhooks=webhooks, ttl_seconds=settings.webhook_directory_ttl_seconds
+    )
     consumer = EventConsumer(
-        await events_subscription(settings, stack),
-        directory,
-        store,
-        dispatcher,
-        writer,
-        metrics,
+        subscription=await events_subscription(settings, stack),
+        webhooks=directory,
+        store=store,
+        dispatcher=dispatcher,
+        writer=writer,
+        metrics=metrics,
         batch=settings.webhook_fetch_batch,
         max_inflight=settings.webhook_max_inflight_events,
         ack_wait_seconds=settings.webhook_ack_wait_seconds,
@@ -168,10 +174,12 @@ async def build(
     # Deliveries due and claimed by no dispatcher (a claim moves `dueAt` to its lease's end;
     # finished deliveries have none): the `due_at` index serves both queries.
     due = Backlog(DELIVERIES_DUE, records.deliveries, lambda now: {"dueAt": {"$lte": now}}, "dueAt")
-    sampler = BacklogSampler([due], BacklogMetrics.create(registry), clock)
+    sampler = BacklogSampler(backlogs=[due], metrics=BacklogMetrics.create(registry), clock=clock)
     await stack.enter_async_context(background(sampler.run(), "backlog gauges"))
 
-    servicer = WebhookServicer(webhooks, directory, store, dispatcher)
+    servicer = WebhookServicer(
+        webhooks=webhooks, directory=directory, store=store, dispatcher=dispatcher
+    )
 
     def register(server: grpc.aio.Server) -> None:
         webhook_pb2_grpc.add_WebhookServiceServicer_to_server(servicer, server)

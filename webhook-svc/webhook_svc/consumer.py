@@ -71,13 +71,13 @@ class Fetcher(Protocol):
 class EventConsumer:
     """Pulls batches, plans deliveries, attempts the new ones, stores them, acknowledges."""
 
+    _: KW_ONLY
     subscription: Fetcher
     webhooks: WebhookDirectory
     store: DeliveryStore
     dispatcher: Dispatcher
     writer: RecordWriter
     metrics: WebhookMetrics
-    _: KW_ONLY
     batch: int
     max_inflight: int
     ack_wait_seconds: float

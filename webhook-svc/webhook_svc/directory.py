@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Collection
-from dataclasses import field
+from dataclasses import KW_ONLY, field
 
 from storypost_runtime.component import component
 from webhook_svc.webhooks import ByOrganization, Webhook, Webhooks
@@ -22,6 +22,7 @@ MAX_ENTRIES = 10_000
 
 @component
 class WebhookDirectory:
+    _: KW_ONLY
     webhooks: Webhooks
     ttl_seconds: float
     monotonic: Callable[[], float] = time.monotonic

@@ -43,6 +43,7 @@ WEBHOOK_REMOVED = "the webhook was removed"
 class Dispatcher:
     """Attempts deliveries within the lanes' bounds; the retry schedule lives in MongoDB."""
 
+    _: KW_ONLY
     webhooks: Webhooks
     store: DeliveryStore
     sender: Sender
@@ -50,7 +51,6 @@ class Dispatcher:
     schedule: RetrySchedule
     clock: Clock
     metrics: WebhookMetrics
-    _: KW_ONLY
     lease_seconds: float
     poll_seconds: float
     test_wait_seconds: float = 3.5

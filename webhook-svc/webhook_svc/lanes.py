@@ -17,9 +17,9 @@ class Lanes:
     MongoDB (pending, due) and the scheduler takes it when room frees up. So a slow endpoint
     fills only its own lane and a short queue: it never holds back another URL."""
 
+    _: KW_ONLY
     total: int
     per_lane: int
-    _: KW_ONLY
     queue_per_lane: int = 0
     max_wait: float = 0.0
     _running: Counter[str] = field(init=False, default_factory=Counter)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from dataclasses import field
+from dataclasses import KW_ONLY, field
 from urllib.parse import urlsplit
 
 import certifi
@@ -80,6 +80,7 @@ class Sender:
     name the host, not the URL, whose path or query may hold the receiver's secret.
     """
 
+    _: KW_ONLY
     client: httpx.AsyncClient
     clock: Clock
     timeout_seconds: float

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY
 from typing import Any
 
 import grpc
@@ -20,6 +21,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 @component
 class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
+    _: KW_ONLY
     webhooks: Webhooks
     directory: WebhookDirectory
     store: DeliveryStore

@@ -78,10 +78,10 @@ def check_organization(organization_id: str) -> str:
 class Webhooks:
     """Adds, lists and removes URLs; every query is scoped by the organization."""
 
+    _: KW_ONLY
     collection: AsyncCollection[Document]
     clock: Clock
     policy: AddressPolicy
-    _: KW_ONLY
     allow_http_loopback: bool
     box: SecretBox | None = None
     # Signing secrets are stored encrypted: a copy of the database cannot sign deliveries.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY
 from datetime import datetime, timedelta
 
 from account_svc.connections.connected_accounts import (
@@ -32,6 +33,7 @@ def disconnected_error(account: ConnectedAccount) -> FailedPrecondition:
 
 @component
 class AccessTokens:
+    _: KW_ONLY
     accounts: ConnectedAccounts
     api: PlatformApi
     clock: Clock

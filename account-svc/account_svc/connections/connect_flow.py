@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -72,6 +72,7 @@ def pick_connection(platform: Platform, wanted: str) -> ConnectionKind:
 
 @component
 class ConnectFlow:
+    _: KW_ONLY
     records: AccountCollections
     accounts: ConnectedAccounts
     links: ConnectLinks

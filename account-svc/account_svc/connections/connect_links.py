@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -67,6 +67,7 @@ def canonical_uuid(value: str) -> str:
 
 @component
 class ConnectLinks:
+    _: KW_ONLY
     records: AccountCollections
     clock: Clock
     cipher: TokenCipher

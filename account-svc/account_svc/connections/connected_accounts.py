@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -118,6 +118,7 @@ def new_social_account_id() -> str:
 
 @component
 class ConnectedAccounts:
+    _: KW_ONLY
     records: AccountCollections
     clock: Clock
     cipher: TokenCipher

@@ -9,7 +9,7 @@ it for good, beyond the bounded list of recent keys.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
@@ -34,6 +34,7 @@ class Consumption:
 
 @component
 class Credits:
+    _: KW_ONLY
     records: AccountCollections
     clock: Clock
     default_credits: int

@@ -9,7 +9,7 @@ read tells "already reserved" from "full". Retries never count twice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from pymongo import ReturnDocument
@@ -47,6 +47,7 @@ def post_key(organization_id: str, post_uuid: str) -> str:
 
 @component
 class DailyLimits:
+    _: KW_ONLY
     records: AccountCollections
     accounts: ConnectedAccounts
     clock: Clock

@@ -42,12 +42,12 @@ MAX_ATTEMPTS = 5
 
 @component
 class MentionResolver:
+    _: KW_ONLY
     records: AccountCollections
     accounts: ConnectedAccounts
     tokens: AccessTokens
     api: PlatformApi
     clock: Clock
-    _: KW_ONLY
     lease_seconds: float
     cooldown_seconds: float
     _lease: timedelta = field(init=False)

@@ -64,9 +64,9 @@ class Destination:
 class PlatformApi:
     """The sandbox network's API for every platform (`<sandbox_url>/<platform key>/…`)."""
 
+    _: KW_ONLY
     http: httpx.AsyncClient
     clock: Clock
-    _: KW_ONLY
     api_url: str
     browser_url: str
     client_id: str

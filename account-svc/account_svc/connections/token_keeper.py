@@ -35,10 +35,10 @@ log = get_logger(__name__)
 
 @component
 class TokenKeeper:
+    _: KW_ONLY
     records: AccountCollections
     tokens: AccessTokens
     clock: Clock
-    _: KW_ONLY
     # Tokens that expire within this are refreshed ahead.
     horizon: timedelta
     # An account checked (refreshed) within this is not checked again for a due post.

@@ -25,7 +25,7 @@ import random
 import re
 import time
 import weakref
-from dataclasses import field
+from dataclasses import KW_ONLY, field
 
 import nats.errors
 import nats.js.errors
@@ -146,6 +146,7 @@ async def _read(kv: KeyValue, name: str) -> tuple[float, int]:
 class FailoverBuckets:
     """The key-value buckets while NATS answers, MongoDB's otherwise."""
 
+    _: KW_ONLY
     primary: KvBuckets
     fallback: BucketStore
     registry: CollectorRegistry | None = None

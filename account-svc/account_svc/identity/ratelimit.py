@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 from pymongo import ReturnDocument
@@ -104,6 +104,7 @@ class MongoBuckets:
 
 @component
 class RateLimiter:
+    _: KW_ONLY
     store: BucketStore
     clock: Clock
     per_minute: int

@@ -65,11 +65,11 @@ class Session:
 
 @component
 class AppSessions:
+    _: KW_ONLY
     records: AccountCollections
     clock: Clock
     users: Users
     limits: SignInLimits
-    _: KW_ONLY
     idle: timedelta
     lifetime: timedelta
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import timedelta
 
 from account_svc.identity.ratelimit import Take, take_in_document
@@ -53,6 +53,7 @@ def describe_wait(seconds: int) -> str:
 
 @component
 class SignInLimits:
+    _: KW_ONLY
     records: AccountCollections
     clock: Clock
     per_email: Bucket

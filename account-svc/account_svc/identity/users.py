@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -74,6 +74,7 @@ def check_time_zone(name: str) -> str:
 
 @component
 class Users:
+    _: KW_ONLY
     records: AccountCollections
     clock: Clock
     hasher: PasswordHasher

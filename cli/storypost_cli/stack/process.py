@@ -10,7 +10,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import KW_ONLY, field
 from pathlib import Path
 
 from storypost_runtime.component import component
@@ -55,6 +55,7 @@ def read_tail(path: Path, lines: int = 20) -> str:
 class ManagedProcess:
     """A child in its own process group whose output is appended to a log file."""
 
+    _: KW_ONLY
     name: str
     argv: Sequence[str]
     env: Mapping[str, str]

@@ -119,7 +119,9 @@ class EmbeddedStack(StackBase):
         except OSError as error:
             raise StackError(component, f"cannot prepare its data directory: {error}") from error
         argv = spec.command()
-        process = ManagedProcess(component, argv, self._child_env(spec), self.log_path(component))
+        process = ManagedProcess(
+            name=component, argv=argv, env=self._child_env(spec), log_path=self.log_path(component)
+        )
         started = time.monotonic()
         try:
             await process.start()

@@ -9,6 +9,7 @@ stored only as a hash by account-svc; an unknown or revoked token is 404 alike.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import KW_ONLY
 from datetime import UTC, datetime, timedelta
 
 import falcon
@@ -49,6 +50,7 @@ def feed_url(settings: EdgeSettings, token: str) -> str:
 
 @component
 class CalendarFeedResource:
+    _: KW_ONLY
     accounts: account_pb2_grpc.AccountServiceStub
     publish: publish_pb2_grpc.PublishServiceStub
     settings: EdgeSettings
@@ -132,4 +134,4 @@ class CalendarFeedResource:
 
 def of(web: Web) -> CalendarFeedResource:
     """The feed on the app's collaborators."""
-    return CalendarFeedResource(web.accounts, web.publish, web.settings)
+    return CalendarFeedResource(accounts=web.accounts, publish=web.publish, settings=web.settings)

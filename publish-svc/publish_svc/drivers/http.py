@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import httpx
@@ -94,6 +94,7 @@ def classify(response: httpx.Response, platform: str) -> Outcome | None:
 class PlatformClient:
     """One platform's base URL with bearer-token calls that raise PlatformError."""
 
+    _: KW_ONLY
     http: httpx.AsyncClient
     base_url: str
     platform: str

@@ -16,10 +16,14 @@ from storypost_runtime.vocabulary import CLIPAPP, PHOTOAPP, SOCIAL_API_PLATFORMS
 class DriverRegistry:
     def __init__(self, http: httpx.AsyncClient, settings: PublishSettings) -> None:
         photoapp = PlatformClient(
-            http, settings.platform_url("photoapp") + "/photoapp/v1", PHOTOAPP.key
+            http=http,
+            base_url=settings.platform_url("photoapp") + "/photoapp/v1",
+            platform=PHOTOAPP.key,
         )
         clipapp = PlatformClient(
-            http, settings.platform_url("clipapp") + "/clipapp/v2", CLIPAPP.key
+            http=http,
+            base_url=settings.platform_url("clipapp") + "/clipapp/v2",
+            platform=CLIPAPP.key,
         )
         self._drivers: dict[str, Driver] = {
             PHOTOAPP.name: PhotoappDriver(photoapp),
@@ -29,7 +33,7 @@ class DriverRegistry:
         for platform in SOCIAL_API_PLATFORMS:
             key = platform.key
             self._drivers[platform.name] = SocialDriver(
-                PlatformClient(http, f"{social_base}/{key}/v1", key)
+                PlatformClient(http=http, base_url=f"{social_base}/{key}/v1", platform=key)
             )
 
     def get(self, platform: str) -> Driver:

@@ -89,11 +89,11 @@ def insights_event(schedule: Document, at: datetime, metrics: dict[str, int]) ->
 
 @component
 class InsightsCollector:
+    _: KW_ONLY
     store: InsightStore
     readers: ReaderLookup
     accounts: Tokens
     clock: Clock
-    _: KW_ONLY
     settings: InsightsSettings
     owner: str
     jitter: Callable[[], float] = random.random

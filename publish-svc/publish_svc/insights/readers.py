@@ -131,15 +131,21 @@ class InsightsReaders:
         """`url(api)`: the base URL of "photoapp", "clipapp" or "social" (PublishSettings)."""
         self._readers: dict[str, InsightsReader] = {
             PHOTOAPP.name: PhotoappInsights(
-                PlatformClient(http, url("photoapp") + "/photoapp/v1", PHOTOAPP.key)
+                PlatformClient(
+                    http=http, base_url=url("photoapp") + "/photoapp/v1", platform=PHOTOAPP.key
+                )
             ),
             CLIPAPP.name: ClipappInsights(
-                PlatformClient(http, url("clipapp") + "/clipapp/v2", CLIPAPP.key)
+                PlatformClient(
+                    http=http, base_url=url("clipapp") + "/clipapp/v2", platform=CLIPAPP.key
+                )
             ),
         }
         for platform in SOCIAL_API_PLATFORMS:
             self._readers[platform.name] = SocialInsights(
-                PlatformClient(http, f"{url('social')}/{platform.key}/v1", platform.key)
+                PlatformClient(
+                    http=http, base_url=f"{url('social')}/{platform.key}/v1", platform=platform.key
+                )
             )
 
     def get(self, platform: str) -> InsightsReader:

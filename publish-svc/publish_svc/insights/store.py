@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -43,6 +44,7 @@ def daily_id(organization_id: str, social_account_id: str, day: str) -> str:
 
 @component
 class InsightStore:
+    _: KW_ONLY
     db: AsyncDatabase[Document]
     wake_relay: Callable[[], None]
     retention: timedelta

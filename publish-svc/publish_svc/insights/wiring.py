@@ -48,15 +48,15 @@ async def build_insights(
 ) -> InsightsParts:
     """The store (its indexes: publish_svc.migrations), the collector (running when enabled)
     and the servicer."""
-    store = InsightStore(db, wake_relay, settings.insights_retention)
+    store = InsightStore(db=db, wake_relay=wake_relay, retention=settings.insights_retention)
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds)
     )
     collector = InsightsCollector(
-        store,
-        InsightsReaders(http, settings.platform_url),
-        accounts,
-        clock,
+        store=store,
+        readers=InsightsReaders(http, settings.platform_url),
+        accounts=accounts,
+        clock=clock,
         settings=settings,
         owner=f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}",
     )

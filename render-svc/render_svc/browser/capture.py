@@ -7,7 +7,7 @@ import base64
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final
 
 from playwright.async_api import CDPSession
@@ -111,6 +111,7 @@ def _boxes(raw: dict[str, Any] | None) -> dict[int, Box | None]:
 class PageSession:
     """Steps of one render on its page; every step is bounded by the render's deadline."""
 
+    _: KW_ONLY
     lease: Lease
     network: RenderSession
     assets: Assets
@@ -308,6 +309,7 @@ class PageSession:
 class PageCapture:
     """Opens a page session: a leased context with this render's network rules."""
 
+    _: KW_ONLY
     pool: BrowserPool
     fetcher: GuardedFetcher
     blobs: BlobUrlMatcher
@@ -328,6 +330,11 @@ class PageCapture:
             )
             lease.holder.session = network
             try:
-                yield PageSession(lease, network, self.assets, self.settings.settle_seconds)
+                yield PageSession(
+                    lease=lease,
+                    network=network,
+                    assets=self.assets,
+                    settle=self.settings.settle_seconds,
+                )
             finally:
                 lease.holder.session = None

@@ -113,8 +113,8 @@ def is_renderer(pid: int, proc: Path = Path("/proc")) -> bool:
 class RendererMemoryGuard:
     """Kills renderer processes (descendants of `root`) whose resident size passes the limit."""
 
-    limit_bytes: int
     _: KW_ONLY
+    limit_bytes: int
     interval_seconds: float = 0.25
     root: int | None = None
     proc: Path = Path("/proc")

@@ -254,7 +254,7 @@ class BrowserPool:
         settings = self.settings
         self._slots = [_Slot(n) for n in range(settings.browsers)]
         self._free = FairSlots(
-            settings.concurrency,
+            slots=settings.concurrency,
             queue_seconds=settings.queue_seconds,
             queue_limit=settings.queue_limit,
             per_org_queue_limit=settings.per_org_queue_limit,

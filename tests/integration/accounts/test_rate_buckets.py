@@ -91,7 +91,7 @@ async def test_replicas_share_one_bucket_and_racing_calls_take_exactly_its_size(
 ) -> None:
     async with attached(deps) as first, attached(deps) as second:
         clock = FrozenClock(START)
-        replicas = [RateLimiter(kv, clock, per_minute=30) for kv in (first, second)]
+        replicas = [RateLimiter(store=kv, clock=clock, per_minute=30) for kv in (first, second)]
         org = fresh_org()
         # 50 calls at once on each replica, interleaved: every write after the other
         # replica's is refused once and retried, none is lost or counted twice.
@@ -113,12 +113,12 @@ async def test_mongodb_counts_while_nats_is_down_and_nats_again_once_it_is_back(
 ) -> None:
     async with attached(deps) as kv:
         registry = CollectorRegistry()
-        failover = FailoverBuckets(kv, MongoBuckets(records), registry)
+        failover = FailoverBuckets(primary=kv, fallback=MongoBuckets(records), registry=registry)
 
         def fallbacks() -> float | None:
             return registry.get_sample_value("storypost_rate_limit_fallbacks_total")
 
-        limiter = RateLimiter(failover, FrozenClock(START), per_minute=60)
+        limiter = RateLimiter(store=failover, clock=FrozenClock(START), per_minute=60)
         org = fresh_org()
         assert (await limiter.consume(org)).allowed
         assert fallbacks() == 0

@@ -123,7 +123,10 @@ async def render_instance(
     }
     log_path = tmp_path_factory.mktemp("render-instance") / "render.log"
     process = ManagedProcess(
-        "render-tests", [sys.executable, "-m", "render_svc"], {**os.environ, **env}, log_path
+        name="render-tests",
+        argv=[sys.executable, "-m", "render_svc"],
+        env={**os.environ, **env},
+        log_path=log_path,
     )
     try:
         await start_serving(process, port, attempts=450)

@@ -68,7 +68,11 @@ async def harness(webhook_stack: EmbeddedStack, receiver: Receiver) -> AsyncIter
     connection = await nats.connect(
         env["STORYPOST_NATS_URL"], max_reconnect_attempts=-1, reconnect_time_wait=0.3
     )
-    yield Harness(webhook_pb2_grpc.WebhookServiceStub(channel), connection.jetstream(), receiver)
+    yield Harness(
+        stub=webhook_pb2_grpc.WebhookServiceStub(channel),
+        js=connection.jetstream(),
+        receiver=receiver,
+    )
     await connection.close()
     await channel.close()
 

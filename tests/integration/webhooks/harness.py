@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import KW_ONLY
 
 import grpc
 from nats.js import JetStreamContext
@@ -18,6 +19,7 @@ from tests.support.webhook_receiver import Receiver
 
 @component
 class Harness:
+    _: KW_ONLY
     stub: webhook_pb2_grpc.WebhookServiceAsyncStub
     js: JetStreamContext
     receiver: Receiver

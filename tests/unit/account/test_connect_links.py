@@ -50,7 +50,9 @@ async def test_at_most_100_links_even_when_creates_race(world: AccountWorld) -> 
     # Two "replicas" creating links at once.
     replicas = [
         world.parts.links,
-        ConnectLinks(world.records, world.clock, TokenCipher([TEST_TOKEN_KEY])),
+        ConnectLinks(
+            records=world.records, clock=world.clock, cipher=TokenCipher([TEST_TOKEN_KEY])
+        ),
     ]
     uuids = [str(uuid.uuid4()) for _ in range(120)]
 

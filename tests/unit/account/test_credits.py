@@ -22,7 +22,7 @@ async def organization(records: AccountCollections) -> str:
 async def test_a_new_organization_starts_with_the_default_balance(
     records: AccountCollections,
 ) -> None:
-    credits = Credits(records, SystemClock(), default_credits=7)
+    credits = Credits(records=records, clock=SystemClock(), default_credits=7)
     org = await organization(records)
     assert await credits.get(org) == 7
     taken = await credits.consume(org, str(uuid.uuid4()))
@@ -31,7 +31,7 @@ async def test_a_new_organization_starts_with_the_default_balance(
 
 
 async def test_one_credit_per_post_whatever_the_retries(records: AccountCollections) -> None:
-    credits = Credits(records, SystemClock(), default_credits=10)
+    credits = Credits(records=records, clock=SystemClock(), default_credits=10)
     org = await organization(records)
     post = str(uuid.uuid4())
     first = await credits.consume(org, post)
@@ -39,7 +39,7 @@ async def test_one_credit_per_post_whatever_the_retries(records: AccountCollecti
     assert (first.consumed, first.already_consumed, first.balance) == (True, False, 9)
     assert (again.consumed, again.already_consumed, again.balance) == (True, True, 9)
     # Concurrent takes of one post from two "replicas" count once.
-    other = Credits(records, SystemClock(), default_credits=10)
+    other = Credits(records=records, clock=SystemClock(), default_credits=10)
     racing = str(uuid.uuid4())
     results = await asyncio.gather(
         *(c.consume(org, racing) for c in (credits, other, credits, other, credits))
@@ -56,7 +56,7 @@ async def test_nothing_is_taken_while_the_balance_is_not_positive(
     records: AccountCollections,
 ) -> None:
     clock = FrozenClock(SystemClock().now())
-    credits = Credits(records, clock, default_credits=1000)
+    credits = Credits(records=records, clock=clock, default_credits=1000)
     org = await organization(records)
     assert await credits.set(org, 2) == 2
     posts = [str(uuid.uuid4()) for _ in range(5)]
@@ -76,7 +76,7 @@ async def test_nothing_is_taken_while_the_balance_is_not_positive(
 
 
 async def test_bad_input(records: AccountCollections) -> None:
-    credits = Credits(records, SystemClock(), default_credits=5)
+    credits = Credits(records=records, clock=SystemClock(), default_credits=5)
     with pytest.raises(NotFound):
         await credits.set("no-such-org", 3)
     with pytest.raises(InvalidArgument):

@@ -99,7 +99,7 @@ async def test_concurrent_reservations_stop_exactly_at_the_limit(world: AccountW
     # Two "replicas": independent objects over the same collections.
     replicas = [
         world.parts.daily_limits,
-        DailyLimits(world.records, world.parts.accounts, world.clock),
+        DailyLimits(records=world.records, accounts=world.parts.accounts, clock=world.clock),
     ]
     uuids = [post() for _ in range(16)]
     # Every post is reserved twice at once (a retry racing the first try).

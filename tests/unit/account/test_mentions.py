@@ -26,15 +26,15 @@ from tests.support.accounts import SANDBOX_BASE, AccountWorld
 def replica(world: AccountWorld) -> MentionResolver:
     """A second account-svc replica's resolver over the same database."""
     api = PlatformApi(
-        world.http, world.clock, api_url=SANDBOX_BASE, browser_url=SANDBOX_BASE,
+        http=world.http, clock=world.clock, api_url=SANDBOX_BASE, browser_url=SANDBOX_BASE,
         client_id="storypost", client_secret="x",
     )  # fmt: skip
     return MentionResolver(
-        world.records,
-        world.parts.accounts,
-        AccessTokens(world.parts.accounts, api, world.clock),
-        api,
-        world.clock,
+        records=world.records,
+        accounts=world.parts.accounts,
+        tokens=AccessTokens(accounts=world.parts.accounts, api=api, clock=world.clock),
+        api=api,
+        clock=world.clock,
         lease_seconds=15,
         cooldown_seconds=60,
     )

@@ -135,7 +135,9 @@ async def test_users_hash_passwords_and_refuse_wrong_ones(
     records: AccountCollections, clock: FrozenClock
 ) -> None:
     org = await Organizations(records, clock).create("Acme")
-    users = Users(records, clock, PasswordHasher(time_cost=1, memory_cost=8192))
+    users = Users(
+        records=records, clock=clock, hasher=PasswordHasher(time_cost=1, memory_cost=8192)
+    )
     user = await users.create(org.organization_id, " Ann@Example.com ", "correct horse battery")
     assert user.email == "ann@example.com"
     stored = await records.users.find_one({"_id": user.user_id})

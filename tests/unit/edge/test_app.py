@@ -95,7 +95,9 @@ def client_of(settings: EdgeSettings, handlers: Mapping[str, Handler]) -> falcon
     backends = Backends.connect(EdgeSettings(account_addr="127.0.0.1:1"))
     deps = EdgeDependencies(
         backends=backends,
-        authenticator=Authenticator(backends.account_stub, settings.auth_cache_seconds),
+        authenticator=Authenticator(
+            accounts=backends.account_stub, cache_seconds=settings.auth_cache_seconds
+        ),
         catalog=catalog,
         handlers=with_unused(catalog.names(), handlers),
         registry=CollectorRegistry(),

@@ -57,7 +57,7 @@ def test_an_entry_expiring_between_two_looks_is_fetched_again_not_a_500() -> Non
     # look after it was stored and gone at the second: a membership test followed by a read
     # (the old code) raised KeyError here, which the edge answered with a 500.
     accounts = CountingAccounts()
-    auth = Authenticator(accounts, cache_seconds=5, timer=SteppingTimer(3))  # type: ignore[arg-type]
+    auth = Authenticator(accounts=accounts, cache_seconds=5, timer=SteppingTimer(3))  # type: ignore[arg-type]
     for _ in range(20):
         caller = auth.authenticate("Bearer sp_token", "org1")
         assert (caller.organization_id, caller.credential_id) == ("org1", "cred1")
@@ -66,7 +66,7 @@ def test_an_entry_expiring_between_two_looks_is_fetched_again_not_a_500() -> Non
 
 def test_cached_answers_spare_account_svc_and_keep_the_organization_check() -> None:
     accounts = CountingAccounts()
-    auth = Authenticator(accounts, cache_seconds=5, timer=lambda: 0.0)  # type: ignore[arg-type]
+    auth = Authenticator(accounts=accounts, cache_seconds=5, timer=lambda: 0.0)  # type: ignore[arg-type]
     for _ in range(5):
         auth.authenticate("Bearer sp_token", "org1")
     assert accounts.calls == 1
@@ -126,7 +126,7 @@ WALL = datetime(2026, 11, 28, 11, 0, tzinfo=UTC)
 def feed_world() -> tuple[Revoking, ManualTimer, Authenticator, RevocationFeed]:
     accounts = Revoking()
     timer = ManualTimer()
-    auth = Authenticator(accounts, cache_seconds=5, timer=timer)  # type: ignore[arg-type]
+    auth = Authenticator(accounts=accounts, cache_seconds=5, timer=timer)  # type: ignore[arg-type]
     feed = revocation_feed(auth)
     assert feed is not None and feed.interval == pytest.approx(5 / 3)
     feed.wall_clock = lambda: WALL
@@ -231,7 +231,7 @@ def test_each_read_asks_from_the_previous_answer_less_the_overlap() -> None:
 @pytest.mark.parametrize("failure", ["down", "broken"])
 def test_the_feed_thread_outlives_an_outage_and_a_bug(failure: str) -> None:
     accounts, _, auth, _ = feed_world()
-    feed = RevocationFeed(accounts, auth, interval=0.01)  # type: ignore[arg-type]
+    feed = RevocationFeed(accounts=accounts, authenticator=auth, interval=0.01)  # type: ignore[arg-type]
     setattr(accounts, failure, True)
     feed.start()
     try:
@@ -247,7 +247,7 @@ def test_the_feed_thread_outlives_an_outage_and_a_bug(failure: str) -> None:
 
 
 def test_no_feed_when_nothing_is_remembered() -> None:
-    assert revocation_feed(Authenticator(Revoking(), 0)) is None  # type: ignore[arg-type]
+    assert revocation_feed(Authenticator(accounts=Revoking(), cache_seconds=0)) is None  # type: ignore[arg-type]
 
 
 def test_a_listed_revocation_looks_only_at_its_own_checks() -> None:

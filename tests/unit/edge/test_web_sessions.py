@@ -54,16 +54,25 @@ async def world(db: AsyncDatabase[Document]) -> AsyncIterator[World]:
     # Near real time: the embedded MongoDB drops records whose TTL time has passed.
     clock = FrozenClock(datetime.now(UTC).replace(microsecond=0))
     # A cheap argon2 setting: the tests are about sessions, not hashing cost.
-    users = Users(records, clock, PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+    users = Users(
+        records=records,
+        clock=clock,
+        hasher=PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1),
+    )
     limits = SignInLimits(
-        records,
-        clock,
+        records=records,
+        clock=clock,
         per_email=Bucket(3, 300),
         per_address=Bucket(5, 300),
         per_address_everywhere=Bucket(12, 300),
     )
     sessions = AppSessions(
-        records, clock, users, limits, idle=timedelta(hours=2), lifetime=timedelta(hours=12)
+        records=records,
+        clock=clock,
+        users=users,
+        limits=limits,
+        idle=timedelta(hours=2),
+        lifetime=timedelta(hours=12),
     )
     yield World(records, clock, sessions, users, Organizations(records, clock))
 
@@ -224,7 +233,9 @@ async def test_concurrent_guesses_cannot_pass_the_limit(world: World) -> None:
 
 async def test_connect_links_are_listed_newest_first(world: World) -> None:
     org = (await world.organizations.create("Acme")).organization_id
-    links = ConnectLinks(world.records, world.clock, TokenCipher([TEST_TOKEN_KEY]))
+    links = ConnectLinks(
+        records=world.records, clock=world.clock, cipher=TokenCipher([TEST_TOKEN_KEY])
+    )
     first = await links.create(org, "6f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e61", "first")
     world.clock.advance(timedelta(seconds=1))
     second = await links.create(org, "7f1c2a43-5b7e-4e38-9a51-0c2f3b4d5e62", "second")

@@ -53,15 +53,17 @@ class Core:
     queues: Queues
 
     def servicer(self) -> PublishServicer:
-        return PublishServicer(self.intake, self.posts, self.rescheduler, self.queues)
+        return PublishServicer(
+            intake=self.intake, posts=self.posts, rescheduler=self.rescheduler, queues=self.queues
+        )
 
     def processor(self, spans: Tracer | None = None) -> PostProcessor:
         return PostProcessor(
-            self.store,
-            self.accounts,  # type: ignore[arg-type]
-            self.renderer,  # type: ignore[arg-type]
-            OneDriver(self.driver),
-            self.clock,
+            store=self.store,
+            accounts=self.accounts,  # type: ignore[arg-type]
+            renderer=self.renderer,  # type: ignore[arg-type]
+            drivers=OneDriver(self.driver),
+            clock=self.clock,
             window=WINDOW,
             lease=LEASE,
             hold_recheck=timedelta(seconds=5),
@@ -105,10 +107,32 @@ async def core(db: AsyncDatabase[Document]) -> Core:
     quota = StoryQuota(db["story_quota"], 3)
     queue_store = QueueStore.of(db)
     await queue_store.ensure_indexes()
-    queues = Queues(queue_store, accounts, clock)  # type: ignore[arg-type]
-    intake = PostIntake(store, quota, accounts, renderer, clock, WINDOW, lambda: None, queues)  # type: ignore[arg-type]
-    posts = Posts(store, accounts, renderer, OneDriver(driver), clock)  # type: ignore[arg-type]
-    rescheduler = Rescheduler(store, accounts, clock, WINDOW, lambda: None, queue_store)  # type: ignore[arg-type]
+    queues = Queues(store=queue_store, accounts=accounts, clock=clock)  # type: ignore[arg-type]
+    intake = PostIntake(
+        store=store,
+        quota=quota,
+        accounts=accounts,  # type: ignore[arg-type]
+        renderer=renderer,  # type: ignore[arg-type]
+        clock=clock,
+        window=WINDOW,
+        wake_scheduler=lambda: None,
+        queues=queues,
+    )
+    posts = Posts(
+        store=store,
+        accounts=accounts,  # type: ignore[arg-type]
+        renderer=renderer,  # type: ignore[arg-type]
+        drivers=OneDriver(driver),
+        clock=clock,
+    )
+    rescheduler = Rescheduler(
+        store=store,
+        accounts=accounts,  # type: ignore[arg-type]
+        clock=clock,
+        window=WINDOW,
+        wake_scheduler=lambda: None,
+        slots=queue_store,
+    )
     return Core(
         db, clock, store, accounts, renderer, driver, intake, posts, quota, rescheduler, queues
     )

@@ -106,16 +106,22 @@ def post(kind: Kind, platform: str = "PHOTOAPP", uuid: str = "u1", **fields: Any
 
 
 def photoapp(http: httpx.AsyncClient) -> PhotoappDriver:
-    return PhotoappDriver(PlatformClient(http, f"{BASE}/photoapp/v1", "photoapp"))
+    return PhotoappDriver(
+        PlatformClient(http=http, base_url=f"{BASE}/photoapp/v1", platform="photoapp")
+    )
 
 
 def clipapp(http: httpx.AsyncClient) -> ClipappDriver:
-    return ClipappDriver(PlatformClient(http, f"{BASE}/clipapp/v2", "clipapp"))
+    return ClipappDriver(
+        PlatformClient(http=http, base_url=f"{BASE}/clipapp/v2", platform="clipapp")
+    )
 
 
 def social(http: httpx.AsyncClient, platform: str) -> SocialDriver:
     """The driver of a platform the social API serves (`pinboard`, `pronet`, ...)."""
-    return SocialDriver(PlatformClient(http, f"{BASE}/{platform}/v1", platform))
+    return SocialDriver(
+        PlatformClient(http=http, base_url=f"{BASE}/{platform}/v1", platform=platform)
+    )
 
 
 def published(sandbox: Sandbox, platform: str) -> list[Mapping[str, Any]]:

@@ -125,16 +125,16 @@ class Rig:
 
 @pytest.fixture
 async def rig(core: Core) -> Rig:
-    store = InsightStore(core.db, lambda: None, timedelta(days=90))
+    store = InsightStore(db=core.db, wake_relay=lambda: None, retention=timedelta(days=90))
     await store.ensure_indexes()
     reader = FakeReader(core)
     accounts = Accounts()
     collectors = [
         InsightsCollector(
-            store,
-            Readers(reader),
-            accounts,
-            core.clock,
+            store=store,
+            readers=Readers(reader),
+            accounts=accounts,
+            clock=core.clock,
             settings=SETTINGS,
             owner=name,
             jitter=lambda: 0.0,

@@ -56,7 +56,10 @@ async def test_processing_and_its_events_join_the_schedule_call_s_trace(
     assert [e.get("traceparent") for e in await _outbox(core, old.post.id)] == [None, None]
 
     # The relay publishes the executed event, later and elsewhere, in the call's trace.
-    relay = OutboxRelay([core.db["posts"]], JetStreamPublisher(FakeJetStream(), tracer=spans))  # type: ignore[arg-type]
+    relay = OutboxRelay(
+        collections=[core.db["posts"]],
+        publisher=JetStreamPublisher(js=FakeJetStream(), tracer=spans),  # type: ignore[arg-type]
+    )
     assert await relay.relay_once() == 4
     published = [s for s in exporter.get_finished_spans() if s.kind == SpanKind.PRODUCER]
     joined = [s for s in published if _trace_id(s) == call_context.trace_id]

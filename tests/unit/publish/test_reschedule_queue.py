@@ -20,13 +20,13 @@ SLOTS = [{"weekday": "tuesday", "time": "09:00"}]
 
 def rescheduler(core: Core) -> Rescheduler:
     return Rescheduler(
-        core.store,
-        core.accounts,  # type: ignore[arg-type]
-        core.clock,
-        WINDOW,
-        lambda: None,
-        core.queues.store,
-        core.queues,
+        store=core.store,
+        accounts=core.accounts,  # type: ignore[arg-type]
+        clock=core.clock,
+        window=WINDOW,
+        wake_scheduler=lambda: None,
+        slots=core.queues.store,
+        queues=core.queues,
     )
 
 

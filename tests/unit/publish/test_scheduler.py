@@ -24,19 +24,19 @@ def replica(
 ) -> DueScheduler:
     clock = SystemClock()
     processor = PostProcessor(
-        core.store,
-        core.accounts,  # type: ignore[arg-type]
-        core.renderer,  # type: ignore[arg-type]
-        OneDriver(core.driver),
-        clock,
+        store=core.store,
+        accounts=core.accounts,  # type: ignore[arg-type]
+        renderer=core.renderer,  # type: ignore[arg-type]
+        drivers=OneDriver(core.driver),
+        clock=clock,
         window=WINDOW,
         lease=lease,
         hold_recheck=timedelta(seconds=5),
     )
     return DueScheduler(
-        core.store,
-        processor,
-        clock,
+        store=core.store,
+        processor=processor,
+        clock=clock,
         owner=owner,
         workers=workers,
         lease=lease,

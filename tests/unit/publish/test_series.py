@@ -26,8 +26,17 @@ FIRST = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
 async def parts(core: Core) -> tuple[SeriesService, SeriesWorker, SeriesStore]:
     store = SeriesStore(core.db["series"], core.db["series_accounts"])
     await store.ensure_indexes()
-    service = SeriesService(store, core.store, core.intake, core.posts, core.accounts, core.clock)  # type: ignore[arg-type]
-    worker = SeriesWorker(store, service, core.intake, core.clock, queues=core.queues)
+    service = SeriesService(
+        store=store,
+        posts=core.store,
+        intake=core.intake,
+        cancels=core.posts,
+        accounts=core.accounts,  # type: ignore[arg-type]
+        clock=core.clock,
+    )
+    worker = SeriesWorker(
+        store=store, series=service, intake=core.intake, clock=core.clock, queues=core.queues
+    )
     return service, worker, store
 
 

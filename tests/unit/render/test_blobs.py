@@ -75,7 +75,13 @@ async def setup(
     await records.ensure_indexes()
     store = FakeStore()
     clock = FrozenClock(datetime(2026, 7, 1, 9, 0, tzinfo=UTC))
-    blobs = TempBlobs(records, store, clock, BlobSettings(900, 300, 86400), BlobCache(1 << 20))  # type: ignore[arg-type]
+    blobs = TempBlobs(
+        records=records,
+        store=store,  # type: ignore[arg-type]
+        clock=clock,
+        settings=BlobSettings(900, 300, 86400),
+        cache=BlobCache(1 << 20),
+    )
     return blobs, store, clock, records
 
 

@@ -12,7 +12,7 @@ from storypost_runtime.errors import ResourceExhausted
 
 def slots(count: int, *, queue_limit: int = 16, per_org: int = 8, seconds: float = 5) -> FairSlots:
     return FairSlots(
-        count,
+        slots=count,
         queue_seconds=seconds,
         queue_limit=queue_limit,
         per_org_queue_limit=per_org,

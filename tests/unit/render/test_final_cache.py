@@ -39,7 +39,13 @@ def doc(org: str, rendering_id: str, state: str) -> dict[str, Any]:
 def test_only_final_renderings_are_remembered() -> None:
     collection = CountingRenderings()
     records: Any = SimpleNamespace(renderings=collection)
-    renderings = Renderings(records, None, None, FrozenClock(NOW), Path("/nonexistent"))  # type: ignore[arg-type]
+    renderings = Renderings(
+        records=records,
+        store=None,  # type: ignore[arg-type]
+        renderer=None,  # type: ignore[arg-type]
+        clock=FrozenClock(NOW),
+        work_root=Path("/nonexistent"),
+    )
 
     async def reads_for(state: str, rendering_id: str) -> int:
         collection.docs[("o1", rendering_id)] = doc("o1", rendering_id, state)

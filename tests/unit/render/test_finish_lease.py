@@ -19,7 +19,15 @@ async def test_a_working_finisher_keeps_its_short_lease(db: AsyncDatabase[Docume
     records = RenderCollections.of(db)
     clock = FrozenClock(datetime(2026, 11, 23, 10, 0, tzinfo=UTC))
     none: Any = None
-    finisher = Finisher(records, none, none, none, none, clock, lease_seconds=0.3)
+    finisher = Finisher(
+        records=records,
+        renderings=none,
+        renderer=none,
+        store=none,
+        tools=none,
+        clock=clock,
+        lease_seconds=0.3,
+    )
     doc = {"_id": "org:r1", "state": FINISHING, "leaseToken": "mine", "leaseUntil": clock.now()}
     await records.renderings.insert_one(doc)
     async with finisher._keeping_lease(doc, "mine"):

@@ -23,7 +23,12 @@ def prepared(root: Path, name: str) -> Path:
 def test_sources_past_the_limit_are_dropped_for_a_later_fetch(tmp_path: Path) -> None:
     none: Any = None
     renderings = Renderings(
-        none, none, none, FrozenClock(datetime.now(UTC)), tmp_path, kept_video_sources=2
+        records=none,
+        store=none,
+        renderer=none,
+        clock=FrozenClock(datetime.now(UTC)),
+        work_root=tmp_path,
+        kept_video_sources=2,
     )
     kept = [renderings.keep_source(prepared(tmp_path, f"r{n}")) for n in range(4)]
     assert kept == [True, True, False, False]

@@ -35,7 +35,7 @@ def test_only_renderers_over_the_limit_and_below_the_root_are_killed(tmp_path: P
              FakeProcess(99999, 11, 100, "chromium --type=renderer"),
              FakeProcess(99998, 1, 9000, "chromium --type=renderer")],
         )  # fmt: skip
-        guard = RendererMemoryGuard(2048 * 1024 * 1024, root=10, proc=proc)
+        guard = RendererMemoryGuard(limit_bytes=2048 * 1024 * 1024, root=10, proc=proc)
         assert guard.check() == [victim.pid]
         assert victim.wait(timeout=5) == -9
         assert bystander.poll() is None and guard.killed == 1

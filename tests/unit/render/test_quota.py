@@ -35,7 +35,7 @@ def uuid(n: int) -> str:
 
 async def test_the_limit_holds_and_says_when_a_slot_frees(slots: RenderCollections) -> None:
     clock = FrozenClock(datetime(2026, 7, 1, 9, 0, tzinfo=UTC))
-    quota = DraftQuota(slots.draft_quota, clock, limit=3, window=DAY)
+    quota = DraftQuota(slots=slots.draft_quota, clock=clock, limit=3, window=DAY)
     for n in range(3):
         await quota.reserve("org", uuid(n))
         clock.advance(timedelta(hours=1))
@@ -52,7 +52,7 @@ async def test_the_limit_holds_and_says_when_a_slot_frees(slots: RenderCollectio
 
 async def test_a_slot_is_taken_again_only_after_the_window(slots: RenderCollections) -> None:
     clock = FrozenClock(datetime(2026, 7, 1, 9, 0, tzinfo=UTC))
-    quota = DraftQuota(slots.draft_quota, clock, limit=2, window=DAY)
+    quota = DraftQuota(slots=slots.draft_quota, clock=clock, limit=2, window=DAY)
     await quota.reserve("org", uuid(0))
     clock.advance(timedelta(hours=12))
     await quota.reserve("org", uuid(1))
@@ -69,7 +69,7 @@ async def test_a_slot_is_taken_again_only_after_the_window(slots: RenderCollecti
 
 async def test_released_slots_are_free_at_once(slots: RenderCollections) -> None:
     clock = FrozenClock(datetime(2026, 7, 1, 9, 0, tzinfo=UTC))
-    quota = DraftQuota(slots.draft_quota, clock, limit=1, window=DAY)
+    quota = DraftQuota(slots=slots.draft_quota, clock=clock, limit=1, window=DAY)
     slot = await quota.reserve("org", uuid(0))
     await quota.release(slot)
     again = await quota.reserve("org", uuid(1))
@@ -83,7 +83,7 @@ async def test_released_slots_are_free_at_once(slots: RenderCollections) -> None
 
 async def test_concurrent_reservations_never_exceed_the_limit(slots: RenderCollections) -> None:
     clock = FrozenClock(datetime(2026, 7, 1, 9, 0, tzinfo=UTC))
-    quota = DraftQuota(slots.draft_quota, clock, limit=10, window=DAY)
+    quota = DraftQuota(slots=slots.draft_quota, clock=clock, limit=10, window=DAY)
 
     async def one(n: int) -> bool:
         try:
@@ -116,7 +116,7 @@ async def test_the_slot_documents_of_before_are_folded_and_still_count(
     assert await fold_slot_documents(slots.draft_quota) == 0  # once is enough
     assert await slots.draft_quota.count_documents({}) == 2
     assert (await taken(slots, "org"), await taken(slots, "two")) == (3, 1)
-    quota = DraftQuota(slots.draft_quota, clock, limit=4, window=DAY)
+    quota = DraftQuota(slots=slots.draft_quota, clock=clock, limit=4, window=DAY)
     await quota.reserve("org", uuid(5))
     with pytest.raises(ResourceExhausted) as raised:
         await quota.reserve("org", uuid(6))

@@ -25,7 +25,7 @@ def test_a_url_is_reused_while_most_of_its_life_is_left_then_signed_anew() -> No
     start = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
     clock = FrozenClock(start)
     store = CountingPresigner(clock)
-    urls = SignedUrls(store, clock, 3600)
+    urls = SignedUrls(store=store, clock=clock, seconds=3600)
 
     async def scenario() -> None:
         first, until = await urls.get("o1/media.jpg")

@@ -34,7 +34,9 @@ async def test_posts_due_and_unclaimed_and_the_oldest_wait(db: AsyncDatabase[Doc
         ]
     )
     registry = CollectorRegistry()
-    sampler = BacklogSampler([posts_due(posts)], BacklogMetrics.create(registry), FrozenClock(NOW))
+    sampler = BacklogSampler(
+        backlogs=[posts_due(posts)], metrics=BacklogMetrics.create(registry), clock=FrozenClock(NOW)
+    )
     assert await sampler.sample() == 0
     assert value(registry, "storypost_backlog_records") == 2
     assert value(registry, "storypost_backlog_oldest_seconds") == 7 * 60

@@ -10,16 +10,16 @@ from storypost_runtime.component import component
 
 @component
 class _Client:
+    _: KW_ONLY
     url: str
     secret: str
-    _: KW_ONLY
     timeout: float = 5.0
     seen: list[str] = field(init=False, default_factory=list)
 
 
 def test_the_constructor_stores_each_collaborator_and_derived_state_starts_fresh() -> None:
-    one = _Client("http://127.0.0.1:1", "s3cr3t", timeout=2.0)
-    two = _Client("http://127.0.0.1:1", "s3cr3t")
+    one = _Client(url="http://127.0.0.1:1", secret="s3cr3t", timeout=2.0)
+    two = _Client(url="http://127.0.0.1:1", secret="s3cr3t")
     one.seen.append("x")
     assert (one.url, one.secret, one.timeout, one.seen) == (
         "http://127.0.0.1:1",
@@ -31,14 +31,14 @@ def test_the_constructor_stores_each_collaborator_and_derived_state_starts_fresh
 
 
 def test_a_component_equals_only_itself_and_is_hashable() -> None:
-    one = _Client("u", "s")
-    same_fields = _Client("u", "s")
+    one = _Client(url="u", secret="s")
+    same_fields = _Client(url="u", secret="s")
     assert one == one
     assert one != same_fields
     assert len({one, same_fields}) == 2
 
 
 def test_its_repr_names_no_collaborator() -> None:
-    text = repr(_Client("http://127.0.0.1:1", "s3cr3t"))
+    text = repr(_Client(url="http://127.0.0.1:1", secret="s3cr3t"))
     assert "s3cr3t" not in text
     assert "127.0.0.1" not in text

@@ -75,7 +75,7 @@ async def test_change_and_event_are_one_update_guarded_by_old_state(
     ]
 
     publisher = RecordingPublisher()
-    relay = OutboxRelay([posts], publisher)
+    relay = OutboxRelay(collections=[posts], publisher=publisher)
     assert await relay.relay_once() == 2
     subjects = [m[0] for m in publisher.messages]
     assert subjects == ["events.photoapp_story_post.status_changed"] * 2
@@ -100,11 +100,11 @@ async def test_bus_failure_keeps_events_and_retry_republishes_same_ids(
     await posts.insert_one({"_id": "p2", **new_record_outbox(*events)})
     failing = RecordingPublisher(fail_after=1)
     with pytest.raises(ConnectionError):
-        await OutboxRelay([posts], failing).relay_once()
+        await OutboxRelay(collections=[posts], publisher=failing).relay_once()
     doc = await posts.find_one({"_id": "p2"})
     assert doc is not None and len(doc["outbox"]) == 2 and doc[PENDING_FIELD] is True
     healthy = RecordingPublisher()
-    await OutboxRelay([posts], healthy).relay_once()
+    await OutboxRelay(collections=[posts], publisher=healthy).relay_once()
     ids = [m[2]["Nats-Msg-Id"] for m in failing.messages + healthy.messages]
     # The first event went out twice with the same id (JetStream drops the repeat); none lost.
     assert ids == [events[0].id, events[0].id, events[1].id]
@@ -122,7 +122,7 @@ async def test_event_added_while_relaying_is_kept(db: AsyncDatabase[Document]) -
                 await posts.update_one({"_id": "p3"}, with_event({}, late))
 
     publisher = InterleavingPublisher()
-    relay = OutboxRelay([posts], publisher)
+    relay = OutboxRelay(collections=[posts], publisher=publisher)
     await relay.relay_once()
     doc = await posts.find_one({"_id": "p3"})
     assert doc is not None and [e["id"] for e in doc["outbox"]] == [late.id]
@@ -135,7 +135,7 @@ async def test_event_added_while_relaying_is_kept(db: AsyncDatabase[Document]) -
 async def test_run_loop_wakes_on_demand(db: AsyncDatabase[Document]) -> None:
     posts = db["posts"]
     publisher = RecordingPublisher()
-    relay = OutboxRelay([posts], publisher, poll_interval_seconds=30)
+    relay = OutboxRelay(collections=[posts], publisher=publisher, poll_interval_seconds=30)
     task = asyncio.create_task(relay.run())
     await asyncio.sleep(0.05)
     await posts.insert_one({"_id": "p4", **new_record_outbox(status_event("p4", "scheduled"))})
@@ -176,8 +176,8 @@ async def test_the_relay_queries_again_at_once_only_when_events_may_be_left(
     posts = CountedFinds(db["posts"])
     publisher = RecordingPublisher()
     relay = OutboxRelay(
-        [cast(AsyncCollection[Document], posts)],
-        publisher,
+        collections=[cast(AsyncCollection[Document], posts)],
+        publisher=publisher,
         poll_interval_seconds=30,
         batch_size=2,
     )

@@ -29,12 +29,14 @@ async def test_backlog_is_seen_before_publishing_and_clears_after(
 
     # The bus is down: nothing is published, and the backlog shows it.
     with pytest.raises(ConnectionError):
-        await OutboxRelay([posts], RecordingPublisher(fail_after=0), metrics=metrics).relay_once()
+        await OutboxRelay(
+            collections=[posts], publisher=RecordingPublisher(fail_after=0), metrics=metrics
+        ).relay_once()
     assert sample(registry, "storypost_outbox_backlog_records", collection="posts") == 2
     # status_event() stamps a fixed past time: the oldest event is that old.
     assert sample(registry, "storypost_outbox_oldest_event_age_seconds", collection="posts") > 60
 
-    relay = OutboxRelay([posts], RecordingPublisher(), metrics=metrics)
+    relay = OutboxRelay(collections=[posts], publisher=RecordingPublisher(), metrics=metrics)
     assert await relay.relay_once() == 2
     assert sample(registry, "storypost_outbox_events_published_total", collection="posts") == 2
     await relay.relay_once()

@@ -21,7 +21,7 @@ DAY = timedelta(hours=24)
 async def test_the_limit_holds_and_a_slot_frees_when_its_time_leaves_the_window(
     db: AsyncDatabase[Document],
 ) -> None:
-    quota = RollingQuota(db["quota"], limit=2, window=DAY)
+    quota = RollingQuota(slots=db["quota"], limit=2, window=DAY)
     assert await quota.reserve("k", "a", NOW) == QuotaDecision(True)
     assert await quota.reserve("k", "b", NOW + timedelta(hours=1)) == QuotaDecision(True)
     assert await quota.reserve("k", "a", NOW + timedelta(hours=2)) == QuotaDecision(True)  # again
@@ -36,7 +36,7 @@ async def test_the_limit_holds_and_a_slot_frees_when_its_time_leaves_the_window(
 
 
 async def test_racers_on_a_new_key_all_get_the_room_there_is(db: AsyncDatabase[Document]) -> None:
-    quota = RollingQuota(db["quota"], limit=10, window=DAY, key_field="organizationId")
+    quota = RollingQuota(slots=db["quota"], limit=10, window=DAY, key_field="organizationId")
     # Twelve holders, two of them twice: ten slots, ten holders in, each once.
     holders = [f"h{n}" for n in range(12)] + ["h0", "h1"]
     decisions = await asyncio.gather(*(quota.reserve("k", h, NOW) for h in holders))
@@ -44,7 +44,7 @@ async def test_racers_on_a_new_key_all_get_the_room_there_is(db: AsyncDatabase[D
     doc = await db["quota"].find_one({"_id": "k"})
     assert doc is not None and doc["organizationId"] == "k"
     assert len(allowed) == 10 and {s["post"] for s in doc["slots"]} == allowed
-    few = RollingQuota(db["few"], limit=5, window=DAY)
+    few = RollingQuota(slots=db["few"], limit=5, window=DAY)
     assert all(
         d.allowed for d in await asyncio.gather(*(few.reserve("k", str(n), NOW) for n in range(5)))
     )
@@ -73,15 +73,15 @@ class LosesTheCreateRace:
 async def test_losing_the_race_to_create_the_key_s_document_is_not_a_refusal(
     db: AsyncDatabase[Document],
 ) -> None:
-    racer = RollingQuota(db["quota"], limit=3, window=DAY)
+    racer = RollingQuota(slots=db["quota"], limit=3, window=DAY)
     raced = LosesTheCreateRace(db["quota"], lambda: racer.reserve("k", "first", NOW))
-    quota = RollingQuota(cast(AsyncCollection[Document], raced), limit=3, window=DAY)
+    quota = RollingQuota(slots=cast(AsyncCollection[Document], raced), limit=3, window=DAY)
     assert (await quota.reserve("k", "second", NOW)).allowed
     doc = await db["quota"].find_one({"_id": "k"})
     assert doc is not None and [s["post"] for s in doc["slots"]] == ["first", "second"]
     # A twin that lost the race finds its holder's slot: reserved, not twice.
     twin = LosesTheCreateRace(db["quota"], lambda: racer.reserve("k", "third", NOW))
-    assert await RollingQuota(cast(AsyncCollection[Document], twin), limit=3, window=DAY).reserve(
-        "k", "third", NOW
-    ) == QuotaDecision(True)
+    assert await RollingQuota(
+        slots=cast(AsyncCollection[Document], twin), limit=3, window=DAY
+    ).reserve("k", "third", NOW) == QuotaDecision(True)
     assert len((await db["quota"].find_one({"_id": "k"}) or {})["slots"]) == 3

@@ -65,7 +65,7 @@ async def server() -> AsyncIterator[tuple[str, CollectorRegistry]]:
 async def token_call(
     address: str, caller: ServiceCredential | None, token: str | None = None
 ) -> pb.AccessToken:
-    signer = TokenSigner(caller) if caller else None
+    signer = TokenSigner(credential=caller) if caller else None
     async with aio_channel(address, 5.0, signer) as channel:
         metadata = (("authorization", f"Bearer {token}"),) if token else None
         return await account_pb2_grpc.AccountServiceStub(channel).GetAccessToken(
@@ -107,10 +107,10 @@ async def test_calls_without_a_valid_token_are_refused(server: Any) -> None:
     assert await refused(address, forged) == unauthenticated
     # A token for another service, an expired one, one that lives too long, garbage.
     publish = CREDENTIALS[PUBLISH_SVC]
-    other_service = TokenSigner(publish).token("storypost.render.v1.RenderService")
+    other_service = TokenSigner(credential=publish).token("storypost.render.v1.RenderService")
     assert await refused(address, None, other_service) == unauthenticated
     now = time.time()
-    expired = TokenSigner(publish, clock=lambda: now - 3600).token(SERVICE)
+    expired = TokenSigner(credential=publish, clock=lambda: now - 3600).token(SERVICE)
     assert await refused(address, None, expired) == unauthenticated
     forever = jwt.encode(
         {"iss": PUBLISH_SVC, "aud": SERVICE, "iat": int(now), "exp": int(now) + 86400},
@@ -134,7 +134,9 @@ async def test_unrestricted_procedures_answer_any_signed_caller_and_health_answe
     server: Any,
 ) -> None:
     address, _ = server
-    async with aio_channel(address, 5.0, TokenSigner(CREDENTIALS[RENDER_SVC])) as channel:
+    async with aio_channel(
+        address, 5.0, TokenSigner(credential=CREDENTIALS[RENDER_SVC])
+    ) as channel:
         org = await account_pb2_grpc.AccountServiceStub(channel).GetOrganization(
             pb.GetOrganizationRequest(organization_id="o-1")
         )
@@ -152,7 +154,7 @@ async def test_unrestricted_procedures_answer_any_signed_caller_and_health_answe
 
 def test_a_signer_reuses_its_token_until_a_third_of_its_life_is_left() -> None:
     now = [1_000_000.0]
-    signer = TokenSigner(CREDENTIALS[EDGE], lifetime=300, clock=lambda: now[0])
+    signer = TokenSigner(credential=CREDENTIALS[EDGE], lifetime=300, clock=lambda: now[0])
     first = signer.token(SERVICE)
     now[0] += 150
     assert signer.token(SERVICE) == first
@@ -180,10 +182,13 @@ def test_a_caller_rotating_its_key_is_answered_with_either_key_while_both_are_li
     both = CallerVerifier(parse_public_keys(f"{old.public_entry()},{new.public_entry()}"))
     only_new = CallerVerifier(parse_public_keys(new.public_entry()))
     for credential in (old, new):
-        assert both.caller(f"Bearer {TokenSigner(credential).token(SERVICE)}", SERVICE) == EDGE
-    assert only_new.caller(f"Bearer {TokenSigner(new).token(SERVICE)}", SERVICE) == EDGE
+        assert (
+            both.caller(f"Bearer {TokenSigner(credential=credential).token(SERVICE)}", SERVICE)
+            == EDGE
+        )
+    assert only_new.caller(f"Bearer {TokenSigner(credential=new).token(SERVICE)}", SERVICE) == EDGE
     with pytest.raises(CallerRefused):
-        only_new.caller(f"Bearer {TokenSigner(old).token(SERVICE)}", SERVICE)
+        only_new.caller(f"Bearer {TokenSigner(credential=old).token(SERVICE)}", SERVICE)
     # The secret never shows in a repr.
     assert credential.secret().partition(":")[2] not in repr(credential)
 
@@ -193,7 +198,7 @@ def test_a_verified_token_is_answered_again_until_it_expires_and_only_for_its_se
 ) -> None:
     now = [time.time()]
     verifier = CallerVerifier(parse_public_keys(CREDENTIALS[EDGE].public_entry()), lambda: now[0])
-    token = TokenSigner(CREDENTIALS[EDGE], clock=lambda: now[0]).token(SERVICE)
+    token = TokenSigner(credential=CREDENTIALS[EDGE], clock=lambda: now[0]).token(SERVICE)
     decoded = 0
     real_decode = jwt.decode
 

@@ -162,8 +162,8 @@ async def test_the_relays_publish_joins_the_trace_of_the_change_that_stored_the_
     old["id"] = "an-old-record-without-trace"
     js = FakeJetStream()
     relay = OutboxRelay(
-        [FakeCollection({"_id": "p", "outbox": [stored, old], "outboxPending": True})],  # type: ignore[list-item]
-        JetStreamPublisher(js, tracer=tracer(provider)),  # type: ignore[arg-type]
+        collections=[FakeCollection({"_id": "p", "outbox": [stored, old], "outboxPending": True})],  # type: ignore[list-item]
+        publisher=JetStreamPublisher(js=js, tracer=tracer(provider)),  # type: ignore[arg-type]
     )
     # The relay runs later, in another task and outside the change's span.
     assert await relay.relay_once() == 2
@@ -199,7 +199,9 @@ async def test_a_webhook_attempt_is_a_client_span_naming_the_host_not_the_url(
         return httpx.Response(503, stream=Body())
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
-        sender = Sender(client, FrozenClock(NOW), 2.0, tracer(provider))
+        sender = Sender(
+            client=client, clock=FrozenClock(NOW), timeout_seconds=2.0, spans=tracer(provider)
+        )
         with tracer(provider).start_as_current_span("consume") as consume:
             result = await sender.attempt(
                 "https://hooks.example/x?key=secret", "d1", "e", "{}", None

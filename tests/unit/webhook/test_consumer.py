@@ -98,30 +98,34 @@ async def service(db: AsyncDatabase[Document], tmp_path: Path) -> AsyncIterator[
     certs = make_certificates(tmp_path)
     receiver = Receiver(certs)
     await receiver.start()
-    webhooks = Webhooks(records.webhooks, clock, policy, allow_http_loopback=False)
+    webhooks = Webhooks(
+        collection=records.webhooks, clock=clock, policy=policy, allow_http_loopback=False
+    )
     store = DeliveryStore(records.deliveries, timedelta(days=1))
     metrics = WebhookMetrics.create(CollectorRegistry())
     bus = FakeBus()
     async with http_client(policy, str(certs.ca_file), 8, 1.0) as http:
         dispatcher = Dispatcher(
-            webhooks,
-            store,
-            Sender(http, clock, 1.0),
-            Lanes(16, 1),  # one attempt per URL at a time, no waiting in memory
-            RetrySchedule([0.2, 0.2], 0.0),
-            clock,
-            metrics,
+            webhooks=webhooks,
+            store=store,
+            sender=Sender(client=http, clock=clock, timeout_seconds=1.0),
+            lanes=Lanes(
+                total=16, per_lane=1
+            ),  # one attempt per URL at a time, no waiting in memory
+            schedule=RetrySchedule([0.2, 0.2], 0.0),
+            clock=clock,
+            metrics=metrics,
             lease_seconds=5,
             poll_seconds=0.1,
         )
         writer = RecordWriter(store)
         consumer = EventConsumer(
-            bus,
-            WebhookDirectory(webhooks, 0.0),
-            store,
-            dispatcher,
-            writer,
-            metrics,
+            subscription=bus,
+            webhooks=WebhookDirectory(webhooks=webhooks, ttl_seconds=0.0),
+            store=store,
+            dispatcher=dispatcher,
+            writer=writer,
+            metrics=metrics,
             batch=10,
             max_inflight=100,
             ack_wait_seconds=30,

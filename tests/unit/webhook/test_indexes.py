@@ -38,7 +38,9 @@ def hook(n: int) -> str:
 
 
 def webhooks_of(records: WebhookCollections) -> Webhooks:
-    return Webhooks(records.webhooks, FrozenClock(NOW), LOCAL, allow_http_loopback=False)
+    return Webhooks(
+        collection=records.webhooks, clock=FrozenClock(NOW), policy=LOCAL, allow_http_loopback=False
+    )
 
 
 def old_record(organization_id: str, slot: int, url: str) -> Document:

@@ -41,7 +41,7 @@ async def test_a_2xx_is_success_and_carries_the_headers(
     client: httpx.AsyncClient, receiver: Receiver
 ) -> None:
     receiver.answer("/h", Answer(202))
-    sender = Sender(client, SystemClock(), 1.0)
+    sender = Sender(client=client, clock=SystemClock(), timeout_seconds=1.0)
     result = await sender.attempt(receiver.url("/h"), "d-1", EVENT, '{"event":"x"}', None)
     assert result.ok and result.status_code == 202 and result.error == ""
     [got] = receiver.received("/h")
@@ -53,7 +53,7 @@ async def test_a_2xx_is_success_and_carries_the_headers(
 
 
 async def test_signed_attempts_verify(client: httpx.AsyncClient, receiver: Receiver) -> None:
-    sender = Sender(client, SystemClock(), 1.0)
+    sender = Sender(client=client, clock=SystemClock(), timeout_seconds=1.0)
     await sender.attempt(receiver.url("/s"), "d-1", EVENT, '{"a":1}', "secret-0123456789ab")
     [got] = receiver.received("/s")
     header = got.header("x-service-signature")
@@ -64,7 +64,7 @@ async def test_non_2xx_and_slow_answers_are_failed_attempts(
     client: httpx.AsyncClient, receiver: Receiver
 ) -> None:
     receiver.answer("/f", Answer(500), Answer(301), Answer(200, delay=1.5))
-    sender = Sender(client, SystemClock(), 1.0)
+    sender = Sender(client=client, clock=SystemClock(), timeout_seconds=1.0)
     failed = await sender.attempt(receiver.url("/f"), "d", EVENT, "{}", None)
     assert not failed.ok and failed.status_code == 500 and failed.error == "HTTP 500"
     redirect = await sender.attempt(receiver.url("/f"), "d", EVENT, "{}", None)
@@ -78,19 +78,19 @@ async def test_refused_and_untrusted_targets_get_nothing(
     certs: Certificates, receiver: Receiver
 ) -> None:
     async with http_client(AddressPolicy(), str(certs.ca_file), 8, 1.0) as production:
-        result = await Sender(production, SystemClock(), 1.0).attempt(
+        result = await Sender(client=production, clock=SystemClock(), timeout_seconds=1.0).attempt(
             receiver.url("/r"), "d", EVENT, "{}", None
         )
     assert not result.ok and result.error.startswith("refused: 127.0.0.1")
     async with http_client(LOCAL, None, 8, 1.0) as public_cas_only:
-        result = await Sender(public_cas_only, SystemClock(), 1.0).attempt(
-            receiver.url("/r"), "d", EVENT, "{}", None
-        )
+        result = await Sender(
+            client=public_cas_only, clock=SystemClock(), timeout_seconds=1.0
+        ).attempt(receiver.url("/r"), "d", EVENT, "{}", None)
     assert not result.ok and result.error.startswith("connection failed")
     assert "CERTIFICATE_VERIFY_FAILED" in result.error
     assert receiver.received("/r") == []
     async with http_client(LOCAL, None, 8, 1.0) as client:
-        closed_port = await Sender(client, SystemClock(), 1.0).attempt(
+        closed_port = await Sender(client=client, clock=SystemClock(), timeout_seconds=1.0).attempt(
             "https://127.0.0.1:1/", "d", EVENT, "{}", None
         )
     assert not closed_port.ok and closed_port.error.startswith("connection failed")

@@ -30,7 +30,12 @@ async def records(db: AsyncDatabase[Document]) -> WebhookCollections:
 
 
 def webhooks_of(records: WebhookCollections, policy: AddressPolicy = LOCAL) -> Webhooks:
-    return Webhooks(records.webhooks, FrozenClock(NOW), policy, allow_http_loopback=False)
+    return Webhooks(
+        collection=records.webhooks,
+        clock=FrozenClock(NOW),
+        policy=policy,
+        allow_http_loopback=False,
+    )
 
 
 def hook(n: int) -> str:
@@ -125,7 +130,7 @@ async def test_the_directory_caches_shares_lookups_and_forgets_on_change(
 
     webhooks.of_organizations = counted  # type: ignore[assignment,method-assign]
     clock = [0.0]
-    directory = WebhookDirectory(webhooks, 2.0, monotonic=lambda: clock[0])
+    directory = WebhookDirectory(webhooks=webhooks, ttl_seconds=2.0, monotonic=lambda: clock[0])
     answers = await asyncio.gather(*(directory.of_organizations(["org"]) for _ in range(5)))
     assert answers == [{}] * 5 and reads == 1  # one query for concurrent lookups
     await original(["org"])
