@@ -6,6 +6,7 @@ import threading
 
 from prometheus_client import CollectorRegistry
 
+from edge import web
 from edge.app import EdgeDependencies, create_app
 from edge.auth import Authenticator, revocation_feed
 from edge.backends import Backends
@@ -37,6 +38,7 @@ def main() -> None:
         handlers=all_handlers(catalog.names(), backends, settings),
         registry=registry,
         draining=threading.Event(),
+        mounts=(web.add_routes,),
     )
     serve_metrics(registry, settings.metrics_host, settings.metrics_port)
     feed = revocation_feed(authenticator)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,11 @@ from storypost_runtime.logs import get_logger
 log = get_logger(__name__)
 
 
+# What mounts more pages on the edge: the app (`edge.web.add_routes`), which the API edge
+# does not import; `python -m edge` mounts it.
+Mount = Callable[[falcon.App, Backends, EdgeSettings], None]
+
+
 @dataclass(frozen=True)
 class EdgeDependencies:
     backends: Backends
@@ -39,6 +44,7 @@ class EdgeDependencies:
     handlers: Mapping[str, Handler]
     registry: CollectorRegistry
     draining: threading.Event
+    mounts: Sequence[Mount] = ()
 
 
 def _api_error(req: falcon.Request, resp: falcon.Response, error: ApiError, _params: Any) -> None:
@@ -96,4 +102,6 @@ def create_app(settings: EdgeSettings, deps: EdgeDependencies) -> RequestScopeAp
     app.add_route("/healthz", Liveness())
     app.add_route("/readyz", Readiness(deps.draining))
     add_routes(app, deps.backends, settings)
+    for mount in deps.mounts:
+        mount(app, deps.backends, settings)
     return RequestScopeApp(app)
