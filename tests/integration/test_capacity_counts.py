@@ -57,6 +57,7 @@ from tests.support.capacity_table import (
     write_table,
 )
 from tests.support.counters import SNAPSHOT_COMMANDS, Counts, StackCounters
+from tests.support.hook_server import serving_hook
 
 pytestmark = pytest.mark.integration
 
@@ -126,16 +127,9 @@ async def hooks() -> AsyncIterator[Hooks]:
         found.arrived_at.append(time.monotonic())
         return web.Response(status=204)
 
-    app = web.Application()
-    app.router.add_post("/hook", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    found.url = f"http://127.0.0.1:{port}/hook"
-    yield found
-    await runner.cleanup()
+    async with serving_hook(handle) as url:
+        found.url = url
+        yield found
 
 
 @pytest.fixture(scope="module")

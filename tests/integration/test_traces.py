@@ -26,6 +26,7 @@ from storypost.webhook.v1 import webhook_pb2, webhook_pb2_grpc
 from tests.integration.publish.conftest import IMAGE_STORY
 from tests.support.accounts import connect_account
 from tests.support.api import only_in_passes
+from tests.support.hook_server import serving_hook
 
 pytestmark = pytest.mark.integration
 
@@ -116,15 +117,8 @@ async def hooks() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
         received.append({"headers": dict(request.headers), "body": await request.json()})
         return web.Response(status=204)
 
-    app = web.Application()
-    app.router.add_post("/hook", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield received, f"http://127.0.0.1:{port}/hook"
-    await runner.cleanup()
+    async with serving_hook(handle) as url:
+        yield received, url
 
 
 @pytest.fixture(scope="module")

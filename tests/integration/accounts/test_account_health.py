@@ -24,6 +24,7 @@ from tests.integration.publish.conftest import IMAGE_STORY
 from tests.reliability.support import wait_status
 from tests.support.accounts import connect_account, published, sandbox_switch
 from tests.support.api import Api, Org
+from tests.support.hook_server import serving_hook
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.integration
@@ -41,15 +42,8 @@ async def receiver() -> AsyncIterator[tuple[Received, str]]:
         received.append(await request.json())
         return web.Response(status=204)
 
-    app = web.Application()
-    app.router.add_post("/hook", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield received, f"http://127.0.0.1:{port}/hook"
-    await runner.cleanup()
+    async with serving_hook(handle) as url:
+        yield received, url
 
 
 @pytest.fixture
