@@ -179,3 +179,29 @@ async def test_the_11th_active_series_of_an_account_is_a_400_and_stores_nothing(
         await story_series(core, service)
     assert list(raised.value.field_violations) == ["repeat"]
     assert await core.db["posts"].count_documents({}) == 0
+
+
+async def test_a_weekly_series_of_three_publishes_three_posts_at_their_dates(
+    core: Core,
+) -> None:
+    """Issue #51's "a weekly series of 3 posts publishes 3 posts": weeks on a frozen clock,
+    each occurrence created ahead, then published at its date, once."""
+    service, worker, _ = await parts(core)
+    new = core.new(Kind.STORY, FIRST, START + HOUR)
+    weekly = RepeatAsked(every="P7D", count=3, until=None, variants=[])
+    _, series = await service.start(new, Target("alice"), weekly)
+    dates = [START + HOUR + n * timedelta(days=7) for n in range(3)]
+    published = []
+    for date in dates:
+        core.clock.advance(date - core.clock.now())
+        await worker.run_once()
+        published += [post.post_uuid for post in await core.run_due()]
+        # Nothing of the next occurrence is published before its date.
+        assert await core.run_due() == []
+    uuids = [FIRST, occurrence_uuid(series, 1), occurrence_uuid(series, 2)]
+    assert published == uuids
+    view = await service.view("org", series)
+    assert [(o.post_uuid, o.date, o.status) for o in view.occurrences] == [
+        (uuid, date, Status.EXECUTED) for uuid, date in zip(uuids, dates, strict=True)
+    ]
+    assert view.status is SeriesStatus.FINISHED
