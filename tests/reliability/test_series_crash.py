@@ -18,7 +18,10 @@ from tests.support.accounts import connect_account, published
 from tests.support.api import Api, Org
 from tests.support.polling import wait_until
 
-pytestmark = pytest.mark.integration
+# Two minutes of kills: `make reliability` runs it (the unit test
+# tests/unit/publish/test_series.py kills the worker between creating and advancing in every
+# `make test`).
+pytestmark = [pytest.mark.integration, pytest.mark.reliability_long]
 
 ACCOUNTS = 3
 SERIES_PER_ACCOUNT = 10  # the most active series an account may have
