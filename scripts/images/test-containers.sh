@@ -20,10 +20,11 @@ esac
 #   replicas, rate buckets shared by account-svc replicas, the SDK and CLI flows and the edge's
 #   HTTP through the balancer, and a real Prometheus scraping every replica with the prod
 #   overlay's rules (killing publish-svc raises PublishDown within its `for:`);
-# - containers (one replica of each, what a testcontainers user starts): a smoke of every area
-#   through the same images: start, SDK and CLI, publishing, rendering, webhooks, accounts, the
-#   edge (the minute-long pacing run and the token-refresh health run are the client's and
-#   account-svc's logic: the process pass runs them).
+# - containers (one replica of each in development mode, what a testcontainers user starts):
+#   each image's health check and metrics, a service killed and started again, and the SDK's
+#   flows through them (the production pass runs the same images through the same
+#   ContainerStack; the whole suite on single containers is
+#   `STORYPOST_TEST_STACK=containers .venv/bin/pytest tests/integration`).
 case "$STORYPOST_TEST_STACK" in
   production)
     selection=(tests/integration/deploy tests/integration/test_service_auth.py
@@ -35,11 +36,8 @@ case "$STORYPOST_TEST_STACK" in
                tests/integration/render/test_drafts.py tests/integration/test_edge_http.py
                tests/integration/test_prometheus_alerts.py) ;;
   containers)
-    selection=(tests/integration/deploy tests/integration/client tests/integration/accounts
-               --ignore=tests/integration/client/test_pacing.py
-               --ignore=tests/integration/accounts/test_account_health.py
-               tests/integration/publish/test_stories.py tests/integration/render/test_drafts.py
-               tests/integration/webhooks/test_delivery.py tests/integration/test_edge_http.py) ;;
+    selection=(tests/integration/deploy/test_components.py
+               tests/integration/client/test_sdk_flows.py) ;;
 esac
 echo "container suite: STORYPOST_TEST_STACK=$STORYPOST_TEST_STACK pytest ${selection[*]}" >&2
 exec .venv/bin/pytest -q "${selection[@]}" --durations=15 "$@"
