@@ -9,24 +9,23 @@ Prints throughput and p50/p99 per target, then the ratios edge/bare and edge/bar
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import socket
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from storypost.account.v1 import account_pb2 as pb
-from storypost.account.v1 import account_pb2_grpc
-from storypost.testing.stack import stack_channel
-from storypost_cli.stack import EmbeddedStack, StackPorts
 from storypost_runtime.service_auth import EDGE
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # bench.edge_stack
+
+from bench.edge_stack import edge_with_org, overhead_arguments  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -86,69 +85,47 @@ async def wait_http(url: str, headers: dict[str, str]) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=1500, help="per target per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=8)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        stack = EmbeddedStack(
-            Path(tmp),
-            StackPorts.free(),
-            components=("mongo", "account", "edge"),
-            # The bench measures overhead, not the limit: give the organization room.
-            extra_env={
-                "STORYPOST_RATE_LIMIT_PER_MINUTE": "100000",
-                "STORYPOST_LOG_LEVEL": "warning",
-            },
-        )
-        async with stack:
-            env = stack.env()
-            async with stack_channel(env, "account", 15) as channel:
-                accounts = account_pb2_grpc.AccountServiceStub(channel)
-                org = await accounts.CreateOrganization(pb.CreateOrganizationRequest(name="bench"))
-                issued = await accounts.CreateApiCredential(
-                    pb.CreateApiCredentialRequest(organization_id=org.organization_id)
-                )
-            headers = {"Authorization": f"Bearer {issued.token}"}
-            plain_port, auth_port = free_port(), free_port()
-            servers = [
-                await asyncio.create_subprocess_exec(
-                    sys.executable, str(HERE / "bare_server.py"), "--port", str(plain_port)
-                ),
-                await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    str(HERE / "bare_server.py"),
-                    "--port",
-                    str(auth_port),
-                    "--account-addr",
-                    env["STORYPOST_ACCOUNT_ADDR"],
-                    "--org",
-                    org.organization_id,
-                    # Authenticates as the edge does, with the edge's signed calls.
-                    env={**os.environ, "STORYPOST_SERVICE_KEY": stack.credentials()[EDGE]},
-                ),
-            ]
-            try:
-                targets = {
-                    "bare": f"http://127.0.0.1:{plain_port}/noop",
-                    "bare+auth": f"http://127.0.0.1:{auth_port}/noop",
-                    "edge": f"{stack.edge_url}/o/{org.organization_id}/api/v1/generate-uuid",
-                }
-                for url in targets.values():
-                    await wait_http(url, headers)
-                results: dict[str, list[Result]] = {name: [] for name in targets}
-                for url in targets.values():  # warm-up
-                    await load(url, headers, 200, args.concurrency)
-                for _ in range(args.rounds):
-                    for name, url in targets.items():
-                        results[name].append(
-                            await load(url, headers, args.requests, args.concurrency)
-                        )
-            finally:
-                for server in servers:
-                    server.terminate()
-                    await server.wait()
+    args = overhead_arguments(__doc__)
+    async with edge_with_org() as edge_org:
+        stack, org_id = edge_org.stack, edge_org.organization_id
+        env = stack.env()
+        headers = edge_org.auth
+        plain_port, auth_port = free_port(), free_port()
+        servers = [
+            await asyncio.create_subprocess_exec(
+                sys.executable, str(HERE / "bare_server.py"), "--port", str(plain_port)
+            ),
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                str(HERE / "bare_server.py"),
+                "--port",
+                str(auth_port),
+                "--account-addr",
+                env["STORYPOST_ACCOUNT_ADDR"],
+                "--org",
+                org_id,
+                # Authenticates as the edge does, with the edge's signed calls.
+                env={**os.environ, "STORYPOST_SERVICE_KEY": stack.credentials()[EDGE]},
+            ),
+        ]
+        try:
+            targets = {
+                "bare": f"http://127.0.0.1:{plain_port}/noop",
+                "bare+auth": f"http://127.0.0.1:{auth_port}/noop",
+                "edge": f"{stack.edge_url}/o/{org_id}/api/v1/generate-uuid",
+            }
+            for url in targets.values():
+                await wait_http(url, headers)
+            results: dict[str, list[Result]] = {name: [] for name in targets}
+            for url in targets.values():  # warm-up
+                await load(url, headers, 200, args.concurrency)
+            for _ in range(args.rounds):
+                for name, url in targets.items():
+                    results[name].append(await load(url, headers, args.requests, args.concurrency))
+        finally:
+            for server in servers:
+                server.terminate()
+                await server.wait()
     summary: dict[str, tuple[float, float, float]] = {}
     for name, runs in results.items():
         merged = Result([lat for r in runs for lat in r.latencies], sum(r.seconds for r in runs))

@@ -19,10 +19,9 @@ the 2025 era that hosts use today (goal: at most 2).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
-import tempfile
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +30,11 @@ from typing import Any
 import httpx
 
 from render_svc.browser.memory import process
-from storypost.account.v1 import account_pb2 as pb
-from storypost.account.v1 import account_pb2_grpc
-from storypost.testing.stack import stack_channel
-from storypost_cli.stack import EmbeddedStack, StackPorts
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # bench.edge_stack
+
+from bench.edge_stack import edge_with_org, overhead_arguments  # noqa: E402
 
 GOAL = 2.0
 TOOL_CALL = {
@@ -118,57 +118,37 @@ async def load(
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=1500, help="per target per round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=8)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        stack = EmbeddedStack(
-            Path(tmp),
-            StackPorts.free(),
-            components=("mongo", "account", "edge"),
-            extra_env={
-                "STORYPOST_RATE_LIMIT_PER_MINUTE": "100000",
-                "STORYPOST_LOG_LEVEL": "warning",
-            },
-        )
-        async with stack:
-            env = stack.env()
-            async with stack_channel(env, "account", 15) as channel:
-                accounts = account_pb2_grpc.AccountServiceStub(channel)
-                org = await accounts.CreateOrganization(pb.CreateOrganizationRequest(name="bench"))
-                issued = await accounts.CreateApiCredential(
-                    pb.CreateApiCredentialRequest(organization_id=org.organization_id)
-                )
-            auth = {"Authorization": f"Bearer {issued.token}"}
-            base = f"{stack.edge_url}/o/{org.organization_id}"
-            targets: dict[str, tuple[str, dict[str, Any], dict[str, str]]] = {
-                "api": (f"{base}/api/v1/generate-uuid", {}, auth),
-                "mcp": (f"{base}/mcp", TOOL_CALL, {**auth, **MCP_HEADERS}),
-                "mcp-2026": (f"{base}/mcp", MODERN_CALL, {**auth, **MODERN_HEADERS}),
-            }
-            edge_pid = stack.pids()["edge"]
-            rounds: dict[str, list[Round]] = {name: [] for name in targets}
-            async with httpx.AsyncClient(
-                timeout=30, limits=httpx.Limits(max_connections=args.concurrency)
-            ) as http:
-                for name, (url, body, headers) in targets.items():  # warm-up
-                    await load(http, name, url, body, headers, 200, args.concurrency, edge_pid)
-                for _ in range(args.rounds):
-                    for name, (url, body, headers) in targets.items():
-                        rounds[name].append(
-                            await load(
-                                http,
-                                name,
-                                url,
-                                body,
-                                headers,
-                                args.requests,
-                                args.concurrency,
-                                edge_pid,
-                            )
+    args = overhead_arguments(__doc__)
+    async with edge_with_org() as edge_org:
+        stack = edge_org.stack
+        auth = edge_org.auth
+        base = f"{stack.edge_url}/o/{edge_org.organization_id}"
+        targets: dict[str, tuple[str, dict[str, Any], dict[str, str]]] = {
+            "api": (f"{base}/api/v1/generate-uuid", {}, auth),
+            "mcp": (f"{base}/mcp", TOOL_CALL, {**auth, **MCP_HEADERS}),
+            "mcp-2026": (f"{base}/mcp", MODERN_CALL, {**auth, **MODERN_HEADERS}),
+        }
+        edge_pid = stack.pids()["edge"]
+        rounds: dict[str, list[Round]] = {name: [] for name in targets}
+        async with httpx.AsyncClient(
+            timeout=30, limits=httpx.Limits(max_connections=args.concurrency)
+        ) as http:
+            for name, (url, body, headers) in targets.items():  # warm-up
+                await load(http, name, url, body, headers, 200, args.concurrency, edge_pid)
+            for _ in range(args.rounds):
+                for name, (url, body, headers) in targets.items():
+                    rounds[name].append(
+                        await load(
+                            http,
+                            name,
+                            url,
+                            body,
+                            headers,
+                            args.requests,
+                            args.concurrency,
+                            edge_pid,
                         )
+                    )
     cpu = {name: statistics.median(r.cpu_ms for r in runs) for name, runs in rounds.items()}
     for name, runs in rounds.items():
         rate = statistics.median(r.requests / r.seconds for r in runs)

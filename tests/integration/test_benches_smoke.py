@@ -62,8 +62,9 @@ BENCHES: dict[str, tuple[list[str], str]] = {
     # Against the session's stack (below): --edge-url and --account-addr are added.
     "load.py": (["--smoke"], r"^all +\d+ +0 +\d+ +\d+ +\d+$"),
 }
-# Scripts that are not benches: started by one (bare_server.py by edge_vs_bare.py).
-HELPERS = {"bare_server.py"}
+# Scripts that are not benches: started by one (bare_server.py by edge_vs_bare.py) or imported
+# by some (edge_stack.py by edge_vs_bare.py and mcp_overhead.py).
+HELPERS = {"bare_server.py", "edge_stack.py"}
 # Each bench may take this long on the 2-core development machine with other suites running.
 BENCH_TIMEOUT = 240.0
 
