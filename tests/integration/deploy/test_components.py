@@ -38,10 +38,13 @@ STORY = (
 
 
 def families(text: str) -> dict[str, list[str]]:
-    """Metric family name → label sets of its samples (parsing fails on a malformed page)."""
+    """Metric family name → label sets of its samples (parsing fails on a malformed page);
+    the pages of several replicas, one after the other, add up."""
     found: dict[str, list[str]] = {}
     for family in text_string_to_metric_families(text):
-        found[family.name] = [str(sorted(s.labels.items())) for s in family.samples]
+        found.setdefault(family.name, []).extend(
+            str(sorted(s.labels.items())) for s in family.samples
+        )
     return found
 
 

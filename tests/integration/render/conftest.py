@@ -32,6 +32,7 @@ from storypost_runtime.grpc_client import aio_channel
 from storypost_runtime.service_auth import caller_signer
 from storypost_runtime.status import status_for
 from tests.support.grpc_service import start_serving
+from tests.support.migrations import run as run_module
 from tests.support.pages import PageServer, running_page_server
 from tests.support.videos import make_video
 
@@ -128,6 +129,12 @@ async def render_instance(
         env={**os.environ, **env},
         log_path=log_path,
     )
+    # A database of its own: migrated first, as the Job does before a release (a production
+    # stack's render-svc refuses an unmigrated one; development would migrate itself).
+    code, _, err = await run_module(
+        {**os.environ, **env}, "-m", "storypost_cli.migrate", "--service", "render-svc"
+    )
+    assert code == 0, err[-2000:]
     try:
         await start_serving(process, port, attempts=450)
         signer = caller_signer(env["STORYPOST_SERVICE_KEY"])
