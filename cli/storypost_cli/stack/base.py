@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from types import TracebackType
 from typing import NoReturn, Self
 
-from storypost_cli.stack.components import COMPONENTS, Credentials, client_env
+from storypost_cli.stack.components import COMPONENTS, Credentials, caller_env, client_env
 from storypost_cli.stack.errors import StackError
 from storypost_cli.stack.ports import StackPorts
 
@@ -58,6 +58,11 @@ class StackBase(ABC):
     def env(self) -> dict[str, str]:
         """The STORYPOST_* environment a client of this stack uses (it signs as the operator)."""
         return client_env(self._env, self._credentials)
+
+    def component_env(self, component: str) -> dict[str, str]:
+        """The environment of one more replica of `component` (it signs as that component, as
+        the stack's own does: signed as the operator, a publish-svc is refused its calls)."""
+        return {**self._env, **caller_env(component, self._credentials)}
 
     @abstractmethod
     async def start(self) -> None: ...
