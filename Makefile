@@ -87,9 +87,12 @@ pytest: venv node
 bench: deps
 	$(PY) bench/edge_vs_bare.py
 
-# The whole reliability suite, the long tests included (docs/reliability.md), then the newcomer test.
+# The whole reliability suite, the long tests included (docs/reliability.md), the long tests
+# of other folders (marked reliability_long: the capacity counts, a calendar move published),
+# then the newcomer test.
 reliability: deps
 	STORYPOST_RELIABILITY_LONG=1 $(VENV)/bin/pytest -q tests/reliability $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m reliability_long tests/integration tests/e2e $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-newcomer PYTEST_ARGS=
 
 # The README's two commands on a stock Debian 13 container (tests/newcomer/): a clone of the

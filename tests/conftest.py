@@ -1,15 +1,49 @@
 """The one test stack every test directory shares (integration, e2e): its settings, an admin
-client, organizations; and the canary server no stack may reach."""
+client, organizations; the canary server no stack may reach; and the `reliability_long`
+marker: long tests (in tests/reliability and elsewhere) run only under `make reliability`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from storypost.testing.stack import StackHandle
+from tests.reliability.support import LONG_SWITCH
 from tests.support.api import Api, Org, stack_api
 from tests.support.pages import PageServer, running_page_server
+
+LONG = "reliability_long"
+# A long test that also runs in every `make test`, in a shorter form (see `long_run`).
+SHORT = "reliability_short"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{LONG}: long reliability test (crashes, restarts, long fuzzing); runs only under "
+        f"`make reliability` (`-m {LONG}`) or with {LONG_SWITCH}=1",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{SHORT}: a {LONG} test that every run includes, shortened unless {LONG_SWITCH}=1 "
+        "(one kill per component, fewer calls)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leaves the long tests out of a plain run (`make test`) unless asked for."""
+    if LONG in (config.getoption("markexpr") or "") or os.environ.get(LONG_SWITCH) == "1":
+        return
+
+    def long_only(item: pytest.Item) -> bool:
+        return item.get_closest_marker(LONG) is not None and item.get_closest_marker(SHORT) is None
+
+    long = [item for item in items if long_only(item)]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if not long_only(item)]
 
 
 @pytest.fixture(scope="session")

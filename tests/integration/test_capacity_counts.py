@@ -59,7 +59,8 @@ from tests.support.capacity_table import (
 from tests.support.counters import SNAPSHOT_COMMANDS, Counts, StackCounters
 from tests.support.hook_server import serving_hook
 
-pytestmark = pytest.mark.integration
+# Two minutes of windows on a stack of its own: `make reliability` runs it (tests/conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.reliability_long]
 
 WRITE_VARIABLE = "STORYPOST_CAPACITY_WRITE"
 

@@ -1,5 +1,6 @@
 """The reliability suite's own stack (one for the whole suite), its clients and servers, and
-the `reliability_long` marker: long tests run only under `make reliability`.
+its figures (the `reliability_long` marker that keeps long tests for `make reliability` is
+tests/conftest.py's: tests outside this folder use it too).
 
 The shared session stack keeps production-like limits that other tests depend on (60
 requests per minute, webhooks to any loopback URL). This suite needs the opposite on a few
@@ -11,7 +12,6 @@ own, next to the shared one, once per session.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -22,7 +22,6 @@ from storypost.testing.plugin import stack_as_asked
 from storypost.testing.stack import StackHandle
 from tests.reliability.support import (
     FIGURES,
-    LONG_SWITCH,
     RELIABILITY_LIMIT_PER_MINUTE,
     LoopbackReceiver,
     make_receiver_certificates,
@@ -30,37 +29,6 @@ from tests.reliability.support import (
 from tests.support.api import Api, Org, stack_api
 from tests.support.mongo import stack_database
 from tests.support.pages import PageServer, running_page_server
-
-LONG = "reliability_long"
-# A long test that also runs in every `make test`, in a shorter form (see `long_run`).
-SHORT = "reliability_short"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{LONG}: long reliability test (crashes, restarts, long fuzzing); runs only under "
-        f"`make reliability` (`-m {LONG}`) or with {LONG_SWITCH}=1",
-    )
-    config.addinivalue_line(
-        "markers",
-        f"{SHORT}: a {LONG} test that every run includes, shortened unless {LONG_SWITCH}=1 "
-        "(one kill per component, fewer calls)",
-    )
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leaves the long tests out of a plain run (`make test`) unless asked for."""
-    if LONG in (config.getoption("markexpr") or "") or os.environ.get(LONG_SWITCH) == "1":
-        return
-
-    def long_only(item: pytest.Item) -> bool:
-        return item.get_closest_marker(LONG) is not None and item.get_closest_marker(SHORT) is None
-
-    long = [item for item in items if long_only(item)]
-    if long:
-        config.hook.pytest_deselected(items=long)
-        items[:] = [item for item in items if not long_only(item)]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -316,6 +316,8 @@ async def test_a_gallery_draft_added_to_a_queue_takes_its_next_free_slot(
     await expect(entry).to_contain_text("draft: Evergreen")
 
 
+# Waits for a minute about two and a half minutes ahead: `make reliability` (tests/conftest.py).
+@pytest.mark.reliability_long
 async def test_a_post_dragged_in_the_calendar_is_published_at_its_new_time(
     api: Api, storypost_stack: StackHandle, workspace: Workspace, page: Page
 ) -> None:
