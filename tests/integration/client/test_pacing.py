@@ -47,6 +47,8 @@ async def edge_429s(stack: StackHandle) -> float:
     return total
 
 
+# A minute of calls by design: `make reliability` (the bulk test below runs in every make test).
+@pytest.mark.reliability_long
 def test_threads_sharing_a_client_meet_no_429_in_the_minute_the_bucket_allows(
     fresh_org: Org,
 ) -> None:
