@@ -35,12 +35,15 @@ from publish_svc.series import SeriesService
 from publish_svc.series_store import SeriesStore
 from publish_svc.series_worker import SeriesWorker
 from publish_svc.servicer import PublishServicer
+from storypost.account.v1 import account_pb2 as apb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.publish.v1 import publish_pb2, publish_pb2_grpc
+from storypost.render.v1 import render_pb2 as rpb
 from storypost.render.v1 import render_pb2_grpc
 from storypost_runtime.backlog import BacklogMetrics, BacklogSampler
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.grpc_client import aio_channel
+from storypost_runtime.identity_probe import refuse_refused_identity
 from storypost_runtime.migrations import check_at_start
 from storypost_runtime.mongo import Document, mongo_client
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay, start_outbox_relay
@@ -96,9 +99,19 @@ async def clients(settings: PublishSettings, stack: AsyncExitStack, clock: Clock
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds)
     )
+    accounts = account_pb2_grpc.AccountServiceStub(account_channel)
+    renderer = render_pb2_grpc.RenderServiceStub(render_channel)
+    # A replica whose key its dependencies refuse would claim due posts and hold each back
+    # with retries: it stops at start instead (CheckAccounts answers publish-svc only).
+    await refuse_refused_identity(
+        "account-svc", lambda: accounts.CheckAccounts(apb.CheckAccountsRequest())
+    )
+    await refuse_refused_identity(
+        "render-svc", lambda: renderer.GetRendering(rpb.GetRenderingRequest())
+    )
     return Clients(
-        AccountsClient(account_pb2_grpc.AccountServiceStub(account_channel), clock),
-        RenderClient(render_pb2_grpc.RenderServiceStub(render_channel)),
+        AccountsClient(accounts, clock),
+        RenderClient(renderer),
         DriverRegistry(http, settings),
     )
 

@@ -4,6 +4,9 @@ gets none. The same on processes and on containers."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -29,7 +32,7 @@ from storypost_runtime.service_auth import (
     TokenSigner,
 )
 from tests.support.accounts import connect_account
-from tests.support.api import Api
+from tests.support.api import Api, only_in_passes
 
 pytestmark = pytest.mark.integration
 
@@ -99,3 +102,37 @@ async def test_platform_tokens_answer_publish_svc_only(
     async with storypost_stack.channel("account", 10.0, caller=PUBLISH_SVC) as channel:
         token = await account_pb2_grpc.AccountServiceStub(channel).GetAccessToken(request)
         assert token.access_token
+
+
+async def _start_publish_svc(env: dict[str, str], seconds: float) -> tuple[int | None, str]:
+    """publish-svc started beside the stack's with `env`: (exit code or None if still serving
+    after `seconds`, its stderr)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "publish_svc",
+        env={**os.environ, **env, "STORYPOST_GRPC_PORT": "0", "STORYPOST_METRICS_PORT": "-1"},
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _, err = await asyncio.wait_for(process.communicate(), timeout=seconds)
+    except TimeoutError:
+        process.terminate()
+        _, err = await process.communicate()
+        return None, err.decode(errors="replace")
+    return process.returncode, err.decode(errors="replace")
+
+
+async def test_a_publish_replica_signed_as_another_caller_stops_at_start(
+    request: pytest.FixtureRequest, storypost_stack: StackHandle
+) -> None:
+    """A replica with the operator's key (the client's env) would claim due posts and be
+    refused every call: it exits 2 naming STORYPOST_SERVICE_KEY; with publish-svc's own key
+    it serves (still running after 12 s)."""
+    only_in_passes(request, "processes", why="starts a publish-svc process beside the stack's")
+    code, stderr = await _start_publish_svc(storypost_stack.env, 60)
+    assert code == 2, stderr[-3000:]
+    assert "publish-svc cannot start: account-svc refuses this component's identity" in stderr
+    assert "STORYPOST_SERVICE_KEY" in stderr
+    assert storypost_stack.env["STORYPOST_SERVICE_KEY"] not in stderr
+    own = {**storypost_stack.env, "STORYPOST_SERVICE_KEY": storypost_stack.credentials[PUBLISH_SVC]}
+    code, stderr = await _start_publish_svc(own, 12)
+    assert code is None, stderr[-3000:]
