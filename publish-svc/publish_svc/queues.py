@@ -11,9 +11,8 @@ not stored) is free again: the next post takes it over with a write guarded by t
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from pymongo import ASCENDING, IndexModel, ReturnDocument
@@ -25,6 +24,7 @@ from publish_svc.accounts_client import AccountsClient, social_ref
 from publish_svc.listing import LISTED_FIELD
 from publish_svc.queue_times import WeeklySlot, instants, invalid, time_zone, weekly_slots
 from storypost.account.v1 import account_pb2 as apb
+from storypost_runtime.bounded_set import BoundedSet
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.errors import DomainError
@@ -116,6 +116,10 @@ class QueueStore:
     # that racing creations of new queues stop at MAX_QUEUES (a count, then an insert, would
     # let each of them through).
     names: AsyncCollection[Document]
+    _named: BoundedSet = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._named = BoundedSet(collection=self.names, array="names", limit=MAX_QUEUES)
 
     @classmethod
     def of(cls, db: AsyncDatabase[Document]) -> QueueStore:
@@ -159,22 +163,12 @@ class QueueStore:
 
     async def claim_name(self, organization_id: str, social_account_id: str, name: str) -> bool:
         """Counts `name` among the account's queues; False when MAX_QUEUES others are there.
-        One conditional write, so of racing creations exactly the room left gets in; a name
-        already there (a queue replaced) is always taken."""
-        key = queue_id(organization_id, social_account_id, "")
-        with contextlib.suppress(DuplicateKeyError):  # a racing call inserted it
-            await self.names.update_one({"_id": key}, {"$setOnInsert": {"names": []}}, upsert=True)
-        result = await self.names.update_one(
-            {"_id": key, f"names.{MAX_QUEUES - 1}": {"$exists": False}},
-            {"$addToSet": {"names": name}},
-        )
-        if result.matched_count == 1:
-            return True
-        return await self.names.find_one({"_id": key, "names": name}) is not None
+        Of racing creations exactly the room left gets in; a name already there (a queue
+        replaced) is always taken."""
+        return await self._named.add(queue_id(organization_id, social_account_id, ""), name)
 
     async def release_name(self, organization_id: str, social_account_id: str, name: str) -> None:
-        key = queue_id(organization_id, social_account_id, "")
-        await self.names.update_one({"_id": key}, {"$pull": {"names": name}})
+        await self._named.remove(queue_id(organization_id, social_account_id, ""), name)
 
     async def count_names_of_stored_queues(self) -> None:
         """Migration step: the names of queues stored before `queue_names` existed."""

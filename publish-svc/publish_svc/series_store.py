@@ -3,8 +3,7 @@ series (`series_accounts`), whose conditional write keeps it at 10 under races."
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +13,7 @@ from pymongo.errors import DuplicateKeyError
 
 from publish_svc.model import Kind
 from publish_svc.series_rules import MAX_ACTIVE_PER_ACCOUNT, RepeatRule
+from storypost_runtime.bounded_set import BoundedSet
 from storypost_runtime.component import component
 from storypost_runtime.mongo import Document, ensure_indexes
 from storypost_runtime.vocabulary import SeriesStatus
@@ -87,6 +87,16 @@ class SeriesRecord:
 class SeriesStore:
     series: AsyncCollection[Document]
     accounts: AsyncCollection[Document]
+    # Per account, its active series: {s: series uuid, at: when it was counted}.
+    _active: BoundedSet = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._active = BoundedSet(
+            collection=self.accounts,
+            array="series",
+            limit=MAX_ACTIVE_PER_ACCOUNT,
+            member_field="s",
+        )
 
     async def ensure_indexes(self) -> None:
         await ensure_indexes(
@@ -184,38 +194,21 @@ class SeriesStore:
     async def reserve(
         self, organization_id: str, social_account_id: str, series_uuid: str, now: datetime
     ) -> bool:
-        """Counts the series among the account's active ones; False when 10 are active. One
-        conditional write per try, so of 11 racing calls exactly 10 get in; the same series
-        again is counted once."""
+        """Counts the series among the account's active ones; False when 10 are active
+        (after dropping those that stopped). Of 11 racing calls exactly 10 get in; the same
+        series again is counted once."""
         key = account_key(organization_id, social_account_id)
         for attempt in range(2):
-            with contextlib.suppress(DuplicateKeyError):  # a racing call inserted it
-                await self.accounts.update_one(
-                    {"_id": key}, {"$setOnInsert": {"series": []}}, upsert=True
-                )
-            result = await self.accounts.update_one(
-                {
-                    "_id": key,
-                    "series.s": {"$ne": series_uuid},
-                    f"series.{MAX_ACTIVE_PER_ACCOUNT - 1}": {"$exists": False},
-                },
-                {"$push": {"series": {"s": series_uuid, "at": now}}},
-            )
-            if result.modified_count == 1:
+            if await self._active.add(key, series_uuid, at=now):
                 return True
-            doc = await self.accounts.find_one({"_id": key})
-            held = list((doc or {}).get("series") or [])
-            if any(entry["s"] == series_uuid for entry in held):
-                return True
-            if attempt == 0 and not await self._prune(organization_id, key, held, now):
+            if attempt == 0 and not await self._prune(
+                organization_id, key, await self._active.entries(key), now
+            ):
                 return False
         return False
 
     async def release(self, organization_id: str, social_account_id: str, series: str) -> None:
-        await self.accounts.update_one(
-            {"_id": account_key(organization_id, social_account_id)},
-            {"$pull": {"series": {"s": series}}},
-        )
+        await self._active.remove(account_key(organization_id, social_account_id), series)
 
     async def _prune(
         self, organization_id: str, key: str, held: list[Document], now: datetime
@@ -232,7 +225,5 @@ class SeriesStore:
             or (entry["s"] not in status and entry["at"] <= now - ORPHAN_AFTER)
         ]
         if gone:
-            await self.accounts.update_one(
-                {"_id": key}, {"$pull": {"series": {"s": {"$in": gone}}}}
-            )
+            await self._active.remove(key, *gone)
         return bool(gone)

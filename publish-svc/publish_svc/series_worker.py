@@ -10,7 +10,6 @@ intake answers as existing (nothing doubled), and advances the series (nothing l
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import KW_ONLY, field
 from datetime import datetime, timedelta
 
@@ -28,6 +27,7 @@ from storypost_runtime.component import component
 from storypost_runtime.errors import DomainError, ResourceExhausted, Unavailable
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
+from storypost_runtime.tasks import run_passes
 from storypost_runtime.vocabulary import SeriesStatus
 
 log = get_logger(__name__)
@@ -52,15 +52,13 @@ class SeriesWorker:
         self._wake.set()
 
     async def run(self) -> None:
-        while True:
-            try:
-                made = await self.run_once()
-            except Exception as error:
-                log.warning("series pass failed", error=str(error))
-                made = 0
-            if made:
-                continue
-            await self._sleep(await self._idle_seconds())
+        await run_passes(
+            self.run_once,
+            self._pass_failed,
+            poll_seconds=self.max_idle.total_seconds(),
+            wake=self._wake,
+            due_in=self._due_in,
+        )
 
     async def run_once(self) -> int:
         """Creates the due occurrences; how many series moved on."""
@@ -151,18 +149,12 @@ class SeriesWorker:
             return True  # the occurrence's own creation says why it cannot be made
         return bool(slots) and slots[0] <= until
 
-    async def _idle_seconds(self) -> float:
-        limit = self.max_idle.total_seconds()
-        try:
-            at = await self.store.next_create_at()
-        except Exception:
-            return limit
+    async def _due_in(self) -> float | None:
+        at = await self.store.next_create_at()
         if at is None:
-            return limit
+            return None
         # At least a second: a leased series stays due until its worker moves it on.
-        return max(1.0, min(limit, (at - self.clock.now()).total_seconds()))
+        return max(1.0, (at - self.clock.now()).total_seconds())
 
-    async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=seconds)
-        self._wake.clear()
+    def _pass_failed(self, error: Exception) -> None:
+        log.warning("series pass failed", error=str(error))

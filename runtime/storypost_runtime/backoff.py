@@ -5,8 +5,9 @@ A policy is a tenacity wait strategy, so an in-process retry passes it as `wait=
 whose time is stored (a post's or a delivery's `dueAt`: any replica may take it, so tenacity's
 in-process sleeping does not fit) asks `delay(attempt)` for the seconds to add to now.
 
-Jitter multiplies a wait by a random factor in [1 - jitter, 1 + jitter]: retries that failed
-together (an endpoint that was down) do not all come back at once. tenacity's own jittered
+Jitter multiplies a wait by a random factor in [1 - jitter, 1 + jitter] (around `centre`
+instead of 1 where a policy says so): retries that failed together (an endpoint that was down)
+do not all come back at once. tenacity's own jittered
 waits add the jitter (`wait_exponential_jitter`) or draw from zero (`wait_random_exponential`);
 the documented schedules (docs/webhooks.md, docs/publishing.md) are multiplicative.
 """
@@ -25,20 +26,22 @@ from tenacity.wait import wait_base
 Rand = Callable[[], float]
 
 
-def jittered(seconds: float, jitter: float, rand: Rand) -> float:
-    """`seconds` times a random factor in [1 - jitter, 1 + jitter]."""
-    return seconds * (1 + jitter * (2 * rand() - 1))
+def jittered(seconds: float, jitter: float, rand: Rand, centre: float = 1.0) -> float:
+    """`seconds` times a random factor in [centre - jitter, centre + jitter]."""
+    return seconds * (centre + jitter * (2 * rand() - 1))
 
 
 @dataclass(frozen=True)
 class Exponential(wait_base):
     """`first` seconds before retry 1, `factor` times more before each next one, at most
-    `most`; then jittered (the jittered wait may pass `most` by the jitter)."""
+    `most`; then jittered, by a factor in [centre - jitter, centre + jitter] (the jittered
+    wait may pass `most` by the jitter)."""
 
     first: float
     most: float
     factor: float = 2.0
     jitter: float = 0.0
+    centre: float = 1.0
     rand: Rand = field(default=random.random, compare=False)
 
     def delay(self, attempt: int) -> float:
@@ -48,7 +51,9 @@ class Exponential(wait_base):
         except OverflowError:
             grown = self.most
         seconds = min(self.most, grown)
-        return jittered(seconds, self.jitter, self.rand) if self.jitter else seconds
+        if not self.jitter:
+            return seconds * self.centre
+        return jittered(seconds, self.jitter, self.rand, self.centre)
 
     def __call__(self, retry_state: RetryCallState) -> float:
         return self.delay(retry_state.attempt_number)
@@ -117,6 +122,15 @@ STORAGE = Exponential(first=0.5, most=5.0)
 # A post's transient platform error (publish-svc, stored as the post's `dueAt`): 1 s before
 # the first retry, doubling up to 5 minutes, times 0.5-1.5.
 PLATFORM_RETRY = Exponential(first=1.0, most=300.0, jitter=0.5)
+# A token refresh that failed for a while (account-svc's token keeper, stored as the account's
+# `refreshRetryAt`): 30 s before the first retry, doubling up to 30 min, times 0.5-1.0 (never
+# later than the doubling).
+TOKEN_REFRESH = Exponential(first=30.0, most=1800.0, centre=0.75, jitter=0.25)
+# An insights point the platform refused (publish-svc, stored as the point's `dueAt`): 60 s
+# before the first retry, doubling up to 1 h, times 1.0-1.2 (never sooner than the doubling;
+# the platform's Retry-After, when longer, wins). publish-svc's settings may replace the
+# first and the longest wait (insights_backoff_seconds, insights_max_backoff_seconds).
+INSIGHTS_RETRY = Exponential(first=60.0, most=3600.0, centre=1.1, jitter=0.1)
 # A webhook delivery's retries (stored as its `dueAt`): 30 s, 2 min, 10 min, 30 min, 1 h,
 # 3 h, 6 h, 12 h, each times 0.8-1.2: 9 attempts over about 23 hours (the waits add up to
 # 22 h 42 min 30 s). webhook-svc's settings may replace the waits and the jitter.

@@ -3,15 +3,14 @@ checked ahead of them, so an account that needs a reconnect is known before a po
 
 A refusal for good (the platform answers `invalid_grant` / 401) marks the account
 `needs_reconnect` with its `account.status_changed` event (ConnectedAccounts); a timeout or a
-5xx never does: the account is tried again later, each failure waiting twice as long (up to
-`most_wait`). One replica at a time works on an account (a lease in its record), so two
-replicas never refresh one grant at once (a platform that rotates refresh tokens would take
-the second refresh for a replayed token).
+5xx never does: the account is tried again later, each failure waiting twice as long (the
+`retry` policy, backoff.TOKEN_REFRESH). One replica at a time works on an account (a lease in
+its record), so two replicas never refresh one grant at once (a platform that rotates refresh
+tokens would take the second refresh for a replayed token).
 """
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, field
@@ -22,6 +21,7 @@ from pymongo import ReturnDocument
 from account_svc.connections.access_tokens import AccessTokens
 from account_svc.connections.connected_accounts import PUBLIC_PROJECTION
 from account_svc.records import AccountCollections
+from storypost_runtime.backoff import TOKEN_REFRESH, Exponential
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, Unavailable
@@ -45,9 +45,8 @@ class TokenKeeper:
     check_interval: timedelta
     # How long one replica may hold an account while it refreshes it.
     lease: timedelta = timedelta(seconds=60)
-    # The wait after the first transient failure, doubled after each one, up to `most_wait`.
-    first_wait: timedelta = timedelta(seconds=30)
-    most_wait: timedelta = timedelta(minutes=30)
+    # The waits after transient failures in a row (stored: any replica may take the retry).
+    retry: Exponential = TOKEN_REFRESH
     poll_seconds: float = 30.0
     batch: int = 20
     owner: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -122,10 +121,7 @@ class TokenKeeper:
 
     async def _retry_later(self, doc: Document, why: str) -> None:
         failures = int(doc.get("refreshFailures") or 0) + 1
-        # The retry time is stored (any replica may take the next try), so tenacity's
-        # in-process waits do not fit: the same doubling, with jitter, written out.
-        wait = min(self.most_wait, self.first_wait * 2 ** (failures - 1))
-        retry_at = self.clock.now() + wait * random.uniform(0.5, 1.0)  # noqa: S311 - jitter
+        retry_at = self.clock.now() + timedelta(seconds=self.retry.delay(failures))
         log.info(
             "token refresh failed, will retry",
             social_account_id=doc["_id"],

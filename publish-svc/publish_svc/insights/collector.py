@@ -5,7 +5,6 @@ point with its event; a refusal moves the point later and never touches the post
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import secrets
 from collections.abc import Callable
@@ -37,11 +36,11 @@ from storypost_runtime.errors import FailedPrecondition, ResourceExhausted
 from storypost_runtime.logs import get_logger
 from storypost_runtime.mongo import Document
 from storypost_runtime.outbox import Event, new_record_outbox
+from storypost_runtime.tasks import Next, TaskSet, claim_due, run_passes
 from storypost_runtime.vocabulary import INSIGHTS_EVENT
 
 log = get_logger(__name__)
 PLAN_BATCH = 50
-CONTENDED_PAUSE_SECONDS = 0.05
 DRAIN_SECONDS = 10.0
 # A refresh refused by the platform without a Retry-After: ask again after this.
 REFRESH_RETRY_SECONDS = 60.0
@@ -98,8 +97,7 @@ class InsightsCollector:
     owner: str
     jitter: Callable[[], float] = random.random
     _wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
-    _slot_freed: asyncio.Event = field(init=False, default_factory=asyncio.Event)
-    _running: set[asyncio.Task[None]] = field(init=False, default_factory=set)
+    _running: TaskSet = field(init=False, default_factory=TaskSet)
     # Points stored by this replica (the bench's figure).
     collected: int = field(init=False, default=0)
 
@@ -108,8 +106,7 @@ class InsightsCollector:
         return timedelta(seconds=self.settings.insights_lease_seconds)
 
     def plan(self, kind: Kind) -> Plan:
-        base = Plan.of(self.settings, kind)
-        return Plan(base.offsets, base.backoff, base.max_backoff, base.lifetime, self.jitter)
+        return Plan.of(self.settings, kind, self.jitter)
 
     def wake(self) -> None:
         self._wake.set()
@@ -117,45 +114,31 @@ class InsightsCollector:
     # -- the loop ---------------------------------------------------------------------------
     async def run(self) -> None:
         try:
-            while True:
-                free = self.settings.insights_workers - len(self._running)
-                if free <= 0:
-                    self._slot_freed.clear()
-                    await self._slot_freed.wait()
-                    continue
-                try:
-                    planned = await self.plan_pending()
-                    found, claimed = await self._claim_batch(free)
-                except Exception as error:
-                    log.warning("insights pass failed", error=str(error))
-                    await self._sleep(self.settings.insights_max_idle_seconds)
-                    continue
-                if claimed or planned:
-                    continue
-                if found:
-                    await asyncio.sleep(CONTENDED_PAUSE_SECONDS)
-                    continue
-                await self._sleep(await self._idle_seconds())
-        finally:
-            if self._running:
-                await asyncio.wait(set(self._running), timeout=DRAIN_SECONDS)
-
-    async def _claim_batch(self, free: int) -> tuple[int, int]:
-        now = self.clock.now()
-        ids = await self.store.due_ids(now, free)
-        claimed = 0
-        for record_id in ids:
-            holder = f"{self.owner}/{secrets.token_hex(4)}"
-            schedule = await self.store.claim(record_id, holder, now, now + self.lease)
-            if schedule is None:
-                continue
-            claimed += 1
-            task = asyncio.create_task(
-                self._collect_logged(schedule, holder), name=f"insights {record_id}"
+            await run_passes(
+                self._pass,
+                self._pass_failed,
+                poll_seconds=self.settings.insights_max_idle_seconds,
+                wake=self._wake,
+                due_in=self._due_in,
             )
-            self._running.add(task)
-            task.add_done_callback(self._done)
-        return len(ids), claimed
+        finally:
+            await self._running.drain(DRAIN_SECONDS)
+
+    async def _pass(self) -> Next:
+        """Plans the posts executed since, then claims as many due points as workers are
+        free (waiting for one when none is)."""
+        free = await self._running.room(self.settings.insights_workers)
+        planned = await self.plan_pending()
+        found, claimed = await claim_due(
+            self.store, owner=self.owner, now=self.clock.now(), lease=self.lease, most=free
+        )
+        for schedule, holder in claimed:
+            name = f"insights {schedule['_id']}"
+            self._running.spawn(self._collect_logged(schedule, holder), name=name)
+        return Next.after_claims(found, len(claimed) + planned)
+
+    def _pass_failed(self, error: Exception) -> None:
+        log.warning("insights pass failed", error=str(error))
 
     async def _collect_logged(self, schedule: Document, holder: str) -> None:
         """`collect`, whose storage failures (MongoDB away) are logged: the lease then runs
@@ -165,25 +148,10 @@ class InsightsCollector:
         except Exception as error:
             log.warning("storing an insights point failed", post=schedule["_id"], error=str(error))
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._running.discard(task)
-        self._slot_freed.set()
-
-    async def _idle_seconds(self) -> float:
-        limit = self.settings.insights_max_idle_seconds
+    async def _due_in(self) -> float | None:
         now = self.clock.now()
-        try:
-            next_due = await self.store.next_due_at(now)
-        except Exception:
-            return limit
-        if next_due is None:
-            return limit
-        return max(0.0, min(limit, (next_due - now).total_seconds()))
-
-    async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=seconds)
-        self._wake.clear()
+        next_due = await self.store.next_due_at(now)
+        return None if next_due is None else (next_due - now).total_seconds()
 
     # -- planning ---------------------------------------------------------------------------
     async def plan_pending(self) -> int:

@@ -9,6 +9,8 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from storypost_runtime.backoff import INSIGHTS_RETRY
+
 HOUR = 3600
 DAY = 24 * HOUR
 
@@ -42,9 +44,9 @@ class InsightsSettings(BaseSettings):
     # point moved past it by backoff is given up.
     insights_story_lifetime_seconds: float = Field(default=DAY, gt=0)
     # A point the platform refused (429, 5xx, timeout) is read again after this, doubling
-    # per failure up to the maximum (at least the platform's Retry-After).
-    insights_backoff_seconds: float = Field(default=60.0, gt=0)
-    insights_max_backoff_seconds: float = Field(default=HOUR, gt=0)
+    # per failure up to the maximum (at least the platform's Retry-After): backoff.INSIGHTS_RETRY.
+    insights_backoff_seconds: float = Field(default=INSIGHTS_RETRY.first, gt=0)
+    insights_max_backoff_seconds: float = Field(default=INSIGHTS_RETRY.most, gt=0)
     # Points read at once by one replica, and how long a claimed point is its own.
     insights_workers: int = Field(default=8, ge=1, le=256)
     insights_lease_seconds: float = Field(default=60.0, ge=1, le=3600)

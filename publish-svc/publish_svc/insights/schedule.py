@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from publish_svc.insights.config import InsightsSettings
 from publish_svc.model import Kind
+from storypost_runtime.backoff import INSIGHTS_RETRY, Exponential, Rand
 
 
 @dataclass(frozen=True)
@@ -17,23 +16,26 @@ class Plan:
     only during `lifetime`."""
 
     offsets: tuple[float, ...]
-    backoff: timedelta
-    max_backoff: timedelta
+    # The waits before a refused point is read again (INSIGHTS_RETRY with the settings').
+    retry: Exponential
     lifetime: timedelta | None = None
-    # Spreads the retries of points refused together (1.0 to 1.2 times the wait).
-    jitter: Callable[[], float] = field(default=random.random, compare=False)
 
     @classmethod
-    def of(cls, settings: InsightsSettings, kind: Kind) -> Plan:
+    def of(cls, settings: InsightsSettings, kind: Kind, rand: Rand | None = None) -> Plan:
+        """The settings' plan of `kind`; `rand` draws the retries' jitter (tests fix it)."""
         story = kind is Kind.STORY
+        retry = replace(
+            INSIGHTS_RETRY,
+            first=settings.insights_backoff_seconds,
+            most=settings.insights_max_backoff_seconds,
+        )
         return cls(
             offsets=(
                 settings.insights_story_points_seconds
                 if story
                 else settings.insights_points_seconds
             ),
-            backoff=timedelta(seconds=settings.insights_backoff_seconds),
-            max_backoff=timedelta(seconds=settings.insights_max_backoff_seconds),
+            retry=retry if rand is None else replace(retry, rand=rand),
             lifetime=(
                 timedelta(seconds=settings.insights_story_lifetime_seconds) if story else None
             ),
@@ -57,11 +59,10 @@ class Plan:
         retry_after_seconds: float | None = None,
     ) -> datetime | None:
         """When a point refused `failures` times (this one included) is read again: the
-        backoff doubling from `backoff` up to `max_backoff`, at least the platform's
-        Retry-After; None when that is past a story's end (the point is given up)."""
-        wait = min(self.max_backoff, self.backoff * 2 ** min(max(failures - 1, 0), 30))
-        wait = wait * (1.0 + 0.2 * self.jitter())
+        `retry` policy's wait, at least the platform's Retry-After; None when that is past a
+        story's end (the point is given up)."""
+        wait = self.retry.delay(failures)
         if retry_after_seconds:
-            wait = max(wait, timedelta(seconds=retry_after_seconds))
-        at = now + wait
+            wait = max(wait, retry_after_seconds)
+        at = now + timedelta(seconds=wait)
         return at if self.readable(published_at, at) else None

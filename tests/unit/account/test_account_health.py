@@ -145,11 +145,11 @@ async def test_a_platform_outage_never_marks_an_account_and_backs_off(
         assert raw is not None and not raw["disconnected"]
         waits.append(utc(raw["refreshRetryAt"]) - world.clock.now())
         assert await keep.refresh_expiring() == 0  # waits before the next try
-        world.clock.advance(keep.most_wait)
+        world.clock.advance(timedelta(seconds=keep.retry.most))
     assert raw is not None and raw["refreshFailures"] == 3
-    # Each wait is in [half, all] of the doubling one (jitter).
+    # Each wait is in [half, all] of the one doubling from 30 s (jitter).
     for failures, wait in enumerate(waits, start=1):
-        full = min(keep.most_wait, keep.first_wait * 2 ** (failures - 1))
+        full = timedelta(seconds=min(1800, 30 * 2 ** (failures - 1)))
         assert full / 2 <= wait <= full
     assert statuses(await events(world, account)) == [("connected", "connected")]
     # The platform is back: the next try refreshes and clears the failures.

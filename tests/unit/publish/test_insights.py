@@ -178,13 +178,18 @@ def test_the_points_are_settings() -> None:
 
 
 def test_backoff_doubles_honours_retry_after_and_ends_with_the_story() -> None:
-    plan = Plan((0, 3600), timedelta(seconds=60), timedelta(seconds=600), None, lambda: 0.0)
+    ten_minutes = InsightsSettings(insights_backoff_seconds=60, insights_max_backoff_seconds=600)
+    plan = Plan.of(ten_minutes, Kind.REEL, lambda: 0.0)
     waits = [(plan.retry_at(START, n, START) or START) - START for n in (1, 2, 3, 4, 5, 6)]
     assert [w.total_seconds() for w in waits] == [60, 120, 240, 480, 600, 600]
     assert plan.retry_at(START, 1, START, retry_after_seconds=300) == START + timedelta(seconds=300)
-    jittered = Plan((0,), timedelta(seconds=60), timedelta(seconds=600), None, lambda: 1.0)
+    jittered = Plan.of(ten_minutes, Kind.REEL, lambda: 1.0)
     assert jittered.retry_at(START, 1, START) == START + timedelta(seconds=72)
-    story = Plan((0,), timedelta(seconds=60), timedelta(hours=2), timedelta(hours=24), lambda: 0.0)
+    assert 60 <= Plan.of(ten_minutes, Kind.REEL).retry.delay(1) <= 72  # 1.0 to 1.2 times
+    two_hours = InsightsSettings(
+        insights_max_backoff_seconds=7200, insights_story_lifetime_seconds=86400
+    )
+    story = Plan.of(two_hours, Kind.STORY, lambda: 0.0)
     late = START + timedelta(hours=23, minutes=59)
     assert story.retry_at(late, 1, START) is None  # past the story's 24 hours: given up
 

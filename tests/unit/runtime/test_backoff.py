@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,9 +11,11 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from storypost_runtime.backoff import (
     BUS_CONNECT,
     DELIVERY,
+    INSIGHTS_RETRY,
     PLATFORM_RETRY,
     SERVICE_AWAY,
     STORAGE,
+    TOKEN_REFRESH,
     Exponential,
     RetrySchedule,
     Waits,
@@ -91,3 +94,20 @@ def test_the_delivery_schedule_is_the_documented_one_with_jitter_and_runs_out() 
     assert low.next_attempt(3, NOW) == NOW + timedelta(seconds=480)
     assert low.next_attempt(0, NOW) is None and low.next_attempt(4, NOW) is None
     assert RetrySchedule([], 0.2).next_attempt(1, NOW) is None
+
+
+def test_token_refreshes_double_from_half_a_minute_to_half_an_hour_times_half_to_one() -> None:
+    low = replace(TOKEN_REFRESH, rand=lambda: 0.0)
+    high = replace(TOKEN_REFRESH, rand=lambda: 1.0)
+    assert [low.delay(n) for n in (1, 2, 3, 7, 8, 500)] == [15, 30, 60, 900, 900, 900]
+    assert [high.delay(n) for n in (1, 2, 3, 7, 8, 500)] == [30, 60, 120, 1800, 1800, 1800]
+
+
+def test_insights_retries_double_from_a_minute_to_an_hour_times_one_to_one_point_two() -> None:
+    low = replace(INSIGHTS_RETRY, rand=lambda: 0.0)
+    high = replace(INSIGHTS_RETRY, rand=lambda: 1.0)
+    assert [low.delay(n) for n in (1, 2, 6, 7, 8, 500)] == pytest.approx(
+        [60, 120, 1920, 3600, 3600, 3600]
+    )
+    assert [high.delay(n) for n in (1, 2, 7)] == pytest.approx([72, 144, 4320])
+    assert replace(INSIGHTS_RETRY, jitter=0.0).delay(1) == pytest.approx(66)  # the centre
