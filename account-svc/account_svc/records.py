@@ -47,6 +47,9 @@ class AccountCollections:
     # Calendar feeds: secret URLs of the posting plan, their tokens as hashes
     # (identity/calendar_feeds.py).
     calendar_feeds: AsyncCollection[Document]
+    # Per organization, the ids of its live feeds (at most MAX_FEEDS, by one conditional
+    # write: storypost_runtime.bounded_set), so racing creations never pass the limit.
+    calendar_feed_slots: AsyncCollection[Document]
 
     @classmethod
     def of(cls, db: AsyncDatabase[Document]) -> AccountCollections:

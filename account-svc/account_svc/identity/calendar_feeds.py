@@ -5,13 +5,14 @@ shown once and stored only as its SHA-256 hash; a revoked feed answers nothing f
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from pymongo import DESCENDING, ReturnDocument
 
 from account_svc.identity.credentials import hash_token
 from account_svc.records import AccountCollections
+from storypost_runtime.bounded_set import BoundedSet
 from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.documents import from_document
@@ -41,6 +42,12 @@ class CalendarFeed:
 class CalendarFeeds:
     records: AccountCollections
     clock: Clock
+    _live: BoundedSet = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._live = BoundedSet(
+            collection=self.records.calendar_feed_slots, array="feeds", limit=MAX_FEEDS
+        )
 
     async def create(self, organization_id: str, name: str) -> tuple[CalendarFeed, str]:
         """A new feed and its token (shown once: only its hash is kept)."""
@@ -50,24 +57,37 @@ class CalendarFeeds:
                 f"a feed's name is at most {NAME_MAX} characters",
                 field_violations={"name": [f"longer than {NAME_MAX} characters"]},
             )
-        live = await self.records.calendar_feeds.count_documents(
-            {"organizationId": organization_id, "revokedAt": None}
-        )
-        if live >= MAX_FEEDS:
+        feed_id = secrets.token_hex(12)
+        # The feed takes its place among the live ones first (one conditional write: of
+        # racing creations only those that fit get in), then is stored.
+        if not await self._live.add(organization_id, feed_id):
             raise FailedPrecondition(
                 f"this workspace has {MAX_FEEDS} calendar feeds: revoke one first"
             )
         token = FEED_PREFIX + secrets.token_urlsafe(32)
         doc: Document = {
-            "_id": secrets.token_hex(12),
+            "_id": feed_id,
             "organizationId": organization_id,
             "name": name,
             "tokenHash": hash_token(token),
             "createdAt": self.clock.now(),
             "revokedAt": None,
         }
-        await self.records.calendar_feeds.insert_one(doc)
+        try:
+            await self.records.calendar_feeds.insert_one(doc)
+        except BaseException:
+            await self._live.remove(organization_id, feed_id)
+            raise
         return CalendarFeed.from_doc(doc), token
+
+    async def count_live_feeds(self) -> None:
+        """Migration step: the live feeds stored before `calendar_feed_slots` existed."""
+        async for doc in self.records.calendar_feeds.find(
+            {"revokedAt": None}, {"organizationId": 1}
+        ):
+            await self.records.calendar_feed_slots.update_one(
+                {"_id": doc["organizationId"]}, {"$addToSet": {"feeds": doc["_id"]}}, upsert=True
+            )
 
     async def list(self, organization_id: str) -> list[CalendarFeed]:
         cursor = self.records.calendar_feeds.find(
@@ -89,6 +109,8 @@ class CalendarFeeds:
             )
         if doc is None:
             raise NotFound(f"no calendar feed {feed_id} in this workspace")
+        # After the revocation (again on a repeat: a crash in between left it counted).
+        await self._live.remove(organization_id, feed_id)
         return CalendarFeed.from_doc(doc)
 
     async def resolve(self, token: str) -> CalendarFeed:
