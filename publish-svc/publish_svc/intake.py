@@ -18,15 +18,7 @@ from publish_svc.accounts_client import (
     social_ref,
 )
 from publish_svc.events import status_event
-from publish_svc.model import (
-    RENDERING_FIELD,
-    SERIES_FIELD,
-    TRACEPARENT_FIELD,
-    Kind,
-    Post,
-    Status,
-    post_id,
-)
+from publish_svc.model import Kind, Post, Status, post_id
 from publish_svc.post_params import (
     ClipappParams,
     LinknetDestination,
@@ -34,7 +26,6 @@ from publish_svc.post_params import (
     ReelParams,
     SocialParams,
     StoryParams,
-    params_doc,
 )
 from publish_svc.queues import Queue, Queues
 from publish_svc.quota import StoryQuota
@@ -47,7 +38,6 @@ from storypost_runtime.clock import Clock
 from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument, ResourceExhausted
 from storypost_runtime.logs import get_logger
-from storypost_runtime.mongo import Document
 from storypost_runtime.tracing import current_traceparent
 from storypost_runtime.vocabulary import PHOTOAPP
 
@@ -282,14 +272,12 @@ class PostIntake:
         )
         _check_media(_media(rendering), params, post_type)
         if queue is None or self.queues is None:
-            return await self._insert(
-                self._document(record_id, new, account, params, rendering, notes)
-            )
+            return await self._insert(self._post(record_id, new, account, params, rendering, notes))
         slot = await self.queues.take(new.organization_id, queue, account, record_id)
         try:
             dated = replace(new, date=slot.at)
             return await self._insert(
-                self._document(record_id, dated, account, params, rendering, notes)
+                self._post(record_id, dated, account, params, rendering, notes)
             )
         except BaseException:
             # The slot goes back unless the post (or a twin call's) was stored with it.
@@ -303,7 +291,7 @@ class PostIntake:
             raise InvalidArgument("queueName: queues are not available here")
         return await self.queues.get(new.organization_id, account.social_account_id, new.queue_name)
 
-    def _document(
+    def _post(
         self,
         record_id: str,
         new: NewPost[Params],
@@ -311,53 +299,45 @@ class PostIntake:
         params: Params,
         rendering: rpb.Rendering,
         notes: Sequence[str],
-    ) -> Document:
-        """The post's record as first stored."""
+    ) -> Post:
+        """The post as first stored."""
         now = self.clock.now()
         future = new.date is not None and new.date > now
         status = Status.IN_PROGRESS if new.kind is Kind.SOCIAL and not future else Status.SCHEDULED
-        doc: Document = {
-            "_id": record_id,
-            "organizationId": new.organization_id,
-            "kind": new.kind.value,
-            "postUuid": new.post_uuid.lower(),
-            "status": status.value,
-            "account": account_info(account).to_doc(),
-            "params": params_doc(params),
-            "date": new.date,
-            "dueAt": new.date if future else now,
-            "futureDate": future,
-            "media": _media(rendering),
-            "durationSeconds": rendering.duration_seconds,
-            "warnings": _warnings(new.kind, rendering, notes),
-            "stickers": _stickers(rendering),
-            "renderState": "prepared",
-            "createdAt": now,
-            "updatedAt": now,
-            "attempts": 0,
-            "progress": {},
-        }
-        if new.series_uuid:
-            doc[SERIES_FIELD] = new.series_uuid
-        if new.rendering_id:
-            doc[RENDERING_FIELD] = new.rendering_id
-        # The call's trace, so that processing the post later (its events, their webhook
-        # deliveries) joins it; none when tracing is off.
-        traceparent = current_traceparent()
-        if traceparent:
-            doc[TRACEPARENT_FIELD] = traceparent
-        return doc
+        return Post(
+            id=record_id,
+            organization_id=new.organization_id,
+            kind=new.kind,
+            post_uuid=new.post_uuid.lower(),
+            status=status,
+            account=account_info(account),
+            params=params,
+            date=new.date,
+            due_at=new.date if new.date is not None and future else now,
+            future_date=future,
+            media=_media(rendering),
+            duration_seconds=rendering.duration_seconds,
+            warnings=_warnings(new.kind, rendering, notes),
+            stickers=_stickers(rendering),
+            created_at=now,
+            updated_at=now,
+            series_uuid=new.series_uuid or None,
+            reused_rendering=new.rendering_id or None,
+            # The call's trace, so that processing the post later (its events, their webhook
+            # deliveries) joins it; none when tracing is off.
+            traceparent=current_traceparent() or None,
+        )
 
-    async def _insert(self, doc: Document) -> Accepted:
+    async def _insert(self, post: Post) -> Accepted:
         """Stores the record with its first status event; rendering finishes meanwhile."""
-        now = doc["createdAt"]
-        draft = Post.from_doc({**doc, "leaseUntil": now})
-        post, created = await self.store.insert(doc, status_event(draft, draft.status, now))
+        stored, created = await self.store.insert(
+            post, status_event(post, post.status, post.created_at)
+        )
         if created:
-            self._start_finish(post)
-            if not draft.future_date:
+            self._start_finish(stored)
+            if not stored.future_date:
                 self.wake_scheduler()
-        return Accepted(post, post.warnings)
+        return Accepted(stored, stored.warnings)
 
     def _start_finish(self, post: Post) -> None:
         """Rendering finishes at once, also for a future date; the worker retries if this fails."""

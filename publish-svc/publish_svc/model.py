@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from publish_svc.post_params import Params, params_from_doc
+from publish_svc.post_params import Params, params_doc, params_from_doc
 from storypost_runtime.mongo import Document
 from storypost_runtime.vocabulary import (
     EVENT_TYPES,
@@ -95,6 +95,10 @@ class Post:
     warnings: list[str]
     stickers: list[dict[str, Any]]
     created_at: datetime
+    # The rendering's length (0 for an image), as render-svc measured it when it was accepted.
+    duration_seconds: float = 0.0
+    # When the record last changed (every stored one has it; None only on a hand-made Post).
+    updated_at: datetime | None = None
     attempts: int = 0
     error_message: str | None = None
     permalink: str | None = None
@@ -129,6 +133,45 @@ class Post:
         """Where ListPosts and the calendar place it (Post.date in the API)."""
         return listed_at(self.date, self.created_at)
 
+    def to_doc(self) -> Document:
+        """The stored record of the post: the one place its shape is written, the inverse of
+        `from_doc` (an optional field is stored only when set), its fields in the order records
+        always had. The store adds its own fields to a new record (records.PostStore.insert:
+        listedAt, the lease, the outbox)."""
+        doc: Document = {
+            "_id": self.id,
+            "organizationId": self.organization_id,
+            "kind": self.kind.value,
+            "postUuid": self.post_uuid,
+            "status": self.status.value,
+            "account": self.account.to_doc(),
+            "params": params_doc(self.params),
+            "date": self.date,
+            "dueAt": self.due_at,
+            "futureDate": self.future_date,
+            "media": self.media,
+            "durationSeconds": self.duration_seconds,
+            "warnings": list(self.warnings),
+            "stickers": list(self.stickers),
+            "renderState": self.render_state,
+        }
+        _set(doc, "renderError", self.render_error)
+        doc["createdAt"] = self.created_at
+        _set(doc, "updatedAt", self.updated_at)
+        doc["attempts"] = self.attempts
+        doc["progress"] = dict(self.progress)
+        _set(doc, "errorMessage", self.error_message)
+        _set(doc, "permalink", self.permalink)
+        _set(doc, "previewUrl", self.preview_url)
+        _set(doc, "clipappStatus", self.clipapp_status)
+        _set(doc, "platformPostId", self.platform_post_id)
+        _set(doc, "finishedAt", self.finished_at)
+        _set(doc, "leaseOwner", self.lease_holder)
+        _set(doc, SERIES_FIELD, self.series_uuid)
+        _set(doc, RENDERING_FIELD, self.reused_rendering)
+        _set(doc, TRACEPARENT_FIELD, self.traceparent)
+        return doc
+
     @classmethod
     def from_doc(cls, doc: Document) -> Post:
         kind = Kind(doc["kind"])
@@ -147,6 +190,8 @@ class Post:
             warnings=list(doc.get("warnings") or []),
             stickers=list(doc.get("stickers") or []),
             created_at=doc["createdAt"],
+            duration_seconds=float(doc.get("durationSeconds", 0.0)),
+            updated_at=doc.get("updatedAt"),
             attempts=int(doc.get("attempts", 0)),
             error_message=doc.get("errorMessage"),
             permalink=doc.get("permalink"),
@@ -162,3 +207,9 @@ class Post:
             series_uuid=doc.get(SERIES_FIELD),
             reused_rendering=doc.get(RENDERING_FIELD),
         )
+
+
+def _set(doc: Document, name: str, value: object) -> None:
+    """Stores an optional field only when it is set."""
+    if value is not None:
+        doc[name] = value

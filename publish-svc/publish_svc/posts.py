@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import grpc
 
-from publish_svc.accounts_client import AccountsClient
-from publish_svc.daily import DailyReleases, owes_release
+from publish_svc.daily import owes_release
 from publish_svc.drivers.base import Credentials
 from publish_svc.events import status_event
 from publish_svc.listing import ListQuery, Position, decode, encode
 from publish_svc.model import Kind, Post, Status, post_id
-from publish_svc.processing import DriverLookup
-from publish_svc.records import PostStore
-from publish_svc.render_client import RenderClient
-from storypost_runtime.clock import Clock
+from publish_svc.processing import PostWork
 from storypost_runtime.component import component
 from storypost_runtime.errors import FailedPrecondition, NotFound, ResourceExhausted
 
@@ -38,17 +34,8 @@ CANCELABLE = {
 
 
 @component
-class Posts:
-    _: KW_ONLY
-    store: PostStore
-    accounts: AccountsClient
-    renderer: RenderClient
-    drivers: DriverLookup
-    clock: Clock
-    _releases: DailyReleases = field(init=False)
-
-    def __post_init__(self) -> None:
-        self._releases = DailyReleases(store=self.store, accounts=self.accounts, clock=self.clock)
+class Posts(PostWork):
+    """Reading, listing and canceling stored posts."""
 
     async def get(self, kind: Kind, organization_id: str, post_uuid: str) -> Post:
         post = await self._stored(kind, organization_id, post_uuid)

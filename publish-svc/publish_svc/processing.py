@@ -82,13 +82,26 @@ def unknown_message(post: Post, window: timedelta, last_error: str | None = None
 
 
 @component
-class PostProcessor:
+class PostWork:
+    """What acting on stored posts goes through, reading and canceling them (posts.Posts) as
+    publishing them (PostProcessor): the collaborators, and the daily reservations that an
+    ended post gives back (publish_svc/daily.py)."""
+
     _: KW_ONLY
     store: PostStore
     accounts: AccountsClient
     renderer: RenderClient
     drivers: DriverLookup
     clock: Clock
+    _releases: DailyReleases = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._releases = DailyReleases(store=self.store, accounts=self.accounts, clock=self.clock)
+
+
+@component
+class PostProcessor(PostWork):
+    _: KW_ONLY
     window: timedelta
     lease: timedelta
     hold_recheck: timedelta
@@ -96,12 +109,11 @@ class PostProcessor:
     answer_grace: timedelta = ANSWER_GRACE
     spans: Tracer | None = None
     _metrics: PublishMetrics = field(init=False)
-    _releases: DailyReleases = field(init=False)
     _spans: Tracer = field(init=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._metrics = self.metrics or PublishMetrics.create(None)
-        self._releases = DailyReleases(store=self.store, accounts=self.accounts, clock=self.clock)
         self._spans = self.spans or tracer()
 
     @staticmethod

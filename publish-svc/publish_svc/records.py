@@ -79,23 +79,26 @@ class PostStore:
         doc = await self.posts.find_one({"_id": record_id})
         return Post.from_doc(doc) if doc else None
 
-    async def insert(self, doc: Document, *events: Event) -> tuple[Post, bool]:
-        """Stores a new post with its first events; a racing twin gets the stored one back."""
-        full = {
-            **doc,
-            LISTED_FIELD: listed_at(doc["date"], doc["createdAt"]),
+    async def insert(self, post: Post, *events: Event) -> tuple[Post, bool]:
+        """Stores a new post with its first events; a racing twin gets the stored one back.
+
+        The record is the post's own (`Post.to_doc`) and the store's fields: where ListPosts
+        places it, no lease, no driver call running, the events to relay."""
+        record = {
+            **post.to_doc(),
+            LISTED_FIELD: post.listed_at,
             "leaseUntil": NEVER,
             PHASE_FIELD: None,
             **new_record_outbox(*events),
         }
         try:
-            await self.posts.insert_one(full)
+            await self.posts.insert_one(record)
         except DuplicateKeyError:
-            existing = await self.posts.find_one({"_id": doc["_id"]})
+            existing = await self.posts.find_one({"_id": post.id})
             assert existing is not None
             return Post.from_doc(existing), False
         self.wake_relay()
-        return Post.from_doc(full), True
+        return post, True
 
     async def transition(
         self,

@@ -12,7 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from publish_svc import migrations as publish_migrations
 from publish_svc.listing import NOT_A_PAGE, OTHER_QUERY
-from publish_svc.model import Kind, Status, post_id
+from publish_svc.model import Kind, Post, Status, post_id
 from publish_svc.post_params import params_doc
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.errors import InvalidArgument
@@ -56,7 +56,7 @@ async def _seed(core: Core) -> None:
         ("s-late", START + 3 * DAY, START),
         ("r-edge", START + 2 * DAY + timedelta(hours=1), START),
     ]:
-        await core.store.insert(_doc(uuid, date, created))
+        await core.store.insert(Post.from_doc(_doc(uuid, date, created)))
 
 
 def _ts(moment: datetime) -> Timestamp:
@@ -161,7 +161,7 @@ async def test_account_and_series_filters_page_with_tokens_bound_to_them(core: C
         doc["account"]["socialAccountId"] = f"sa_{i % 2}"
         if i < 2:
             doc["seriesUuid"] = "5e0c8f43-7d2a-4f41-9b1e-3c2a1d0e9f87"
-        await core.store.insert(doc)
+        await core.store.insert(Post.from_doc(doc))
     first = await _list(core, social_account_id="sa_1", limit=2)
     assert _uuids(first) == ["s-5", "s-3"]
     assert [p.connected_account_id for p in first.posts] == ["sa_1", "sa_1"]
