@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import grpc
@@ -34,6 +34,17 @@ class SandboxCliSettings(CliSettings):
     sandbox_url: str = "http://127.0.0.1:8090"
 
 
+class ConnectOptions(TypedDict, total=False):
+    """How an account is connected (left out: the default). `connection`: "direct" or
+    "social" (default: direct for photoapp and clipapp, social for the others);
+    `display_name`: the sandbox account's; `linknet_destinations`: `id:name:type` strings
+    (photoapp)."""
+
+    connection: str
+    display_name: str
+    linknet_destinations: Sequence[str]
+
+
 class ConnectFailed(Exception):
     """The sandbox's sign-in page did not redirect back with a code."""
 
@@ -44,13 +55,13 @@ async def connect_account(
     organization_id: str,
     platform: str,
     username: str,
-    *,
-    connection: str = "",
-    display_name: str = "",
-    linknet_destinations: Sequence[str] = (),
+    **options: Unpack[ConnectOptions],
 ) -> pb.ConnectedAccount:
     """Runs the OAuth-like connect flow as a browser would: account-svc starts it, the
     sandbox's authorize form is submitted, account-svc completes it with the code."""
+    connection = options.get("connection", "")
+    display_name = options.get("display_name", "")
+    linknet_destinations = options.get("linknet_destinations", ())
     started: pb.StartConnectResponse = await accounts.StartConnect(
         pb.StartConnectRequest(
             organization_id=organization_id,

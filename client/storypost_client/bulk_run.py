@@ -177,6 +177,34 @@ def _preview_known(plan: BulkPlan, answer: Mapping[str, Any]) -> bool:
     return bool(answer.get("previewUrl")) or answer.get("status") in _facts_of(plan).final_states
 
 
+class _Sending:
+    """One row's sending without its calls and pauses (which the runners make, blocking or
+    awaited): the row's result once known. After a 429 the client's retries did not get
+    through, every worker pauses (`hold`) and the row is sent again."""
+
+    def __init__(
+        self, plan: BulkPlan, item: BulkItem, retry: RetryPolicy, hold: Callable[[float], None]
+    ) -> None:
+        self.procedure = _facts_of(plan).procedure
+        self.result: RowResult | None = None
+        self._plan = plan
+        self._item = item
+        self._retry = retry
+        self._hold = hold
+        self._rounds = 0
+
+    def sent(self, answer: Mapping[str, Any]) -> None:
+        self.result = _sent(self._plan, self._item, answer)
+
+    def refused(self, error: StorypostError) -> None:
+        wait = _rate_limit_wait(self._retry, error, self._rounds)
+        if wait is None:
+            self.result = _failed(self._item, error)
+            return
+        self._hold(wait)
+        self._rounds += 1
+
+
 class _Previewing:
     """One sent row's preview polling without its calls and sleeps (which the runners make,
     blocking or awaited): what to poll, and after each answer how long to sleep."""
@@ -363,19 +391,14 @@ async def run_async(
 async def _send_async(
     client: AsyncCaller, plan: BulkPlan, item: BulkItem, pause: _AsyncPause
 ) -> RowResult:
-    rounds = 0
-    while True:
+    sending = _Sending(plan, item, client.retry, pause.hold)
+    while sending.result is None:
         await pause.wait()
         try:
-            answer = await client.call(_facts_of(plan).procedure, item.body)
+            sending.sent(await client.call(sending.procedure, item.body))
         except StorypostError as error:
-            wait = _rate_limit_wait(client.retry, error, rounds)
-            if wait is None:
-                return _failed(item, error)
-            pause.hold(wait)
-            rounds += 1
-            continue
-        return _sent(plan, item, answer)
+            sending.refused(error)
+    return sending.result
 
 
 async def _preview_async(
@@ -444,19 +467,14 @@ def run_sync(
 def _send_sync(
     client: SyncCaller, plan: BulkPlan, item: BulkItem, pause: _ThreadPause
 ) -> RowResult:
-    rounds = 0
-    while True:
+    sending = _Sending(plan, item, client.retry, pause.hold)
+    while sending.result is None:
         pause.wait()
         try:
-            answer = client.call(_facts_of(plan).procedure, item.body)
+            sending.sent(client.call(sending.procedure, item.body))
         except StorypostError as error:
-            wait = _rate_limit_wait(client.retry, error, rounds)
-            if wait is None:
-                return _failed(item, error)
-            pause.hold(wait)
-            rounds += 1
-            continue
-        return _sent(plan, item, answer)
+            sending.refused(error)
+    return sending.result
 
 
 def _preview_sync(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Protocol
 
 
@@ -189,6 +190,18 @@ CLIPAPP_PRIVACY_LEVELS: tuple[str, ...] = (
 CLIPAPP_PUBLIC = CLIPAPP_PRIVACY_LEVELS[0]
 # A clipapp post's privacy level when the caller names none.
 CLIPAPP_DEFAULT_PRIVACY_LEVEL = "SELF_ONLY"
+# clipapp's field names of our post insights metrics (its video query API: publish-svc asks
+# for them, sandbox-net answers them).
+CLIPAPP_INSIGHT_FIELDS: Mapping[str, str] = MappingProxyType(
+    {
+        "view_count": "views",
+        "reach_count": "reach",
+        "like_count": "likes",
+        "comment_count": "comments",
+        "share_count": "shares",
+        "favorites_count": "saves",
+    }
+)
 # Whether a reel lets linknet recommend it when the caller does not say (publish-svc applies
 # it to an unset `share_to_linknet`; the catalog documents it).
 REEL_SHARE_TO_LINKNET_DEFAULT = True

@@ -17,18 +17,10 @@ from sandbox_net.gate import Gate, json_body
 from sandbox_net.identity import SOCIAL_PLATFORMS
 from sandbox_net.state import Record, Store
 from storypost_runtime.component import component
+from storypost_runtime.vocabulary import CLIPAPP_INSIGHT_FIELDS
 
 POST_METRICS = ("views", "reach", "likes", "comments", "shares", "saves")
 STORY_METRICS = ("impressions", "reach", "replies", "taps_forward", "taps_back", "exits")
-# clipapp's field names of the post metrics (its video query API).
-CLIPAPP_FIELDS = {
-    "view_count": "views",
-    "reach_count": "reach",
-    "like_count": "likes",
-    "comment_count": "comments",
-    "share_count": "shares",
-    "favorites_count": "saves",
-}
 # Followers grow by a fixed number a day from this day on.
 FOLLOWERS_EPOCH = date(2026, 1, 1)
 STORY_EXPIRED = (
@@ -187,8 +179,8 @@ class ClipappVideoQuery:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         account = self.gate.enter(req, "clipapp")
         wanted = [f for f in (req.get_param("fields") or "").split(",") if f]
-        fields = wanted or ["id", *CLIPAPP_FIELDS]
-        unknown = sorted(set(fields) - {"id", *CLIPAPP_FIELDS})
+        fields = wanted or ["id", *CLIPAPP_INSIGHT_FIELDS]
+        unknown = sorted(set(fields) - {"id", *CLIPAPP_INSIGHT_FIELDS})
         if unknown:
             raise bad_request("unknown fields: " + ", ".join(unknown))
         ids = (json_body(req).get("filters") or {}).get("video_ids")
@@ -201,7 +193,10 @@ class ClipappVideoQuery:
             except PlatformHttpError:
                 continue  # like the real API: unknown ids are left out
             values = self.insights.metrics(item)
-            row = {"id": item["postId"], **{k: values[v] for k, v in CLIPAPP_FIELDS.items()}}
+            row = {
+                "id": item["postId"],
+                **{k: values[v] for k, v in CLIPAPP_INSIGHT_FIELDS.items()},
+            }
             videos.append({k: row[k] for k in fields})
         resp.media = _clipapp_ok({"videos": videos})
 

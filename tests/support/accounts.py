@@ -8,11 +8,11 @@ sandbox's switches, read what it published.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import parse_qsl, urlsplit
 
 import falcon.testing
@@ -31,6 +31,7 @@ from sandbox_net.config import SandboxSettings
 from storypost.account.v1 import account_pb2 as pb
 from storypost.account.v1 import account_pb2_grpc
 from storypost.testing.stack import StackHandle
+from storypost_cli.sandbox import ConnectOptions
 from storypost_cli.sandbox import connect_account as run_connect_flow
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.mongo import Document
@@ -46,15 +47,11 @@ async def connect_account(
     org: Org | str,
     platform: str,
     username: str,
-    *,
-    connection: str = "",
-    display_name: str = "",
-    linknet_destinations: Sequence[str] = (),
+    **options: Unpack[ConnectOptions],
 ) -> pb.ConnectedAccount:
     """Connects `username` on `platform` (photoapp, clipapp, pinboard, …) to the organization,
-    exactly as `storypost sandbox connect` does. `connection`: "direct" or "social" (default:
-    direct for photoapp and clipapp, social for the others). `linknet_destinations`:
-    `id:name:type` strings (photoapp). Returns the stored account (no tokens)."""
+    exactly as `storypost sandbox connect` does (`options`: ConnectOptions). Returns the
+    stored account (no tokens)."""
     organization_id = org if isinstance(org, str) else org.organization_id
     channel = stack.channel("account", 15.0)
     try:
@@ -65,9 +62,7 @@ async def connect_account(
                 organization_id,
                 platform,
                 username,
-                connection=connection,
-                display_name=display_name,
-                linknet_destinations=linknet_destinations,
+                **options,
             )
     finally:
         await channel.close()

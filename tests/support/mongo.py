@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +40,23 @@ async def fresh_database(url: str) -> AsyncIterator[AsyncDatabase[Document]]:
         await client.drop_database(settings.mongo_database)
     finally:
         await client.close()
+
+
+@asynccontextmanager
+async def sqlite_mongo_database(path: Path) -> AsyncIterator[AsyncDatabase[Document]]:
+    """The `storypost` database of a mongoeco wire server on the SQLite file `path` (the
+    embedded stand-in; a test applies the launcher's patches it relies on first); the client
+    and the server are closed afterwards."""
+    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(path)), port=0)
+    address = await server.start()
+    client: AsyncMongoClient[Document] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{address.port}/?directConnection=true", tz_aware=True
+    )
+    try:
+        yield client["storypost"]
+    finally:
+        await client.close()
+        await server.close()
 
 
 def stack_mongo_url(env: Mapping[str, str]) -> str:

@@ -20,6 +20,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
 from storypost_client.async_client import AsyncStorypostClient
+from storypost_client.cli.generated.mcp_tool import tool_of
 from storypost_client.errors import ApiError, StorypostError
 from storypost_client.transport import USER_AGENT
 from storypost_client.version import __version__
@@ -35,17 +36,6 @@ def catalog_url(base_url: str) -> str:
     """`http://HOST:PORT/o/<org>/api/v1` → `http://HOST:PORT/api/v1/catalog.json`."""
     root = base_url.rstrip("/").rsplit("/o/", 1)[0]
     return f"{root}/api/v1/catalog.json"
-
-
-def tool_of(entry: Mapping[str, Any]) -> types.Tool:
-    """The tool of one catalog.json procedure entry (the edge's MCP server makes the same)."""
-    return types.Tool(
-        name=entry["name"],
-        description=f"{entry['summary']}\n\n{entry['doc']}",
-        input_schema=dict(entry["inputSchema"]),
-        output_schema=dict(entry["outputSchema"]),
-        annotations=types.ToolAnnotations(idempotent_hint=bool(entry.get("idempotent"))),
-    )
 
 
 def result_of(body: Mapping[str, Any], status: int | None = None) -> types.CallToolResult:

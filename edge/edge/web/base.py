@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -186,3 +186,23 @@ class Page:
         one-time error message of `path` (post/redirect/get). Any other failure is the error
         page."""
         self.done(resp, viewer, path, refusal(error, what=what, shown=shown).message, "error")
+
+    def answered(
+        self,
+        resp: falcon.Response,
+        viewer: Viewer,
+        path: str,
+        call: Callable[[], object],
+        text: str,
+        *,
+        what: str = "",
+        shown: Container[int] = (400,),
+    ) -> None:
+        """A form's `call`: `text` as the one-time message of `path` once the service
+        answered; its refusal as `refused` shows it otherwise."""
+        try:
+            call()
+        except grpc.RpcError as error:
+            self.refused(resp, viewer, path, error, what=what, shown=shown)
+            return
+        self.done(resp, viewer, path, text)

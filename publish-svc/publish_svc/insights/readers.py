@@ -13,17 +13,12 @@ import httpx
 from publish_svc.drivers.base import Outcome
 from publish_svc.drivers.http import PlatformClient, PlatformError
 from storypost_runtime.component import component
-from storypost_runtime.vocabulary import CLIPAPP, PHOTOAPP, SOCIAL_API_PLATFORMS
-
-# clipapp's field names of our metric names.
-CLIPAPP_FIELDS = {
-    "view_count": "views",
-    "reach_count": "reach",
-    "like_count": "likes",
-    "comment_count": "comments",
-    "share_count": "shares",
-    "favorites_count": "saves",
-}
+from storypost_runtime.vocabulary import (
+    CLIPAPP,
+    CLIPAPP_INSIGHT_FIELDS,
+    PHOTOAPP,
+    SOCIAL_API_PLATFORMS,
+)
 
 
 class InsightsReader(Protocol):
@@ -78,7 +73,7 @@ class ClipappInsights:
             "POST",
             "/video/query/",
             token,
-            params={"fields": ",".join(("id", *CLIPAPP_FIELDS))},
+            params={"fields": ",".join(("id", *CLIPAPP_INSIGHT_FIELDS))},
             json={"filters": {"video_ids": [post_id]}},
         )
         try:
@@ -87,7 +82,7 @@ class ClipappInsights:
             raise _bad_answer(self.client.platform) from None
         for video in videos:
             if str(video.get("id")) == post_id:
-                return {ours: int(video[theirs]) for theirs, ours in CLIPAPP_FIELDS.items()
+                return {ours: int(video[theirs]) for theirs, ours in CLIPAPP_INSIGHT_FIELDS.items()
                         if theirs in video}  # fmt: skip
         raise PlatformError(Outcome.failed(f"clipapp: no video {post_id} (not public?)"))
 

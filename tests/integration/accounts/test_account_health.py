@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,28 +33,42 @@ pytestmark = pytest.mark.integration
 Received = list[dict[str, Any]]
 
 
+@dataclass
+class Watching:
+    """An organization whose account status changes a webhook receives: the bodies it
+    accepted, and account-svc as publish-svc calls it (CheckAccounts answers only
+    publish-svc)."""
+
+    stack: StackHandle
+    org: Org
+    accounts: account_pb2_grpc.AccountServiceAsyncStub
+    received: Received
+
+    async def connect(self, platform: str, prefix: str) -> tuple[str, str]:
+        """A new account of `platform` named `prefix`…: its username and id."""
+        name = f"{prefix}{uuid.uuid4().hex[:8]}"
+        account = await connect_account(self.stack, self.org, platform, name)
+        return name, account.social_account_id
+
+
 @pytest.fixture
-async def receiver() -> AsyncIterator[tuple[Received, str]]:
-    """A plain-HTTP webhook receiver on loopback (the test stack allows it): the bodies it
-    accepted, and its URL."""
+async def watching(storypost_stack: StackHandle, fresh_org: Org) -> AsyncIterator[Watching]:
+    """fresh_org with a plain-HTTP webhook receiver on loopback (the test stack allows it)
+    subscribed to its account status changes."""
     received: Received = []
 
     async def handle(request: web.Request) -> web.Response:
         received.append(await request.json())
         return web.Response(status=204)
 
-    async with serving_hook(handle) as url:
-        yield received, url
-
-
-@pytest.fixture
-async def accounts(
-    storypost_stack: StackHandle,
-) -> AsyncIterator[account_pb2_grpc.AccountServiceAsyncStub]:
-    """account-svc as publish-svc calls it (CheckAccounts answers only publish-svc)."""
     channel = storypost_stack.channel("account", 30.0, caller=PUBLISH_SVC)
-    yield account_pb2_grpc.AccountServiceStub(channel)
-    await channel.close()
+    try:
+        async with serving_hook(handle) as url:
+            await subscribe(storypost_stack, fresh_org, url)
+            accounts = account_pb2_grpc.AccountServiceStub(channel)
+            yield Watching(storypost_stack, fresh_org, accounts, received)
+    finally:
+        await channel.close()
 
 
 async def subscribe(stack: StackHandle, org: Org, url: str) -> None:
@@ -106,17 +121,11 @@ async def social_entry(api: Api, org: Org, social_account_id: str) -> dict[str, 
 
 
 async def test_a_refused_refresh_is_one_event_and_the_due_post_fails_saying_to_reconnect(
-    api: Api,
-    fresh_org: Org,
-    storypost_stack: StackHandle,
-    accounts: account_pb2_grpc.AccountServiceAsyncStub,
-    receiver: tuple[Received, str],
+    api: Api, watching: Watching
 ) -> None:
-    received, url = receiver
-    await subscribe(storypost_stack, fresh_org, url)
-    name = f"health{uuid.uuid4().hex[:8]}"
-    account = await connect_account(storypost_stack, fresh_org, "photoapp", name)
-    sid = account.social_account_id
+    storypost_stack, fresh_org, accounts = watching.stack, watching.org, watching.accounts
+    received = watching.received
+    name, sid = await watching.connect("photoapp", "health")
     await wait_until(arrived(received, sid, 1), 30, "the connected event")
     assert changes(received, sid) == [("connected", "connected")]
     # A story due in a minute, scheduled while the account is healthy.
@@ -151,22 +160,14 @@ async def test_a_refused_refresh_is_one_event_and_the_due_post_fails_saying_to_r
 
 
 async def test_a_platform_outage_during_a_check_changes_nothing(
-    api: Api,
-    fresh_org: Org,
-    storypost_stack: StackHandle,
-    accounts: account_pb2_grpc.AccountServiceAsyncStub,
-    receiver: tuple[Received, str],
+    api: Api, watching: Watching
 ) -> None:
-    received, url = receiver
-    await subscribe(storypost_stack, fresh_org, url)
-    name = f"patient{uuid.uuid4().hex[:8]}"
-    account = await connect_account(storypost_stack, fresh_org, "pinboard", name)
-    sid = account.social_account_id
-    async with sandbox_switch(storypost_stack, "pinboard", "offline", account=name):
-        assert await check(accounts, fresh_org, sid) == {sid: "connected"}
+    name, sid = await watching.connect("pinboard", "patient")
+    async with sandbox_switch(watching.stack, "pinboard", "offline", account=name):
+        assert await check(watching.accounts, watching.org, sid) == {sid: "connected"}
     await asyncio.sleep(2)
-    assert changes(received, sid) == [("connected", "connected")]
-    assert (await social_entry(api, fresh_org, sid))["disconnected"] is False
+    assert changes(watching.received, sid) == [("connected", "connected")]
+    assert (await social_entry(api, watching.org, sid))["disconnected"] is False
     # Another organization cannot check it: its id is unknown there.
     other = await api.admin.create_org("health other")
-    assert await check(accounts, other, sid) == {}
+    assert await check(watching.accounts, other, sid) == {}

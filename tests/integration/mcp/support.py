@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import mcp.types as types
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.support.api import Org
+from tests.support.mcp_clients import body_of as body_of
+from tests.support.mcp_clients import storypost_mcp_session
 
 # Final statuses of a post (the spec's).
 FINAL = frozenset({"executed", "failed", "canceled"})
@@ -50,35 +48,9 @@ async def http_session(
         yield session
 
 
-@contextlib.asynccontextmanager
-async def stdio_session(org: Org, cli_home: str) -> AsyncIterator[ClientSession]:
-    """An initialized MCP session with `storypost mcp` (the light client's command, run as
-    `python -m storypost_client.cli mcp`), logged in as `org` by its environment."""
-    env = {
-        **{key: value for key, value in os.environ.items() if key.startswith(("PATH", "PYTHON"))},
-        "STORYPOST_CONFIG": cli_home,
-        "STORYPOST_BASE_URL": org.base_url,
-        "STORYPOST_API_TOKEN": org.token,
-    }
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "storypost_client.cli", "mcp"], env=env
-    )
-    async with (
-        stdio_client(params) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-def body_of(result: types.CallToolResult) -> dict[str, Any]:
-    """The API's JSON body a tool result carries: its structured content, which its text
-    content repeats."""
-    assert isinstance(result.structured_content, dict), result
-    text = result.content[0]
-    assert isinstance(text, types.TextContent)
-    assert json.loads(text.text) == result.structured_content
-    return result.structured_content
+def stdio_session(org: Org, cli_home: str) -> contextlib.AbstractAsyncContextManager[ClientSession]:
+    """An initialized MCP session with `storypost mcp`, logged in as `org`."""
+    return storypost_mcp_session(base_url=org.base_url, token=org.token, config=cli_home)
 
 
 async def call(session: ClientSession, name: str, arguments: Mapping[str, Any]) -> Any:

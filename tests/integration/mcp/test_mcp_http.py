@@ -24,19 +24,9 @@ from tests.integration.mcp.support import (
 )
 from tests.support.accounts import connect_account
 from tests.support.api import Api, Org
+from tests.support.mcp_clients import INITIALIZE, MCP_HEADERS
 
 RATE_HEADERS = ("ratelimit-limit", "ratelimit-remaining", "ratelimit-reset")
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 async def test_the_tools_are_the_catalogs_procedures(api: Api, org: Org) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -32,10 +33,22 @@ SOCIAL_EVENT = "social_post.status_changed"
 PHOTO_INIT = "post/publish/content/init"
 
 
+@dataclass
+class Case:
+    """A case's organization on the running stack, the bus and the stack's database."""
+
+    org: Org
+    stack: StackHandle
+    bus: NatsClient
+    database: Any
+
+
 @pytest.fixture
-async def database(storypost_stack: StackHandle) -> AsyncIterator[Any]:
+async def case(
+    fresh_org: Org, storypost_stack: StackHandle, bus: NatsClient
+) -> AsyncIterator[Case]:
     async with stack_database(storypost_stack.env, tz_aware=True) as db:
-        yield db
+        yield Case(fresh_org, storypost_stack, bus, db)
 
 
 async def call(api: Api, org: Org, procedure: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -88,51 +101,43 @@ async def clipapp_statuses(bus: NatsClient, ref: dict[str, str], expected: int) 
 
 
 async def test_clipapp_init_answering_after_the_timeout_is_found_not_posted_again(
-    api: Api,
-    fresh_org: Org,
-    storypost_stack: StackHandle,
-    bus: NatsClient,
-    database: Any,
+    api: Api, case: Case
 ) -> None:
     name = username()
-    await connect_account(storypost_stack, fresh_org, "clipapp", name)
+    await connect_account(case.stack, case.org, "clipapp", name)
     # init performs the post only after publish-svc has given up waiting for its answer.
     await set_switch(
-        storypost_stack,
+        case.stack,
         "clipapp",
         "slow",
         account=name,
         endpoint=PHOTO_INIT,
-        seconds=platform_timeout(storypost_stack) + 3,
+        seconds=platform_timeout(case.stack) + 3,
     )
     try:
         ref, record_id = await schedule_clipapp(
-            api, fresh_org, storypost_stack, name, "PUBLIC_TO_EVERYONE"
+            api, case.org, case.stack, name, "PUBLIC_TO_EVERYONE"
         )
-        done = await final_status(api, fresh_org, "status-clipapp-post", ref)
+        done = await final_status(api, case.org, "status-clipapp-post", ref)
     finally:
-        await reset_switches(storypost_stack, "clipapp", name)
+        await reset_switches(case.stack, "clipapp", name)
     assert done["status"] == "executed", done
-    items = await published(storypost_stack, "clipapp", name)
+    items = await published(case.stack, "clipapp", name)
     assert len(items) == 1, items
-    record = await database["posts"].find_one({"_id": record_id})
+    record = await case.database["posts"].find_one({"_id": record_id})
     # The answer was lost (a timeout, then looked for), and the post found is the one stored.
     last_error = record["progress"]["lastError"]
     assert "timed out" in last_error or "answer to the publish request was lost" in last_error
     assert record["platformPostId"] == items[0]["postId"]
-    assert await clipapp_statuses(bus, ref, 3) == ["scheduled", "in-progress", "executed"]
+    assert await clipapp_statuses(case.bus, ref, 3) == ["scheduled", "in-progress", "executed"]
 
 
 async def test_kill_9_between_executed_and_the_credit_takes_it_once_after_restart(
-    api: Api,
-    fresh_org: Org,
-    storypost_stack: StackHandle,
-    bus: NatsClient,
-    database: Any,
+    api: Api, case: Case
 ) -> None:
     name = username()
-    account = await connect_account(storypost_stack, fresh_org, "pronet", name)
-    org_id = fresh_org.organization_id
+    account = await connect_account(case.stack, case.org, "pronet", name)
+    org_id = case.org.organization_id
     await api.admin.set_credits(org_id, 5)
     body = {
         "socialPostUuid": str(uuid.uuid4()),
@@ -142,34 +147,32 @@ async def test_kill_9_between_executed_and_the_credit_takes_it_once_after_restar
         "text": "credit once",
     }
     record_id = f"social:{org_id}:{body['socialPostUuid']}"
-    posts = database["posts"]
+    posts = case.database["posts"]
     # pronet publishes at once but answers 6 s later: account-svc is killed meanwhile, so
     # publish-svc records `executed` and cannot take the credit; then publish-svc dies too.
-    await set_switch(
-        storypost_stack, "pronet", "late-answer", account=name, endpoint="posts", seconds=6
-    )
+    await set_switch(case.stack, "pronet", "late-answer", account=name, endpoint="posts", seconds=6)
     killed: list[str] = []
 
     async def publishes() -> list[dict[str, Any]] | None:
-        return await published(storypost_stack, "pronet", name) or None
+        return await published(case.stack, "pronet", name) or None
 
     async def executed() -> Document | None:
         doc: Document | None = await posts.find_one({"_id": record_id, "status": "executed"})
         return doc
 
     try:
-        await call(api, fresh_org, "schedule-social-post", body)
+        await call(api, case.org, "schedule-social-post", body)
         await wait_until(publishes, 60, "pronet to publish", every=0.2)
         killed.append("account")
-        await storypost_stack.processes.kill("account")
+        await case.stack.processes.kill("account")
         await wait_until(executed, 30, "the executed transition", every=0.2)
         killed.append("publish")
-        await storypost_stack.processes.kill("publish")
+        await case.stack.processes.kill("publish")
     finally:
-        await reset_switches(storypost_stack, "pronet", name)
+        await reset_switches(case.stack, "pronet", name)
         for component in killed:
-            await storypost_stack.processes.start_component(component)
-    balances = database["credit_balances"]
+            await case.stack.processes.start_component(component)
+    balances = case.database["credit_balances"]
 
     async def settled() -> Document | None:
         doc: Document | None = await posts.find_one({"_id": record_id})
@@ -181,12 +184,12 @@ async def test_kill_9_between_executed_and_the_credit_takes_it_once_after_restar
     await asyncio.sleep(12)  # one more settling round: nothing more is taken
     balance = await balances.find_one({"_id": org_id})
     assert balance is not None and balance["balance"] == 4
-    taken = await database["credit_consumptions"].count_documents(
+    taken = await case.database["credit_consumptions"].count_documents(
         {"organizationId": org_id, "state": "applied"}
     )
     assert taken == 1
-    assert len(await published(storypost_stack, "pronet", name)) == 1
+    assert len(await published(case.stack, "pronet", name)) == 1
     events = await events_of(
-        bus, SOCIAL_EVENT, "socialPostUuid", body["socialPostUuid"], 3, within=8
+        case.bus, SOCIAL_EVENT, "socialPostUuid", body["socialPostUuid"], 3, within=8
     )
     assert [e["status"] for e in events] == ["in-progress", "executed"]

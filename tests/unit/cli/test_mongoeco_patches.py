@@ -35,6 +35,17 @@ def patching_functions() -> set[str]:
     return found
 
 
+def embedded_mongo_tests() -> set[str]:
+    """The names of the tests of test_embedded_mongo.py."""
+    tree = ast.parse(TESTS.read_text())
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("test_")
+    }
+
+
 def test_every_patch_is_in_the_table_once() -> None:
     names = [patch.name for patch in PATCHES]
     assert len(names) == len(set(names))
@@ -42,13 +53,7 @@ def test_every_patch_is_in_the_table_once() -> None:
 
 
 def test_each_patch_says_what_it_fixes_and_names_tests_that_exist() -> None:
-    tree = ast.parse(TESTS.read_text())
-    tests = {
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.name.startswith("test_")
-    }
+    tests = embedded_mongo_tests()
     for patch in PATCHES:
         assert patch.fixes in get_args(Fixes), patch.name
         assert patch.tests, f"{patch.name} names no test"
@@ -58,12 +63,6 @@ def test_each_patch_says_what_it_fixes_and_names_tests_that_exist() -> None:
 
 def test_every_test_of_the_patches_is_claimed_by_one() -> None:
     """No test of test_embedded_mongo.py stands for a patch that is gone."""
-    tree = ast.parse(TESTS.read_text())
-    tests = {
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.name.startswith("test_")
-    }
+    tests = embedded_mongo_tests()
     claimed = {name for patch in PATCHES for name in patch.tests}
     assert tests <= claimed, tests - claimed

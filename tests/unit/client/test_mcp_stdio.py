@@ -5,16 +5,13 @@ API call with the saved login, an error answer keeps the API's body and status."
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
-from typing import Any
 
 import mcp.types as types
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from storypost_client.cli.mcp_stdio import catalog_url
+from tests.support.mcp_clients import body_of as body
+from tests.support.mcp_clients import storypost_mcp_session
 from tests.unit.client.support import ORG_PATH, Reply, Seen, scripted
 
 TOKEN = "sp_test-token"
@@ -66,20 +63,10 @@ def test_the_catalog_url_is_the_base_urls_root() -> None:
 
 async def test_storypost_mcp_serves_the_catalogs_procedures(tmp_path: Path) -> None:
     with scripted(api) as server:
-        env = {
-            **{key: value for key, value in os.environ.items() if key.startswith("PATH")},
-            "STORYPOST_CONFIG": str(tmp_path / "config.json"),
-            "STORYPOST_BASE_URL": server.base_url,
-            "STORYPOST_API_TOKEN": TOKEN,
-        }
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "storypost_client.cli", "mcp"], env=env
-        )
-        async with (
-            stdio_client(params) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        config = str(tmp_path / "config.json")
+        async with storypost_mcp_session(
+            base_url=server.base_url, token=TOKEN, config=config
+        ) as session:
             listed = await session.list_tools()
             fresh = await session.call_tool("generate-uuid", {})
             newer = await session.call_tool("list-posts", {})
@@ -106,12 +93,3 @@ async def test_storypost_mcp_serves_the_catalogs_procedures(tmp_path: Path) -> N
         f"{ORG_PATH}/list-posts",
         f"{ORG_PATH}/generate-uuid",
     ]
-
-
-def body(result: Any) -> dict[str, Any]:
-    assert isinstance(result, types.CallToolResult)
-    text = result.content[0]
-    assert isinstance(text, types.TextContent)
-    assert json.loads(text.text) == result.structured_content
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content

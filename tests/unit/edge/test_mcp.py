@@ -25,19 +25,9 @@ from edge.mcp.endpoint import as_api_reads
 from edge.procedures.base import CallContext, JsonObject
 from storypost_runtime.context import current_request_id
 from tests.support.edge_server import serving
+from tests.support.mcp_clients import INITIALIZE, MCP_HEADERS
+from tests.support.mcp_clients import body_of as body
 from tests.unit.edge.test_app import ORG, TOKEN, FakeAccounts, client_of
-
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
 
 
 @pytest.fixture
@@ -76,15 +66,6 @@ async def session(url: str, *, modern: bool = False) -> AsyncIterator[ClientSess
         else:
             await opened.initialize()
         yield opened
-
-
-def body(result: Any) -> dict[str, Any]:
-    assert isinstance(result, types.CallToolResult)
-    text = result.content[0]
-    assert isinstance(text, types.TextContent)
-    assert json.loads(text.text) == result.structured_content
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
 
 
 @pytest.mark.parametrize("modern", [False, True], ids=["handshake", "2026-07-28"])

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from edge.config import EdgeSettings
 from edge.errors import ApiError
 from edge.procedures.base import CallContext
 from edge.procedures.planning import PlanningProcedures
 from storypost.publish.v1 import publish_pb2 as pb
 from storypost_runtime.protobuf import timestamp
+from tests.support.edge_backends import planning_with
 
 CTX = CallContext("org1", "cred", "req", "http://edge/o/org1/api/v1", "http://edge/o/org1")
 UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
@@ -59,11 +59,6 @@ class FakePublish:
         )
 
 
-@dataclass
-class FakeBackends:
-    publish_stub: FakePublish
-
-
 @pytest.fixture
 def publish() -> FakePublish:
     return FakePublish()
@@ -71,7 +66,7 @@ def publish() -> FakePublish:
 
 @pytest.fixture
 def planning(publish: FakePublish) -> PlanningProcedures:
-    return PlanningProcedures(FakeBackends(publish), EdgeSettings())  # type: ignore[arg-type]
+    return planning_with(publish)
 
 
 def test_list_posts_without_filters_asks_for_the_newest_page_of_50(

@@ -14,10 +14,11 @@ from edge.catalog.registry import build_catalog
 from edge.config import EdgeSettings
 from edge.errors import ApiError
 from edge.procedures.base import CallContext
-from edge.procedures.planning import PlanningProcedures
 from edge.procedures.social import SocialProcedures
 from edge.validation import validate_params
 from storypost.publish.v1 import publish_pb2 as pb
+from tests.support.edge_backends import PublishBackends
+from tests.support.edge_backends import planning_with as planning
 
 CTX = CallContext("org1", "cred", "req", "http://edge/o/org1/api/v1", "http://edge/o/org1")
 UUID = "bc604f8c-650a-46ed-8726-def3cdf9d0c0"
@@ -65,18 +66,9 @@ class FakePublish:
         )
 
 
-@dataclass
-class FakeBackends:
-    publish_stub: FakePublish
-
-
 @pytest.fixture
 def publish() -> FakePublish:
     return FakePublish()
-
-
-def planning(publish: FakePublish) -> PlanningProcedures:
-    return PlanningProcedures(FakeBackends(publish), EdgeSettings())  # type: ignore[arg-type]
 
 
 def test_status_and_cancel_series_answer_the_series(publish: FakePublish) -> None:
@@ -116,7 +108,7 @@ def test_reschedule_post_with_both_or_neither_is_a_400_naming_both(
 
 
 def test_repeat_is_sent_and_the_answer_adds_the_series_uuid(publish: FakePublish) -> None:
-    social = SocialProcedures(FakeBackends(publish), EdgeSettings())  # type: ignore[arg-type]
+    social = SocialProcedures(PublishBackends(publish), EdgeSettings())  # type: ignore[arg-type]
     params = {
         "html": "<p>x</p>",
         "socialAccountId": "sa_1",

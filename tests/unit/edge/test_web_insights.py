@@ -8,19 +8,15 @@ import html
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import falcon
 import falcon.testing
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from edge.config import EdgeSettings
-from edge.web import mount
-from edge.web.base import Web
-from edge.web.session import Sessions, csrf_for
-from edge.web.static_files import StaticFiles
-from edge.web.views import PAGE_CSP, Views
+from edge.web.session import csrf_for
+from edge.web.views import PAGE_CSP
 from storypost.publish.v1 import insights_pb2 as ipb
 from storypost.publish.v1 import publish_pb2
 from storypost_runtime.errors import NotFound, ResourceExhausted
@@ -32,6 +28,7 @@ from tests.unit.edge.test_web_pages import (
     FakePublish,
     FakeRender,
     FakeWebhooks,
+    app_client,
     session_cookie,
 )
 
@@ -90,22 +87,15 @@ class World:
 
 @pytest.fixture
 def world() -> World:
-    settings = EdgeSettings(public_url="http://app.example")
-    accounts, insights = FakeAccounts(), FakeInsights()
-    static = StaticFiles()
-    web = Web(
-        settings=settings,
-        views=Views(static.url),
-        sessions=Sessions(cast(Any, accounts), settings),
-        accounts=cast(Any, accounts),
-        render=cast(Any, FakeRender()),
-        publish=cast(Any, FakePublish()),
-        webhooks=cast(Any, FakeWebhooks()),
-        insights=cast(Any, insights),
+    insights = FakeInsights()
+    client = app_client(
+        FakeAccounts(),
+        render=FakeRender(),
+        publish=FakePublish(),
+        webhooks=FakeWebhooks(),
+        insights=insights,
     )
-    app = falcon.App()
-    mount(app, web, static)
-    return World(falcon.testing.TestClient(app), insights)
+    return World(client, insights)
 
 
 def chart_of(page: str) -> dict[str, Any]:

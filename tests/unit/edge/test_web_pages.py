@@ -256,11 +256,16 @@ class World:
     publish: FakePublish
 
 
-@pytest.fixture
-def world() -> World:
+def app_client(
+    accounts: FakeAccounts,
+    *,
+    render: FakeRender,
+    publish: FakePublish,
+    webhooks: FakeWebhooks,
+    insights: Any = None,
+) -> falcon.testing.TestClient:
+    """The app's pages (as the edge mounts them) over the fake backends."""
     settings = EdgeSettings(public_url="http://app.example")
-    accounts, render, webhooks = FakeAccounts(), FakeRender(), FakeWebhooks()
-    publish = FakePublish()
     static = StaticFiles()
     web = Web(
         settings=settings,
@@ -270,11 +275,20 @@ def world() -> World:
         render=cast(Any, render),
         publish=cast(Any, publish),
         webhooks=cast(Any, webhooks),
+        insights=insights,
     )
     app = falcon.App()
     app.req_options.strip_url_path_trailing_slash = True
     mount(app, web, static)
-    return World(falcon.testing.TestClient(app), accounts, render, webhooks, publish)
+    return falcon.testing.TestClient(app)
+
+
+@pytest.fixture
+def world() -> World:
+    accounts, render, webhooks = FakeAccounts(), FakeRender(), FakeWebhooks()
+    publish = FakePublish()
+    client = app_client(accounts, render=render, publish=publish, webhooks=webhooks)
+    return World(client, accounts, render, webhooks, publish)
 
 
 def session_cookie(token: str = TOKEN) -> dict[str, str]:

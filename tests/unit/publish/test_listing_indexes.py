@@ -10,10 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mongoeco.engines.sqlite import SQLiteEngine
 from mongoeco.engines.sqlite_query import json_path_for_field
-from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
-from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from publish_svc.listing import ListQuery
@@ -26,6 +23,7 @@ from storypost_cli.embedded_mongo import (
     skip_full_scan_for_plain_ids,
 )
 from storypost_runtime.mongo import Document
+from tests.support.mongo import sqlite_mongo_database
 from tests.unit.publish.fakes import params
 
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -36,16 +34,8 @@ SERIES = "5e0c8f43-7d2a-4f41-9b1e-3c2a1d0e9f87"
 async def embedded(tmp_path: Path) -> AsyncIterator[AsyncDatabase[Document]]:
     skip_full_scan_for_plain_ids()
     add_sqlite_indexes_for_mongo_indexes()
-    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
-    address = await server.start()
-    client: AsyncMongoClient[Document] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true", tz_aware=True
-    )
-    try:
-        yield client["storypost"]
-    finally:
-        await client.close()
-        await server.close()
+    async with sqlite_mongo_database(tmp_path / "db.sqlite") as database:
+        yield database
 
 
 EMPTY: dict[str, Any] = {

@@ -3,29 +3,15 @@ followers per day, and the switches on insight endpoints."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
 import falcon.testing
 import pytest
 
-from sandbox_net.app import Sandbox, create_sandbox
-from sandbox_net.config import SandboxSettings
+from sandbox_net.app import Sandbox
 from sandbox_net.insights import followers, growth, post_metrics
 from tests.unit.sandbox.test_network import bearer, connect, switch, wait_for_status
-
-
-@pytest.fixture
-def sandbox() -> Iterator[Sandbox]:
-    built = create_sandbox(SandboxSettings(fetch_media=False, image_processing_seconds=0))
-    yield built
-    built.processor.close()
-
-
-@pytest.fixture
-def client(sandbox: Sandbox) -> falcon.testing.TestClient:
-    return falcon.testing.TestClient(sandbox.app)
 
 
 def publish_story(client: falcon.testing.TestClient, username: str) -> tuple[dict[str, str], str]:

@@ -24,18 +24,6 @@ from sandbox_net.tokens import TokenClaims, TokenSigner
 REDIRECT = "http://127.0.0.1:9/connect/callback"
 
 
-@pytest.fixture
-def sandbox() -> Iterator[Sandbox]:
-    built = create_sandbox(SandboxSettings(fetch_media=False, image_processing_seconds=0))
-    yield built
-    built.processor.close()
-
-
-@pytest.fixture
-def client(sandbox: Sandbox) -> falcon.testing.TestClient:
-    return falcon.testing.TestClient(sandbox.app)
-
-
 def connect(
     client: falcon.testing.TestClient, platform: str, username: str, **form: str
 ) -> dict[str, Any]:

@@ -9,9 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from mongoeco.engines.sqlite import SQLiteEngine
-from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
-from pymongo import ASCENDING, AsyncMongoClient, IndexModel
+from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -23,7 +21,7 @@ from storypost_cli.embedded_mongo import (
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.errors import AlreadyExists, FailedPrecondition
 from storypost_runtime.mongo import Document
-from tests.support.mongo import count_scans
+from tests.support.mongo import count_scans, sqlite_mongo_database
 from webhook_svc.event_types import subscription
 from webhook_svc.records import RETIRED_WEBHOOK_INDEXES, WebhookCollections
 from webhook_svc.targets import AddressPolicy
@@ -120,16 +118,8 @@ async def embedded(tmp_path: Path) -> AsyncIterator[AsyncDatabase[Document]]:
     skip_full_scan_for_plain_ids()
     use_sql_prefilter_for_compound_unique_indexes()
     add_sqlite_indexes_for_mongo_indexes()
-    server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(tmp_path / "db.sqlite")), port=0)
-    address = await server.start()
-    client: AsyncMongoClient[Document] = AsyncMongoClient(
-        f"mongodb://127.0.0.1:{address.port}/?directConnection=true", tz_aware=True
-    )
-    try:
-        yield client["storypost"]
-    finally:
-        await client.close()
-        await server.close()
+    async with sqlite_mongo_database(tmp_path / "db.sqlite") as database:
+        yield database
 
 
 async def test_the_embedded_stand_in_enforces_them_without_scanning(

@@ -13,7 +13,9 @@ import grpc
 
 from edge.web.base import Page, field
 from edge.web.failures import PageError, page_errors
+from edge.web.item_page import Ids, ItemFormPage, ItemPage
 from edge.web.pages.posts import KINDS
+from edge.web.session import Viewer
 from edge.web.views import format_when
 from storypost.account.v1 import account_pb2
 from storypost.publish.v1 import insights_pb2 as ipb
@@ -53,18 +55,11 @@ class InsightsPages(Page):
         return stub
 
 
-class PostInsightsPage(InsightsPages):
+class PostInsightsPage(InsightsPages, ItemFormPage):
     label = "post-insights"
 
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        organization_id: str,
-        kind: str,
-        post_uuid: str,
-    ) -> None:
-        viewer = self.begin(req, organization_id)
+    def get(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, ids: Ids) -> None:
+        organization_id, kind, post_uuid = viewer.organization_id, ids["kind"], ids["post_uuid"]
         if kind not in KINDS:
             raise PageError(404, "This post was not found.")
         with page_errors("This post"):
@@ -95,45 +90,33 @@ class PostInsightsPage(InsightsPages):
             ),
         )
 
-    def on_post(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        organization_id: str,
-        kind: str,
-        post_uuid: str,
-    ) -> None:
-        viewer = self.begin(req, organization_id)
+    def post(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, ids: Ids) -> None:
+        kind, post_uuid = ids["kind"], ids["post_uuid"]
         form = self.form(req, viewer)
         if field(form, "action") != "refresh" or kind not in KINDS:
             raise PageError(400, "Unknown action.")
-        back = f"/posts/{kind}/{post_uuid}/insights"
-        try:
-            self.insights.GetPostInsights(
-                ipb.GetPostInsightsRequest(
-                    organization_id=organization_id,
-                    kind=KINDS[kind],
-                    post_uuid=post_uuid,
-                    refresh=True,
-                )
-            )
-        except grpc.RpcError as error:
-            self.refused(resp, viewer, back, error, what="This post", shown=(400, 429))
-            return
-        self.done(resp, viewer, back, "The figures were read again.")
+        request = ipb.GetPostInsightsRequest(
+            organization_id=viewer.organization_id,
+            kind=KINDS[kind],
+            post_uuid=post_uuid,
+            refresh=True,
+        )
+        self.answered(
+            resp,
+            viewer,
+            f"/posts/{kind}/{post_uuid}/insights",
+            lambda: self.insights.GetPostInsights(request),
+            "The figures were read again.",
+            what="This post",
+            shown=(400, 429),
+        )
 
 
-class AccountInsightsPage(InsightsPages):
+class AccountInsightsPage(InsightsPages, ItemPage):
     label = "account-insights"
 
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        organization_id: str,
-        social_account_id: str,
-    ) -> None:
-        viewer = self.begin(req, organization_id)
+    def get(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, ids: Ids) -> None:
+        organization_id, social_account_id = viewer.organization_id, ids["social_account_id"]
         try:
             days = min(MAX_DAYS, max(1, int(req.get_param("days") or DAYS)))
         except ValueError:

@@ -14,6 +14,8 @@ import grpc
 from edge.procedures.posts import POST_STATUSES
 from edge.web.base import Page, Web, field
 from edge.web.failures import PageError, page_error, page_errors
+from edge.web.item_page import Ids, ItemPage
+from edge.web.session import Viewer
 from edge.web.views import as_datetime
 from storypost.account.v1 import account_pb2
 from storypost.publish.v1 import publish_pb2 as pb
@@ -221,28 +223,25 @@ class PostsPage(Page):
         # Back to the page the form was on: the list, or the post's own page.
         back = f"/posts/{kind}/{post_uuid}" if field(form, "back") == "post" else "/posts"
         request = pb.GetPostRequest(organization_id=organization_id, post_uuid=post_uuid)
-        try:
-            cancel(request)
-        except grpc.RpcError as error:
-            self.refused(resp, viewer, back, error, what="This post", shown=(400, 429))
-            return
-        self.done(resp, viewer, back, "The post was canceled.")
+        self.answered(
+            resp,
+            viewer,
+            back,
+            lambda: cancel(request),
+            "The post was canceled.",
+            what="This post",
+            shown=(400, 429),
+        )
 
 
-class PostPage(Page):
+class PostPage(ItemPage):
     """One post: what the list shows, with a large preview; the calendar links here."""
 
     label = "post"
 
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        organization_id: str,
-        kind: str,
-        post_uuid: str,
-    ) -> None:
-        viewer = self.begin(req, organization_id)
+    def get(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, ids: Ids) -> None:
+        organization_id, kind = viewer.organization_id, ids["kind"]
+        post_uuid = ids["post_uuid"]
         calls = post_calls(self.web.publish, kind)
         if calls is None:
             raise PageError(404, "This post was not found.")

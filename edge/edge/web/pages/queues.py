@@ -10,8 +10,9 @@ from typing import Any
 import falcon
 import grpc
 
-from edge.web.base import Form, Page, field
+from edge.web.base import Form, field
 from edge.web.failures import PageError, page_errors, refusal
+from edge.web.item_page import Ids, ItemFormPage
 from edge.web.pages.users import time_zones
 from edge.web.queue_slots import (
     WEEKDAYS,
@@ -34,27 +35,15 @@ def queues_path(social_account_id: str) -> str:
     return f"/accounts/{social_account_id}/queues"
 
 
-class QueuesPage(Page):
+class QueuesPage(ItemFormPage):
     label = "queues"
 
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        organization_id: str,
-        social_account_id: str,
-    ) -> None:
-        viewer = self.begin(req, organization_id)
-        self._show(req, resp, viewer, social_account_id, editing=req.get_param("edit") or "")
+    def get(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, ids: Ids) -> None:
+        editing = req.get_param("edit") or ""
+        self._show(req, resp, viewer, ids["social_account_id"], editing=editing)
 
-    def on_post(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        organization_id: str,
-        social_account_id: str,
-    ) -> None:
-        viewer = self.begin(req, organization_id)
+    def post(self, req: falcon.Request, resp: falcon.Response, viewer: Viewer, ids: Ids) -> None:
+        social_account_id = ids["social_account_id"]
         form = self.form(req, viewer)
         action = field(form, "action")
         if action == "save":
@@ -195,16 +184,15 @@ class QueuesPage(Page):
     def _delete(
         self, resp: falcon.Response, viewer: Viewer, social_account_id: str, name: str
     ) -> None:
-        try:
-            self.web.publish.DeleteQueue(
-                pb.QueueRef(
-                    organization_id=viewer.organization_id,
-                    social_account_id=social_account_id,
-                    queue_name=name,
-                )
-            )
-        except grpc.RpcError as error:
-            self.refused(resp, viewer, queues_path(social_account_id), error)
-            return
-        text = f"Queue “{name}” was deleted. Posts already scheduled in it keep their dates."
-        self.done(resp, viewer, queues_path(social_account_id), text)
+        ref = pb.QueueRef(
+            organization_id=viewer.organization_id,
+            social_account_id=social_account_id,
+            queue_name=name,
+        )
+        self.answered(
+            resp,
+            viewer,
+            queues_path(social_account_id),
+            lambda: self.web.publish.DeleteQueue(ref),
+            f"Queue “{name}” was deleted. Posts already scheduled in it keep their dates.",
+        )
