@@ -371,6 +371,34 @@ class Queues:
         except DomainError as error:
             raise invalid("socialAccountId", error.message) from None
 
+    async def stale_at(
+        self, queue: Queue, account: apb.ConnectedAccount, at: datetime
+    ) -> str | None:
+        """Checks that `at` is one of the queue's free slots, as preview-queue and the calendar
+        show them (400 naming `date` otherwise); answers the canceled or failed post that held
+        it last (None when none did)."""
+        async for moment, stale in self._free(queue, account):
+            if moment == at:
+                return stale
+            if moment > at:
+                break
+        raise invalid(
+            "date",
+            f"{at.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ} is not a free slot of queue "
+            f"'{queue.name}' (preview-queue lists them)",
+        )
+
+    async def take_at(
+        self, organization_id: str, queue: Queue, at: datetime, post_id: str, stale: str | None
+    ) -> Taken:
+        """The slot at `at` for the post (checked free by `stale_at`); 400 naming `date` when
+        another post took it meanwhile."""
+        if await self.store.claim(
+            organization_id, queue, at, post_id, self.clock.now(), stale=stale
+        ):
+            return Taken(slot_id(queue.social_account_id, at), at, post_id)
+        raise invalid("date", f"the slot was taken by another post meanwhile: {queue.name}")
+
     async def free(
         self, queue: Queue, account: apb.ConnectedAccount, count: int, *, skip: int = 0
     ) -> list[datetime]:

@@ -79,7 +79,7 @@ class Rescheduler:
         ref, label = account_ref(post)
         # The account must still be connected, as when it was scheduled (400 naming it).
         account = await self.accounts.connected(organization_id, ref, label)
-        slot = await self._take_slot(post, account, queue_name) if queue_name else None
+        slot = await self._take_slot(post, account, queue_name, date) if queue_name else None
         new_date = slot.at if slot is not None else date
         assert new_date is not None  # _date_or_queue: one of them
         try:
@@ -106,14 +106,25 @@ class Rescheduler:
             self.wake_scheduler()
         return moved
 
-    async def _take_slot(self, post: Post, account: apb.ConnectedAccount, queue_name: str) -> Taken:
-        """The earliest free slot of the account's queue, taken for the post (its old slot,
-        if it had one, is given back first: a post holds one slot)."""
+    async def _take_slot(
+        self, post: Post, account: apb.ConnectedAccount, queue_name: str, date: datetime | None
+    ) -> Taken:
+        """The slot at `date` of the account's queue (one of its free slots: a move onto a
+        slot in the calendar), else its earliest free one, taken for the post. Its old slot,
+        if it had one, is given back first (a post holds one slot); a `date` that is not a
+        free slot is refused before that."""
         if self.queues is None:
             raise invalid("queueName", "queues are not available here")
         queue = await self.queues.get(post.organization_id, account.social_account_id, queue_name)
+        if date is None:
+            await self.queues.store.release_post(post.id)
+            return await self.queues.take(post.organization_id, queue, account, post.id)
+        held = await self.queues.store.slot_of(post.id)
+        if held is not None and held.at == date:
+            return held  # a repeat of this move
+        stale = await self.queues.stale_at(queue, account, date)
         await self.queues.store.release_post(post.id)
-        return await self.queues.take(post.organization_id, queue, account, post.id)
+        return await self.queues.take_at(post.organization_id, queue, date, post.id, stale)
 
     def _check_date(self, post: Post, date: datetime, now: datetime) -> None:
         """The date rules of scheduling: never more than the window in the past (the post
@@ -176,13 +187,13 @@ class Rescheduler:
 
 
 def _date_or_queue(date: datetime | None, queue_name: str) -> None:
-    """A move names its new date or a queue to take it from: one of them (400 naming both)."""
-    if (date is None) == (not queue_name):
-        given = "both" if date is not None else "neither"
+    """A move names its new date, a queue to take the earliest free slot of, or both (that
+    slot of the queue); not neither (400 naming both)."""
+    if date is None and not queue_name:
         raise InvalidArgument(
-            f"give either date or queueName ({given} was given)",
+            "give date, queueName or both (neither was given)",
             field_violations={
-                "date": ["give date or queueName, not both"],
-                "queueName": ["give date or queueName, not both"],
+                "date": ["give date, queueName or both"],
+                "queueName": ["give date, queueName or both"],
             },
         )

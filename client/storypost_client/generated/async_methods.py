@@ -1170,13 +1170,16 @@ class AsyncMethods:
         """Moves a scheduled post to another date.
 
         Moves a post that is still `scheduled`, and not being published, to `date`, or to the
-        earliest free slot of the queue `queueName` of its account (give one of them: both or
-        neither is an expected error, HTTP 400 naming both). The checks of scheduling apply again: a
-        `date` more than 60 minutes in the past is refused (the post could never be published in
-        time), a social post's `date` must be in the future (a social post is `scheduled` only while
-        its date is ahead), and the account must still be connected. The 60-minute window then
-        counts from the new date. The post's status event (`photoapp_story_post.status_changed`,
-        `social_post.status_changed`, …) is sent again with `status: scheduled` and the new `date`.
+        earliest free slot of the queue `queueName` of its account, or, given both, to that queue's
+        slot at `date` (one of its free slots, as `preview-queue` lists them: any other `date` is an
+        expected error, HTTP 400 naming `date`). The post holds the slot it moves to, and gives back
+        the one it held. Neither is an expected error (HTTP 400 naming both). The checks of
+        scheduling apply again: a `date` more than 60 minutes in the past is refused (the post could
+        never be published in time), a social post's `date` must be in the future (a social post is
+        `scheduled` only while its date is ahead), and the account must still be connected. The
+        60-minute window then counts from the new date. The post's status event
+        (`photoapp_story_post.status_changed`, `social_post.status_changed`, …) is sent again with
+        `status: scheduled` and the new `date`.
 
         **Errors:** a post that is no longer `scheduled` (`in-progress`, `executed`, `failed`,
         `canceled`), or that a scheduler is publishing right now, is an expected error (HTTP 400)
@@ -1191,9 +1194,10 @@ class AsyncMethods:
         Args:
             kind: The post's kind.
             uuid: The post's UUID (as its schedule call named it).
-            date: The new date (not with `queueName`). A timezone-aware `datetime` is sent as UTC.
-            queue_name: A queue of the post's account: the post takes its earliest free slot (not
-                with `date`).
+            date: The new date; with `queueName`, one of that queue's free slots. A timezone-aware
+                `datetime` is sent as UTC.
+            queue_name: A queue of the post's account: the post takes its slot at `date`, or its
+                earliest free slot when `date` is not given.
             timeout: Read timeout in seconds (default 30).
         """
         body = body_of(

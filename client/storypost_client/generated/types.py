@@ -905,10 +905,11 @@ class ReschedulePostRequest(TypedDict):
     #: The post's UUID (as its schedule call named it).
     uuid: str
 
-    #: The new date (not with `queueName`).
+    #: The new date; with `queueName`, one of that queue's free slots.
     date: NotRequired[str]
 
-    #: A queue of the post's account: the post takes its earliest free slot (not with `date`).
+    #: A queue of the post's account: the post takes its slot at `date`, or its earliest free slot
+    #: when `date` is not given.
     queueName: NotRequired[str]
 
 

@@ -143,8 +143,11 @@ RESCHEDULE_POST = Procedure(
     summary="Moves a scheduled post to another date.",
     doc=(
         "Moves a post that is still `scheduled`, and not being published, to `date`, or to "
-        "the earliest free slot of the queue `queueName` of its account (give one of them: "
-        "both or neither is an expected error, HTTP 400 naming both). The "
+        "the earliest free slot of the queue `queueName` of its account, or, given both, to "
+        "that queue's slot at `date` (one of its free slots, as `preview-queue` lists them: "
+        "any other `date` is an expected error, HTTP 400 naming `date`). The post holds "
+        "the slot it moves to, and gives back the one it held. Neither is an expected error "
+        "(HTTP 400 naming both). The "
         "checks of scheduling apply again: a `date` more than 60 minutes in the past is "
         "refused (the post could never be published in time), a social post's `date` must "
         "be in the future (a social post is `scheduled` only while its date is ahead), and "
@@ -163,10 +166,10 @@ RESCHEDULE_POST = Procedure(
         {
             "kind": _kind("The post's kind."),
             "uuid": f.uuid("The post's UUID (as its schedule call named it)."),
-            "date": f.date_time("The new date (not with `queueName`)."),
+            "date": f.date_time("The new date; with `queueName`, one of that queue's free slots."),
             "queueName": f.string(
-                "A queue of the post's account: the post takes its earliest free slot "
-                "(not with `date`).",
+                "A queue of the post's account: the post takes its slot at `date`, or "
+                "its earliest free slot when `date` is not given.",
                 min_length=1,
                 max_length=queues.NAME_MAX_CHARS,
             ),

@@ -869,9 +869,12 @@ export interface ReschedulePostRequest {
   kind: "story" | "reel" | "clipapp" | "social";
   /** The post's UUID (as its schedule call named it). */
   uuid: string;
-  /** The new date (not with `queueName`). */
+  /** The new date; with `queueName`, one of that queue's free slots. */
   date?: string;
-  /** A queue of the post's account: the post takes its earliest free slot (not with `date`). */
+  /**
+   * A queue of the post's account: the post takes its slot at `date`, or its earliest free slot
+   * when `date` is not given.
+   */
   queueName?: string;
 }
 

@@ -191,8 +191,11 @@ async def test_a_post_dragged_onto_a_free_slot_or_a_day_is_rescheduled_there(
     assert await social_date(api, workspace, post_uuid) == f"{thursday}T08:15:00Z"
     moved = page.locator(f".cal-day[data-day='{thursday}'] [data-move='{post_uuid}']")
     await expect(moved).to_contain_text("08:15")
-    # The slot it took is not offered as free any more.
+    # The slot it took is not offered as free any more: the post holds it in the queue.
     await expect(slot).to_have_count(0)
+    queue = {"socialAccountId": account.social_account_id, "queueName": "mornings", "count": 50}
+    held = f"{thursday}T08:15:00Z"
+    assert held not in (await ok(api, workspace, "preview-queue", queue))["slots"]
 
     # Onto Saturday (no slot): the post keeps its time of day.
     saturday = week + timedelta(days=5)
@@ -204,6 +207,8 @@ async def test_a_post_dragged_onto_a_free_slot_or_a_day_is_rescheduled_there(
     await expect(
         page.locator(f".cal-day[data-day='{saturday}'] [data-move='{post_uuid}']")
     ).to_be_visible()
+    # Off the slot, the post gave it back.
+    assert held in (await ok(api, workspace, "preview-queue", queue))["slots"]
     await shoot(page, "calendar-dragged")
 
     # A move without the form's CSRF token (another site's form) is refused; nothing moves.

@@ -226,7 +226,7 @@ REQUIRED_INPUTS = {
     "schedule-social-post": ["socialPostUuid", "socialAccountId", "postType"],
     "status-social-post": ["socialPostUuid"],
     "cancel-social-post": ["socialPostUuid"],
-    "reschedule-post": ["kind", "uuid"],  # and date or queueName (a 400 naming both)
+    "reschedule-post": ["kind", "uuid"],  # and date, queueName or both (neither: a 400)
     "set-queue": ["socialAccountId", "timeZone", "slots"],
     "preview-queue": ["socialAccountId", "queueName"],
     "delete-queue": ["socialAccountId", "queueName"],

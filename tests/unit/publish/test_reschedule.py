@@ -173,7 +173,7 @@ async def test_the_rpc_names_a_missing_kind_or_date(core: Core) -> None:
             pb.ReschedulePostRequest(organization_id="org", post_uuid=UUID),
             None,  # type: ignore[arg-type]
         )
-    with pytest.raises(InvalidArgument, match="give either date or queueName"):
+    with pytest.raises(InvalidArgument, match="give date, queueName or both"):
         await servicer.ReschedulePost(
             pb.ReschedulePostRequest(
                 organization_id="org", kind=pb.POST_KIND_STORY, post_uuid=UUID

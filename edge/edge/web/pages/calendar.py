@@ -90,7 +90,8 @@ class CalendarPage(Page):
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, organization_id: str) -> None:
-        """`move`: a scheduled post to the form's `to` (a minute in the user's zone);
+        """`move`: a scheduled post to the form's `to` (a minute in the user's zone), taking
+        that slot of the queue `queue` when it was dropped on one of its account's slots;
         `cancel-series`: every post of a series not yet started, and the series stops."""
         viewer = self.begin(req, organization_id)
         form = self.form(req, viewer)
@@ -116,6 +117,8 @@ class CalendarPage(Page):
                     kind=kind,
                     post_uuid=field(form, "uuid"),
                     date=moment,
+                    # Dropped on a free slot of its account's queue: it takes that slot.
+                    queue_name=field(form, "queue"),
                 )
             )
         except grpc.RpcError as error:
@@ -220,8 +223,8 @@ class CalendarPage(Page):
                 else f"/posts/{row['kind_key']}/{post.post_uuid}"
             )
             by_day[local.date()].append(row)
-        # A post moved onto a slot by its date does not take it in publish-svc (only a
-        # schedule call with queueName does): the calendar shows the slot as used anyway.
+        # A post dropped on a slot takes it (the move form's `queue`); one moved there by its
+        # date alone (the Move form, another account's slot) does not: shown as used anyway.
         used = {
             (post.connected_account_id, when_of(post))
             for post in posts

@@ -169,10 +169,18 @@
         ? over.getAttribute("data-local")
         : over.getAttribute("data-day") + "T" + dragged.getAttribute("data-time");
       var input = form && form.querySelector("input[name=to]");
+      var queue = form && form.querySelector("input[name=queue]");
       var moving = dragged;
       clear();
       if (!input || input.value === to) return;
       input.value = to;
+      // Onto a free slot of the post's own account: the post takes that slot of the queue
+      // (reschedule-post with date and queueName), so no later queued post gets it too.
+      if (queue) {
+        var own = over.classList.contains("cal-slot") &&
+          over.getAttribute("data-account") === dragged.getAttribute("data-account");
+        queue.value = own ? over.getAttribute("data-queue") : "";
+      }
       moving.classList.add("cal-moving");
       if (form.requestSubmit) form.requestSubmit(); else form.submit();
     });

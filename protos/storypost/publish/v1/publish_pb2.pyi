@@ -585,10 +585,15 @@ class ReschedulePostRequest(_message.Message):
     post_uuid: _builtins.str
     """The post's UUID."""
     queue_name: _builtins.str
-    """A queue of the post's account: the post takes its earliest free slot. Not with date."""
+    """A queue of the post's account: the post takes its slot at date, or its earliest free
+    slot. Empty: the post moves to date (one of the two is needed).
+    """
     @_builtins.property
     def date(self) -> _timestamp_pb2.Timestamp:
-        """The new date; unset when queue_name is given."""
+        """The new date. With queue_name: one of that queue's free slots, which the post takes
+        (INVALID_ARGUMENT naming date when it is none). Unset with queue_name: the queue's
+        earliest free slot.
+        """
 
     def __init__(
         self,
