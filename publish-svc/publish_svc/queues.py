@@ -344,13 +344,20 @@ class Queues:
         return await self.store.delete(organization_id, social_account_id, queue_name(name))
 
     async def preview(
-        self, organization_id: str, social_account_id: str, name: str, count: int
+        self,
+        organization_id: str,
+        social_account_id: str,
+        name: str,
+        count: int,
+        *,
+        after: datetime | None = None,
     ) -> list[datetime]:
+        """The next `count` free slots, from `after` on when given (a later week)."""
         if not 1 <= count <= 50:
             raise invalid("count", "must be 1 to 50")
         queue = await self.get(organization_id, social_account_id, name)
         account = await self._account(organization_id, social_account_id)
-        return await self.free(queue, account, count)
+        return await self.free(queue, account, count, after=after)
 
     async def get(self, organization_id: str, social_account_id: str, name: str) -> Queue:
         queue = await self.store.get(organization_id, social_account_id, queue_name(name))
@@ -400,12 +407,19 @@ class Queues:
         raise invalid("date", f"the slot was taken by another post meanwhile: {queue.name}")
 
     async def free(
-        self, queue: Queue, account: apb.ConnectedAccount, count: int, *, skip: int = 0
+        self,
+        queue: Queue,
+        account: apb.ConnectedAccount,
+        count: int,
+        *,
+        skip: int = 0,
+        after: datetime | None = None,
     ) -> list[datetime]:
-        """The next `count` free slots (after `skip` of them), at least RENDER_LEAD ahead;
-        slots on a UTC day the account's daily post limit already fills are passed over."""
+        """The next `count` free slots (after `skip` of them, from `after` on), at least
+        RENDER_LEAD ahead; slots on a UTC day the account's daily post limit already fills
+        are passed over."""
         found: list[datetime] = []
-        async for moment, _ in self._free(queue, account):
+        async for moment, _ in self._free(queue, account, after):
             if skip:
                 skip -= 1
                 continue
@@ -415,16 +429,18 @@ class Queues:
         return found
 
     async def _free(
-        self, queue: Queue, account: apb.ConnectedAccount
+        self, queue: Queue, account: apb.ConnectedAccount, after: datetime | None = None
     ) -> AsyncIterator[tuple[datetime, str | None]]:
-        """Free instants in order, each with the canceled or failed post that held it last
-        (None when no post did)."""
+        """Free instants in order (from `after` on, when later than the lead), each with the
+        canceled or failed post that held it last (None when no post did). A day's count
+        toward the daily limit starts at its UTC midnight, so starting later in a day counts
+        the posts already there."""
         zone = time_zone(queue.zone_name)
         limit = account.daily_post_limit if account.HasField("daily_post_limit") else 0
         now = self.clock.now()
         start = now + RENDER_LEAD
         end = start + HORIZON
-        window = start
+        window = max(start, after) if after is not None else start
         while window < end:
             until = min(end, window + STEP)
             day_start = window.replace(hour=0, minute=0, second=0, microsecond=0)

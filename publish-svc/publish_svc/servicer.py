@@ -169,7 +169,11 @@ class PublishServicer(publish_pb2_grpc.PublishServiceServicer):
     ) -> pb.PreviewQueueResponse:
         ref = request.queue
         slots = await self.queues.preview(
-            ref.organization_id, ref.social_account_id, ref.queue_name, request.count or 10
+            ref.organization_id,
+            ref.social_account_id,
+            ref.queue_name,
+            request.count or 10,
+            after=moment_of(request, "after"),
         )
         return pb.PreviewQueueResponse(slots=stamps(slots))
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.web.views import as_datetime
 from storypost.account.v1 import account_pb2 as apb
@@ -19,7 +20,7 @@ from storypost.publish.v1 import publish_pb2_grpc
 from storypost_runtime.vocabulary import PHOTOAPP
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-# PreviewQueue's most: the calendar shows the free slots among a queue's next 50.
+# PreviewQueue's most: the calendar shows the first 50 free slots of a queue from the week's start.
 PREVIEW_MOST = 50
 # A queue choice's value in a form: "<socialAccountId>/<queueName>" (account ids have no "/").
 SEPARATOR = "/"
@@ -58,9 +59,11 @@ def free_slots(
     end: datetime,
 ) -> list[FreeSlot]:
     """The free slots in [start, end) of every queue of the workspace, earliest first: each
-    queue's next PREVIEW_MOST free slots (asked for in parallel), those in the period. A queue
-    whose preview fails now (its account disconnected) shows none."""
+    queue's next PREVIEW_MOST free slots from `start` on (asked for in parallel), those in the
+    period. A queue whose preview fails now (its account disconnected) shows none."""
     queues = publish.ListQueues(pb.ListQueuesRequest(organization_id=organization_id)).queues
+    after = Timestamp()
+    after.FromDatetime(start)
     calls = [
         (
             queue,
@@ -72,6 +75,7 @@ def free_slots(
                         queue_name=queue.queue_name,
                     ),
                     count=PREVIEW_MOST,
+                    after=after,
                 )
             ),
         )

@@ -101,6 +101,22 @@ async def test_set_queue_answers_the_next_free_slots_in_utc(queues: Queues) -> N
     assert [q.name for q in await queues.listed("org", "")] == ["default"]
 
 
+async def test_a_preview_from_a_later_week_lists_that_weeks_free_slots(queues: Queues) -> None:
+    """The app's calendar asks from a week's start: weeks beyond the next 50 free slots show."""
+    await _ready(queues)
+    await queues.set("org", "sa_alice", "", "Europe/Berlin", SLOTS)
+    later = utc(2028, 1, 3)  # a Monday, 40 weeks (80 slots) ahead
+    assert await queues.preview("org", "sa_alice", "default", 3, after=later) == [
+        utc(2028, 1, 3, 8, 0),  # Monday 09:00 CET
+        utc(2028, 1, 9, 1, 30),  # Sunday 02:30 CET
+        utc(2028, 1, 10, 8, 0),
+    ]
+    # A time before the lead counts from now, as without it.
+    assert await queues.preview(
+        "org", "sa_alice", "default", 2, after=utc(2020, 1, 1)
+    ) == await queues.preview("org", "sa_alice", "default", 2)
+
+
 @pytest.mark.parametrize(
     ("account", "zone", "slots", "field"),
     [

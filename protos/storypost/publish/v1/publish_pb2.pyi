@@ -523,21 +523,29 @@ class PreviewQueueRequest(_message.Message):
 
     QUEUE_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
     count: _builtins.int
     """How many slots, 1 to 50."""
     @_builtins.property
     def queue(self) -> Global___QueueRef:
         """The queue."""
 
+    @_builtins.property
+    def after(self) -> _timestamp_pb2.Timestamp:
+        """Only the free slots from this instant on (the app's calendar shows a later week);
+        unset: from now. The public preview-queue procedure does not take it.
+        """
+
     def __init__(
         self,
         *,
         queue: Global___QueueRef | None = ...,
         count: _builtins.int = ...,
+        after: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["queue", b"queue"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "queue", b"queue"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "count", b"count", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
