@@ -139,13 +139,14 @@ class AccountServicer(account_pb2_grpc.AccountServiceServicer):
     async def ConsumeRateLimit(
         self, request: pb.ConsumeRateLimitRequest, context: Context
     ) -> pb.ConsumeRateLimitResponse:
-        decision = await self.rate_limiter.consume(request.organization_id)
+        decision = await self.rate_limiter.consume(request.organization_id, request.count)
         return pb.ConsumeRateLimitResponse(
             allowed=decision.allowed,
             limit=decision.limit,
             remaining=decision.remaining,
             retry_after_seconds=decision.retry_after_seconds,
             reset_seconds=decision.reset_seconds,
+            taken=decision.taken,
         )
 
     async def CreateUser(self, request: pb.CreateUserRequest, context: Context) -> pb.User:

@@ -10,7 +10,7 @@ from typing import Any
 import falcon
 from prometheus_client import CollectorRegistry
 
-from edge.auth import Authenticator, RateLimitGate
+from edge.auth import Authenticator
 from edge.backends import Backends
 from edge.catalog import Catalog
 from edge.config import EdgeSettings
@@ -18,6 +18,7 @@ from edge.errors import INTERNAL_ERROR, ApiError
 from edge.mcp import mcp_resource
 from edge.middleware import AccessLog, EdgeMetrics, RequestScopeApp
 from edge.procedures.base import Handler
+from edge.rate_limit import RateLimitGate
 from edge.resources import (
     CatalogResource,
     Liveness,

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import grpc
 from cachetools import TLRUCache
 
-from edge.errors import ApiError, unauthenticated, unavailable
+from edge.errors import unauthenticated, unavailable
 from storypost.account.v1 import account_pb2, account_pb2_grpc
 from storypost_runtime.component import component
 from storypost_runtime.logs import get_logger
@@ -246,38 +246,3 @@ def revocation_feed(authenticator: Authenticator) -> RevocationFeed | None:
     return RevocationFeed(
         accounts=authenticator.accounts, authenticator=authenticator, interval=seconds / 3
     )
-
-
-@component
-class RateLimitGate:
-    """Takes one request from the organization's shared bucket; 429 when it is empty."""
-
-    accounts: account_pb2_grpc.AccountServiceStub
-
-    def consume(self, organization_id: str) -> dict[str, str]:
-        """Returns the RateLimit-* headers for the answer, or raises the 429."""
-        try:
-            decision = self.accounts.ConsumeRateLimit(
-                account_pb2.ConsumeRateLimitRequest(organization_id=organization_id)
-            )
-        except grpc.RpcError:
-            raise unavailable() from None
-        headers = {
-            "RateLimit-Limit": str(decision.limit),
-            "RateLimit-Remaining": str(decision.remaining),
-            "RateLimit-Reset": str(decision.reset_seconds),
-        }
-        if not decision.allowed:
-            retry_after = str(max(1, decision.retry_after_seconds))
-            raise ApiError(
-                429,
-                f"rate limit exceeded: {decision.limit} requests per minute; retry after "
-                f"{retry_after} s",
-                headers={**headers, "Retry-After": retry_after},
-                body={
-                    "errorMessage": f"rate limit exceeded: {decision.limit} requests per minute;"
-                    f" retry after {retry_after} s",
-                    "errorCode": "RATE_LIMITED",
-                },
-            )
-        return headers

@@ -36,6 +36,8 @@ def read_json_object(req: falcon.Request, max_bytes: int) -> dict[str, Any]:
     raw = req.bounded_stream.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise ApiError(413, f"request body too large: at most {max_bytes} bytes")
+    if raw == b"{}":  # no input, the commonest body: nothing to parse
+        return {}
     if not raw.strip():
         raise ApiError(400, "request body must be a JSON object; send {} for no input")
     try:

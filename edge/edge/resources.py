@@ -10,12 +10,13 @@ from typing import Any
 import falcon
 import grpc
 
-from edge.auth import Authenticator, Caller, RateLimitGate
+from edge.auth import Authenticator, Caller
 from edge.body import read_json_object
 from edge.catalog import Catalog, Procedure
 from edge.config import EdgeSettings
 from edge.errors import ApiError, api_error_from_rpc
 from edge.procedures.base import CallContext, Handler
+from edge.rate_limit import RateLimitGate
 from edge.validation import validate_params, validation_body
 from storypost_runtime.component import component
 

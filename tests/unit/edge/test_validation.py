@@ -352,3 +352,16 @@ def test_validators_are_built_once_per_procedure() -> None:
     first = validation._validator(STORY)
     validate_params(STORY, story())
     assert validation._validator(STORY) is first
+
+
+def test_an_empty_body_is_answered_from_its_first_answer_and_each_caller_gets_its_own() -> None:
+    assert validate_params(by_name("generate-uuid"), {}) is None
+    first = validate_params(STORY, {})
+    assert first is not None
+    assert first["storyPostUuid"] == ["required key missing"]
+    first["storyPostUuid"].append("changed by a caller")
+    first.clear()
+    again = validate_params(STORY, {})
+    assert again is not None
+    assert again["storyPostUuid"] == ["required key missing"]
+    assert again == validation._explain_all(STORY, {})

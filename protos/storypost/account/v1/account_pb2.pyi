@@ -1850,16 +1850,22 @@ class ConsumeRateLimitRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     ORGANIZATION_ID_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
     organization_id: _builtins.str
     """The organization whose bucket to take from."""
+    count: _builtins.int
+    """Requests to take at once (0: one). The edge takes a few ahead for a busy organization
+    and admits them itself (docs/edge.md "Rate limit"); all or none are taken.
+    """
     def __init__(
         self,
         *,
         organization_id: _builtins.str = ...,
+        count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["organization_id", b"organization_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "organization_id", b"organization_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1876,6 +1882,7 @@ class ConsumeRateLimitResponse(_message.Message):
     REMAINING_FIELD_NUMBER: _builtins.int
     RETRY_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     RESET_SECONDS_FIELD_NUMBER: _builtins.int
+    TAKEN_FIELD_NUMBER: _builtins.int
     allowed: _builtins.bool
     """Whether the request may proceed."""
     limit: _builtins.int
@@ -1886,6 +1893,10 @@ class ConsumeRateLimitResponse(_message.Message):
     """When not allowed: whole seconds until one request is available again (at least 1)."""
     reset_seconds: _builtins.int
     """Whole seconds until the bucket is full again."""
+    taken: _builtins.int
+    """Requests taken when allowed: the request's count (0 from an account-svc that predates
+    count, which took one).
+    """
     def __init__(
         self,
         *,
@@ -1894,10 +1905,11 @@ class ConsumeRateLimitResponse(_message.Message):
         remaining: _builtins.int = ...,
         retry_after_seconds: _builtins.int = ...,
         reset_seconds: _builtins.int = ...,
+        taken: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed", b"allowed", "limit", b"limit", "remaining", b"remaining", "reset_seconds", b"reset_seconds", "retry_after_seconds", b"retry_after_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed", b"allowed", "limit", b"limit", "remaining", b"remaining", "reset_seconds", b"reset_seconds", "retry_after_seconds", b"retry_after_seconds", "taken", b"taken"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
