@@ -105,8 +105,17 @@ async def measure(
         sent[event.data["storyPostUuid"]] = time.perf_counter() + offset
         await publish(js, event)
 
+    # Checked at every receipt: reads only the receipts that are new since the last check
+    # (re-reading them all made the receiver itself the bottleneck once publishing ended).
+    waiting = set(sent)
+    seen = 0
+
     def arrived(got: list[Received]) -> bool:
-        return set(sent) <= {r.json["storyPostUuid"] for r in got}
+        nonlocal seen
+        for received in got[seen:]:
+            waiting.discard(received.json["storyPostUuid"])
+        seen = len(got)
+        return not waiting
 
     with contextlib.suppress(TimeoutError):
         await receiver.wait_for(PATH, arrived, timeout=60)

@@ -9,13 +9,13 @@ runs out. Finished deliveries have no `dueAt`, so the due scan never reads them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pymongo import DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
@@ -234,6 +234,48 @@ class DeliveryStore:
         )
         return None if doc is None else Delivery.from_doc(doc)
 
+    async def claim_batch(
+        self,
+        now: datetime,
+        lease_until: datetime,
+        lease_id: str,
+        *,
+        room: Callable[[str], int],
+        limit: int,
+        skip_webhooks: Sequence[str] = (),
+    ) -> list[Delivery]:
+        """Takes up to `limit` due deliveries under one lease, at most `room(webhook_id)` of
+        each URL: a read of candidates, one update that claims them, a read of what it claimed.
+        The update matches only records still due, so a record another replica claimed or
+        finished meanwhile stays with it: each record has at most one live lease, as with
+        `claim_due`, in three round trips for the batch rather than one per delivery."""
+        query: Document = {"dueAt": {"$lte": now}, "status": Status.PENDING.value}
+        wanted = dict(query)
+        if skip_webhooks:
+            wanted["webhookId"] = {"$nin": list(skip_webhooks)}
+        candidates = (
+            self.collection.find(wanted, {"_id": 1, "webhookId": 1})
+            .sort("dueAt", ASCENDING)
+            .limit(limit)
+        )
+        left: dict[str, int] = {}
+        picked: list[str] = []
+        async for doc in candidates:
+            webhook_id = doc["webhookId"]
+            if webhook_id not in left:
+                left[webhook_id] = room(webhook_id)
+            if left[webhook_id] > 0:
+                left[webhook_id] -= 1
+                picked.append(doc["_id"])
+        if not picked:
+            return []
+        await self.collection.update_many(
+            {"_id": {"$in": picked}, **query},
+            {"$set": {"dueAt": lease_until, "leaseId": lease_id}},
+        )
+        claimed = self.collection.find({"_id": {"$in": picked}, "leaseId": lease_id})
+        return [Delivery.from_doc(doc) async for doc in claimed]
+
     async def release(self, delivery_id: str, lease_id: str, due: datetime) -> None:
         """Gives a claim back unattempted (no capacity after all)."""
         await self.collection.update_one(
@@ -247,6 +289,20 @@ class DeliveryStore:
             {"_id": delivery_id, "leaseId": lease_id}, change.update()
         )
         return result.matched_count == 1
+
+    async def finish_many(self, changes: Sequence[tuple[str, str, Outcome]]) -> int:
+        """`finish` for many (delivery id, lease id, outcome) in one bulk write; how many
+        found their lease (the others were lost meanwhile and write nothing)."""
+        if not changes:
+            return 0
+        result = await self.collection.bulk_write(
+            [
+                UpdateOne({"_id": delivery_id, "leaseId": lease_id}, change.update())
+                for delivery_id, lease_id, change in changes
+            ],
+            ordered=False,
+        )
+        return result.matched_count
 
     async def get(self, organization_id: str, delivery_id: str) -> Delivery:
         doc = await self.collection.find_one(

@@ -32,6 +32,7 @@ from webhook_svc.deliveries import (
 from webhook_svc.event_types import STORY, sample_payload
 from webhook_svc.lanes import Lanes
 from webhook_svc.metrics import WebhookMetrics, attempt_outcome
+from webhook_svc.records_writer import OutcomeWriter
 from webhook_svc.sender import Sender
 from webhook_svc.webhooks import Webhook, Webhooks
 
@@ -54,7 +55,10 @@ class Dispatcher:
     lease_seconds: float
     poll_seconds: float
     test_wait_seconds: float = 3.5
+    # Due deliveries claimed in one round trip at most.
+    claim_batch: int = 64
     _lease: timedelta = field(init=False)
+    _outcomes: OutcomeWriter = field(init=False)
     _wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
     # True while due deliveries may be waiting for room (checked when an attempt ends).
     _backlog: bool = field(init=False, default=True)
@@ -62,6 +66,7 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         self._lease = timedelta(seconds=self.lease_seconds)
+        self._outcomes = OutcomeWriter(self.store)
 
     # --- new deliveries (the consumer's fast path) ---
 
@@ -112,38 +117,66 @@ class Dispatcher:
             await self.close()
 
     async def _claim_round(self) -> int:
-        claimed = 0
-        while self.lanes.has_room:
-            now = self.clock.now()
-            lease_id = uuid.uuid4().hex
-            delivery = await self.store.claim_due(
-                now, now + self._lease, lease_id, self.lanes.full_lanes()
-            )
-            if delivery is None:
-                self._backlog = False
-                break
+        """Claims a batch of due deliveries (up to the lanes' room, `claim_batch` at once) and
+        starts their attempts; each URL's webhook is read once per batch. Answers how many
+        when more may be claimable at once, else 0: then the next batch is claimed when an
+        attempt frees a slot (while a backlog is noted) or at the next poll."""
+        if not self.lanes.has_room:
+            return 0
+        now = self.clock.now()
+        lease_id = uuid.uuid4().hex
+        limit = min(self.lanes.free, self.claim_batch)
+        batch = await self.store.claim_batch(
+            now,
+            now + self._lease,
+            lease_id,
+            room=self.lanes.room,
+            limit=limit,
+            skip_webhooks=self.lanes.full_lanes(),
+        )
+        if not batch:
+            self._backlog = False
+            return 0
+        webhooks = await self._webhooks_of(batch)
+        for delivery in batch:
             if not self.lanes.try_take(delivery.webhook_id):
-                # A first attempt took the last slot meanwhile: hand it back, due now.
+                # A first attempt took the slot meanwhile: hand it back, due now.
                 await self.store.release(delivery.delivery_id, lease_id, now)
-                break
-            self._spawn(self._attempt_claimed(delivery, lease_id, None))
-            claimed += 1
-        return claimed
+                continue
+            webhook = webhooks.get(delivery.webhook_id)
+            self._spawn(self._attempt_claimed(delivery, lease_id, webhook, looked_up=True))
+        # A short batch was held back by its lanes' room, perhaps: more may be due there.
+        # Claiming again now would skip those lanes and take the backlog for empty.
+        self._backlog = True
+        return len(batch) if len(batch) == limit else 0
+
+    async def _webhooks_of(self, batch: list[Delivery]) -> dict[str, Webhook | None]:
+        ids = {delivery.webhook_id for delivery in batch}
+        found = await asyncio.gather(*(self.webhooks.by_id(webhook_id) for webhook_id in ids))
+        return dict(zip(ids, found, strict=True))
 
     async def _attempt_claimed(
-        self, delivery: Delivery, lease_id: str, webhook: Webhook | None
+        self,
+        delivery: Delivery,
+        lease_id: str,
+        webhook: Webhook | None,
+        *,
+        looked_up: bool = False,
     ) -> None:
         """One attempt of a claimed delivery; the outcome is written under the lease. A retry
         (its own task, no span current) runs in the trace of the event's consumption when the
         record names one; a redelivery asked for by a call stays in that call's trace."""
         current = trace.get_current_span().get_span_context().is_valid
         with in_stored_trace(None if current else delivery.traceparent):
-            await self._attempt(delivery, lease_id, webhook)
+            await self._attempt(delivery, lease_id, webhook, looked_up=looked_up)
 
-    async def _attempt(self, delivery: Delivery, lease_id: str, webhook: Webhook | None) -> None:
-        """The attempt itself; a failure is logged and left to the lease running out."""
+    async def _attempt(
+        self, delivery: Delivery, lease_id: str, webhook: Webhook | None, *, looked_up: bool
+    ) -> None:
+        """The attempt itself (`looked_up`: `webhook` was read already, None when it was
+        removed); a failure is logged and left to the lease running out."""
         try:
-            if webhook is None:
+            if webhook is None and not looked_up:
                 webhook = await self.webhooks.by_id(delivery.webhook_id)
             if webhook is None or webhook.organization_id != delivery.organization_id:
                 change = self._removed()
@@ -166,8 +199,7 @@ class Dispatcher:
                     schedule=self.schedule,
                     now=self.clock.now(),
                 )
-            if not await self.store.finish(delivery.delivery_id, lease_id, change):
-                log.warning("delivery lease was lost", delivery_id=delivery.delivery_id)
+            await self._outcomes.finish(delivery.delivery_id, lease_id, change)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -233,7 +265,8 @@ class Dispatcher:
 
     def _release(self, webhook_id: str) -> None:
         self.lanes.release(webhook_id)
-        if self._backlog:
+        # Only a slot that came free helps (one handed to a waiting first attempt does not).
+        if self._backlog and self.lanes.room(webhook_id) > 0:
             self._wake.set()
 
     def _observe(self, result: AttemptResult, *, first: bool, occurred_at: datetime) -> None:

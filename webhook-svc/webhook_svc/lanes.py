@@ -36,6 +36,16 @@ class Lanes:
     def running(self) -> int:
         return self._count
 
+    @property
+    def free(self) -> int:
+        return max(0, self.total - self._count)
+
+    def room(self, lane: str) -> int:
+        """Attempts the lane could start now (none while others wait for it)."""
+        if self._waiters.get(lane):
+            return 0
+        return max(0, min(self.per_lane - self._running[lane], self.total - self._count))
+
     def full_lanes(self) -> list[str]:
         return [lane for lane, count in self._running.items() if count >= self.per_lane]
 

@@ -174,6 +174,42 @@ async def test_a_redelivered_event_makes_no_second_delivery(service: Service) ->
     assert len(await service.store.list("org", 10)) == 1
 
 
+async def test_one_batch_with_an_event_twice_makes_one_delivery(service: Service) -> None:
+    await service.webhooks.add("org", service.receiver.url("/dup"), [], "")
+    event = story_event("org")
+    # Handed out twice before either was acknowledged, fetched in the same batch.
+    twice = [service.bus.put(event), service.bus.put(event)]
+    for message in twice:
+        assert await settled(message) == ["ack"]
+    [record] = await service.store.list("org", 10)
+    assert record.delivery_id == delivery_uuid(event.id, record.webhook_id)
+    assert {r.delivery for r in service.receiver.received("/dup")} == {record.delivery_id}
+
+
+async def test_a_crash_between_storing_and_acknowledging_a_batch_duplicates_nothing(
+    service: Service,
+) -> None:
+    await service.webhooks.add("org", service.receiver.url("/crash"), [], "")
+    events = [story_event("org") for _ in range(5)]
+
+    async def crash() -> None:
+        raise ConnectionError("the replica died before its ack reached the bus")
+
+    first = [service.bus.put(event) for event in events]
+    for message in first:
+        message.on_ack = crash
+    async with asyncio.timeout(10):
+        while len(await service.store.list("org", 10)) < 5:
+            await asyncio.sleep(0.02)
+    await service.receiver.wait_count("/crash", 5)
+    # The bus hands the whole batch out again: found stored, acknowledged, not sent again.
+    again = [service.bus.put(event, delivered=2) for event in events]
+    for message in again:
+        assert await settled(message) == ["ack"]
+    assert len(await service.store.list("org", 10)) == 5
+    assert len(service.receiver.received("/crash")) == 5
+
+
 async def test_unreadable_and_unsubscribed_events(service: Service) -> None:
     assert await settled(service.bus.put(b"{not json")) == ["term"]
     assert await settled(service.bus.put(story_event("nobody-here"))) == ["ack"]

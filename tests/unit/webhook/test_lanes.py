@@ -44,3 +44,21 @@ async def test_waiting_is_short_and_only_for_a_busy_lane() -> None:
     assert not await lanes.enter("a")  # waited 50 ms, then gave up
     lanes.release("a")
     assert lanes.running == 0 and await lanes.enter("b")
+
+
+async def test_room_is_what_a_lane_could_start_now() -> None:
+    lanes = Lanes(total=5, per_lane=3, queue_per_lane=2, max_wait=5)
+    assert lanes.room("a") == 3 and lanes.free == 5
+    assert lanes.try_take("a") and lanes.try_take("b") and lanes.try_take("b")
+    assert lanes.room("a") == 2 and lanes.room("b") == 1 and lanes.free == 2
+    assert lanes.try_take("c") and lanes.try_take("c")
+    assert lanes.room("a") == 0 and lanes.free == 0  # the replica is full
+    lanes.release("c")
+    assert lanes.try_take("b") and lanes.room("b") == 0
+    # Someone waits for lane b: whatever frees there is theirs, not the scheduler's.
+    waiter = asyncio.create_task(lanes.enter("b"))
+    await asyncio.sleep(0)
+    lanes.release("c")
+    assert lanes.room("b") == 0 and lanes.room("a") == 1
+    lanes.release("b")
+    assert await waiter

@@ -15,6 +15,7 @@ from storypost_runtime.mongo import Document
 from webhook_svc.deliveries import DeliveryStore, NewDelivery, Outcome, Status, delivery_uuid
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.records import WebhookCollections
+from webhook_svc.records_writer import OutcomeWriter, RecordWriter
 from webhook_svc.targets import AddressPolicy
 from webhook_svc.webhooks import Webhooks
 
@@ -194,6 +195,88 @@ async def test_a_due_delivery_is_claimed_once_and_a_lost_lease_writes_nothing(
     assert await store.finish(taken.delivery_id, "l2", done)
     stored = await store.get("org", taken.delivery_id)
     assert stored.status is Status.SUCCEEDED and stored.due_at is None
+
+
+async def test_due_deliveries_are_claimed_in_batches_within_each_urls_room(
+    records: WebhookCollections,
+) -> None:
+    store = DeliveryStore(records.deliveries, timedelta(days=30))
+    hooks = {"w1": 5, "w2": 3, "w3": 2}
+    docs = [
+        new_delivery(f"{webhook}-e{n}", webhook=webhook).document(NOW, store.retention)
+        for webhook, count in hooks.items()
+        for n in range(count)
+    ]
+    await store.insert_new(docs)
+    lease = NOW + timedelta(seconds=30)
+    room = {"w1": 2, "w2": 5}.get
+    first = await store.claim_batch(
+        NOW, lease, "one", room=lambda w: room(w, 0), limit=10, skip_webhooks=["w3"]
+    )
+    assert sorted(d.webhook_id for d in first) == ["w1", "w1", "w2", "w2", "w2"]
+    assert all(d.lease_id == "one" and d.due_at == lease for d in first)
+    # Replicas claiming at once split the rest: every record goes to exactly one of them.
+    claims = await asyncio.gather(
+        *(store.claim_batch(NOW, lease, f"r{n}", room=lambda w: 10, limit=10) for n in range(4))
+    )
+    rest = [d.delivery_id for claim in claims for d in claim]
+    assert len(rest) == len(set(rest)) == 5
+    assert not {d.delivery_id for d in first} & set(rest)
+    assert await store.claim_batch(NOW, lease, "late", room=lambda w: 10, limit=10) == []
+    # Outcomes are written in one go, only where the lease still holds.
+    done = Outcome({"status": Status.SUCCEEDED.value}, ("dueAt", "leaseId"))
+    changes = [(d.delivery_id, "one", done) for d in first]
+    assert await store.finish_many([*changes, (rest[0], "one", done)]) == 5
+    assert await records.deliveries.count_documents({"status": "succeeded"}) == 5
+    assert await records.deliveries.count_documents({"leaseId": {"$ne": None}}) == 5
+
+
+async def test_the_writer_stores_one_record_per_event_and_url_within_a_batch(
+    records: WebhookCollections,
+) -> None:
+    store = DeliveryStore(records.deliveries, timedelta(days=30))
+    writer = RecordWriter(store)
+    task = asyncio.create_task(writer.run())
+    try:
+        await writer.store([new_delivery("e0").document(NOW, store.retention)])
+        # One batch: the same event twice (handed out twice at once), one stored already.
+        await asyncio.gather(
+            *(
+                writer.store([new_delivery(e).document(NOW, store.retention)])
+                for e in ("e1", "e1", "e0", "e2")
+            )
+        )
+    finally:
+        task.cancel()
+    stored = [d["eventId"] async for d in records.deliveries.find({})]
+    assert sorted(stored) == ["e0", "e1", "e2"]
+
+
+async def test_outcomes_that_end_together_share_a_write_and_a_failed_write_fails_its_callers() -> (
+    None
+):
+    class Store:
+        def __init__(self) -> None:
+            self.writes: list[int] = []
+            self.fail = False
+
+        async def finish_many(self, changes: list[object]) -> int:
+            await asyncio.sleep(0.01)
+            if self.fail:
+                raise ConnectionError("database down")
+            self.writes.append(len(changes))
+            return len(changes)
+
+    store = Store()
+    writer = OutcomeWriter(store, max_batch=3)  # type: ignore[arg-type]
+    done = Outcome({"status": Status.SUCCEEDED.value}, ("dueAt", "leaseId"))
+    await asyncio.gather(*(writer.finish(f"d{n}", "l", done) for n in range(7)))
+    assert store.writes == [1, 3, 3]  # the first alone, the others gathered while it ran
+    store.fail = True
+    results = await asyncio.gather(
+        *(writer.finish(f"d{n}", "l", done) for n in range(2)), return_exceptions=True
+    )
+    assert all(isinstance(r, ConnectionError) for r in results)
 
 
 async def test_redelivery_restarts_the_schedule_but_never_during_an_attempt(
