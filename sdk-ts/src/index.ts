@@ -1,24 +1,8 @@
 // The storypost TypeScript SDK: `new StorypostClient(baseUrl, token)` and its typed methods.
 
 export { StorypostClient, type ClientOptions } from "./client.js";
-export {
-  ApiConnectionError,
-  ApiError,
-  ApiTimeoutError,
-  AuthenticationError,
-  BadRequestError,
-  NotFoundError,
-  PayloadTooLargeError,
-  RateLimitedError,
-  ServerError,
-  StorypostError,
-  UnavailableError,
-  UploadError,
-  WaitTimeoutError,
-  errorForStatus,
-  parseRetryAfter,
-  type ApiErrorInit,
-} from "./errors.js";
+// Every error class, `errorForStatus` and `parseRetryAfter` (errors.ts exports nothing else).
+export * from "./errors.js";
 export * from "./generated/methods.js";
 export { CATALOG_VERSION, PROCEDURES, type ProcedureName } from "./generated/procedures.js";
 export type * from "./generated/types.js";

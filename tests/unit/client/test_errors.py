@@ -7,16 +7,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from storypost_client import (
-    AuthenticationError,
-    BadRequestError,
-    NotFoundError,
-    PayloadTooLargeError,
-    RateLimitedError,
-    ServerError,
-    StorypostClient,
-    UnavailableError,
-)
+# The package's public names, as a caller reaches them.
+import storypost_client as sp
 from storypost_client.errors import error_for_status, parse_retry_after
 from storypost_client.transport import body_of, iso_date
 
@@ -24,18 +16,18 @@ from storypost_client.transport import body_of, iso_date
 @pytest.mark.parametrize(
     ("status", "error_type"),
     [
-        (400, BadRequestError),
-        (401, AuthenticationError),
-        (404, NotFoundError),
-        (405, BadRequestError),
-        (413, PayloadTooLargeError),
-        (429, RateLimitedError),
-        (500, ServerError),
-        (501, ServerError),
-        (502, UnavailableError),
-        (503, UnavailableError),
-        (504, UnavailableError),
-        (507, ServerError),
+        (400, sp.BadRequestError),
+        (401, sp.AuthenticationError),
+        (404, sp.NotFoundError),
+        (405, sp.BadRequestError),
+        (413, sp.PayloadTooLargeError),
+        (429, sp.RateLimitedError),
+        (500, sp.ServerError),
+        (501, sp.ServerError),
+        (502, sp.UnavailableError),
+        (503, sp.UnavailableError),
+        (504, sp.UnavailableError),
+        (507, sp.ServerError),
     ],
 )
 def test_each_status_has_its_error(status: int, error_type: type) -> None:
@@ -54,7 +46,7 @@ def test_retry_after_in_seconds_or_as_a_date() -> None:
 
 
 def test_error_fields_come_from_the_body_and_headers() -> None:
-    error = RateLimitedError(
+    error = sp.RateLimitedError(
         procedure="generate-uuid",
         status=429,
         body={"errorMessage": "rate limit exceeded", "errorCode": "RATE_LIMITED"},
@@ -63,7 +55,7 @@ def test_error_fields_come_from_the_body_and_headers() -> None:
     assert (error.error_message, error.error_code) == ("rate limit exceeded", "RATE_LIMITED")
     assert (error.retry_after, error.request_id) == (3.0, "req-1")
     assert str(error) == "generate-uuid: rate limit exceeded (HTTP 429)"
-    bare = ServerError(procedure="x", status=500, body={})
+    bare = sp.ServerError(procedure="x", status=500, body={})
     assert bare.error_message == "HTTP 500" and bare.error_code is None
 
 
@@ -83,10 +75,10 @@ def test_none_means_not_given() -> None:
 
 
 def test_the_token_stays_out_of_reprs() -> None:
-    with StorypostClient("http://api.test/o/1/api/v1", "sp_secret-token") as client:
+    with sp.StorypostClient("http://api.test/o/1/api/v1", "sp_secret-token") as client:
         assert "sp_secret-token" not in repr(client._endpoint)
         assert client.base_url == "http://api.test/o/1/api/v1"
     with pytest.raises(ValueError, match="base_url"):
-        StorypostClient("api.test/o/1/api/v1", "t")
+        sp.StorypostClient("api.test/o/1/api/v1", "t")
     with pytest.raises(ValueError, match="token"):
-        StorypostClient("http://api.test/o/1/api/v1", "")
+        sp.StorypostClient("http://api.test/o/1/api/v1", "")
