@@ -307,8 +307,9 @@ class AccountServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ConsumeRateLimit(self, request, context):
-        """Takes one request from the organization's token bucket (shared by every edge replica).
-        Always answers OK; `allowed` says whether the request may proceed.
+        """Takes one request (or `count` of them, all or none) from the organization's token bucket
+        (shared by every edge replica). Always answers OK; `allowed` says whether they may
+        proceed, `taken` how many were taken.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

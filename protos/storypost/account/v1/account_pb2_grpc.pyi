@@ -70,8 +70,9 @@ class AccountServiceStub:
     token is unknown, revoked or malformed.
     """
     ConsumeRateLimit: _grpc.UnaryUnaryMultiCallable[_account_pb2.ConsumeRateLimitRequest, _account_pb2.ConsumeRateLimitResponse]
-    """Takes one request from the organization's token bucket (shared by every edge replica).
-    Always answers OK; `allowed` says whether the request may proceed.
+    """Takes one request (or `count` of them, all or none) from the organization's token bucket
+    (shared by every edge replica). Always answers OK; `allowed` says whether they may
+    proceed, `taken` how many were taken.
     """
     CreateUser: _grpc.UnaryUnaryMultiCallable[_account_pb2.CreateUserRequest, _account_pb2.User]
     """Creates a workspace user with an argon2id password hash. ALREADY_EXISTS when the email
@@ -259,8 +260,9 @@ class AccountServiceAsyncStub(AccountServiceStub):
     token is unknown, revoked or malformed.
     """
     ConsumeRateLimit: _aio.UnaryUnaryMultiCallable[_account_pb2.ConsumeRateLimitRequest, _account_pb2.ConsumeRateLimitResponse]  # type: ignore[assignment]
-    """Takes one request from the organization's token bucket (shared by every edge replica).
-    Always answers OK; `allowed` says whether the request may proceed.
+    """Takes one request (or `count` of them, all or none) from the organization's token bucket
+    (shared by every edge replica). Always answers OK; `allowed` says whether they may
+    proceed, `taken` how many were taken.
     """
     CreateUser: _aio.UnaryUnaryMultiCallable[_account_pb2.CreateUserRequest, _account_pb2.User]  # type: ignore[assignment]
     """Creates a workspace user with an argon2id password hash. ALREADY_EXISTS when the email
@@ -493,8 +495,9 @@ class AccountServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _account_pb2.ConsumeRateLimitRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_account_pb2.ConsumeRateLimitResponse, _abc.Awaitable[_account_pb2.ConsumeRateLimitResponse]]:
-        """Takes one request from the organization's token bucket (shared by every edge replica).
-        Always answers OK; `allowed` says whether the request may proceed.
+        """Takes one request (or `count` of them, all or none) from the organization's token bucket
+        (shared by every edge replica). Always answers OK; `allowed` says whether they may
+        proceed, `taken` how many were taken.
         """
 
     @_abc_1.abstractmethod
