@@ -17,10 +17,12 @@ from storypost_cli.embedded_mongo.indexes import (
     answer_field_probes_from_indexes,
     index_ids_of_every_collection,
     index_name,
+    index_ttl_entries_by_document,
 )
 from storypost_cli.embedded_mongo.patches import PATCHES, Patch, apply_patches
 from storypost_cli.embedded_mongo.reads import (
     finish_one_document_reads_under_the_lock,
+    look_up_sets_of_strings_by_index,
     match_scalars_without_array_branches,
     read_on_the_engine_connection,
     read_one_document_when_an_id_is_required,
@@ -33,6 +35,7 @@ from storypost_cli.embedded_mongo.version import (
     check_mongoeco_version,
 )
 from storypost_cli.embedded_mongo.writes import (
+    commit_insert_commands_in_one_transaction,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
     use_sql_prefilter_for_compound_unique_indexes,
@@ -49,9 +52,12 @@ __all__ = [
     "apply_patches",
     "check_mongoeco_version",
     "coalesce_change_dispatch",
+    "commit_insert_commands_in_one_transaction",
     "finish_one_document_reads_under_the_lock",
     "index_ids_of_every_collection",
     "index_name",
+    "index_ttl_entries_by_document",
+    "look_up_sets_of_strings_by_index",
     "main",
     "match_scalars_without_array_branches",
     "read_on_the_engine_connection",

@@ -347,3 +347,34 @@ def answer_field_probes_from_indexes() -> None:
         return tagged_type
 
     replace_once(SQLiteEngine, "_field_contains_tagged_value_type_in_collection", wrap)
+
+
+def index_ttl_entries_by_document() -> None:
+    """Gives mongoeco's TTL entries the SQLite index that its per-document deletes need.
+
+    mongoeco 4.11 keeps one row per document and TTL index in `ttl_index_entries` (primary
+    key: collection, index name, document). Each insert and each update of a document in a
+    collection with a TTL index first deletes that document's rows by collection and document
+    alone, which neither the primary key nor the expiry index serves: SQLite read every TTL
+    row of the collection, twice per document (measured: an insert of webhook delivery
+    records, which expire, cost 0.2 ms more per record for each 1,000 records stored; 2 ms
+    at 10,000). One index on (collection, document), created when the engine opens its file,
+    serves those deletes; what they delete stays the same.
+    """
+    from mongoeco.engines.sqlite import SQLiteEngine
+
+    def wrap(original: Any) -> Callable[[Any], None]:
+        def connect(self: Any) -> None:
+            original(self)
+            with self._lock:
+                conn = self._require_connection()
+                conn.execute(
+                    'CREATE INDEX IF NOT EXISTS "storypost_ttl_storage" '
+                    "ON ttl_index_entries(collection_id, storage_key)"
+                )
+                if not conn.in_transaction:
+                    conn.commit()
+
+        return connect
+
+    replace_once(SQLiteEngine, "_connect_sync", wrap)

@@ -1,5 +1,5 @@
 """Every patch of mongoeco the embedded server applies, in order, each with what it fixes and
-the tests that fail without it (tests/unit/cli/test_embedded_mongo.py; tests/unit/cli/
+the tests that fail without it (tests/unit/cli/test_embedded_mongo*.py; tests/unit/cli/
 test_mongoeco_patches.py checks that the table and the tests agree)."""
 
 from __future__ import annotations
@@ -17,15 +17,18 @@ from storypost_cli.embedded_mongo.indexes import (
     add_sqlite_indexes_for_mongo_indexes,
     answer_field_probes_from_indexes,
     index_ids_of_every_collection,
+    index_ttl_entries_by_document,
 )
 from storypost_cli.embedded_mongo.reads import (
     finish_one_document_reads_under_the_lock,
+    look_up_sets_of_strings_by_index,
     match_scalars_without_array_branches,
     read_on_the_engine_connection,
     read_one_document_when_an_id_is_required,
     skip_decimal_scans_without_decimals,
 )
 from storypost_cli.embedded_mongo.writes import (
+    commit_insert_commands_in_one_transaction,
     skip_full_scan_for_plain_ids,
     use_id_lookup_for_guarded_writes,
     use_sql_prefilter_for_compound_unique_indexes,
@@ -40,7 +43,7 @@ Fixes = Literal["wrong result", "missing feature", "cost"]
 class Patch:
     apply: Callable[[], None] | Callable[[Path], None]
     fixes: Fixes
-    # Tests in tests/unit/cli/test_embedded_mongo.py that fail without the patch.
+    # Tests in tests/unit/cli/test_embedded_mongo*.py that fail without the patch.
     tests: tuple[str, ...]
     # Whether `apply` takes the SQLite file's path.
     takes_path: bool = False
@@ -115,6 +118,11 @@ PATCHES: tuple[Patch, ...] = (
         ("test_the_pollers_queries_read_only_the_rows_they_match_and_find_the_same",),
     ),
     Patch(
+        look_up_sets_of_strings_by_index,
+        "cost",
+        ("test_a_set_of_string_ids_is_looked_up_by_index_and_finds_the_same",),
+    ),
+    Patch(
         answer_field_probes_from_indexes,
         "cost",
         ("test_a_probe_index_is_committed_between_engine_operations_never_inside_one",),
@@ -138,6 +146,20 @@ PATCHES: tuple[Patch, ...] = (
         index_ids_of_every_collection,
         "cost",
         ("test_reads_by_id_with_more_conditions_use_the_id_index_and_find_the_same",),
+    ),
+    Patch(
+        index_ttl_entries_by_document,
+        "cost",
+        ("test_a_document_s_ttl_entries_are_replaced_through_an_index",),
+    ),
+    Patch(
+        commit_insert_commands_in_one_transaction,
+        "cost",
+        (
+            "test_an_insert_command_commits_once_and_reports_each_refused_document",
+            "test_an_ordered_insert_command_stops_at_its_first_refused_document",
+            "test_documents_left_unstored_by_a_failed_batch_are_reported_one_by_one",
+        ),
     ),
 )
 

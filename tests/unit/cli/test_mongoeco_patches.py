@@ -1,6 +1,6 @@
 """The table of mongoeco patches is the whole truth: every function that patches mongoeco is in
 it, each says what it fixes, and each names tests that exist (tests/unit/cli/
-test_embedded_mongo.py, where each test fails without its patch)."""
+test_embedded_mongo*.py, where each test fails without its patch)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import get_args
 from storypost_cli.embedded_mongo.patches import PATCHES, Fixes
 
 ROOMS = ("writes", "reads", "indexes", "changes")
-TESTS = Path(__file__).with_name("test_embedded_mongo.py")
+TESTS = sorted(Path(__file__).parent.glob("test_embedded_mongo*.py"))
 
 
 def patching_functions() -> set[str]:
@@ -36,14 +36,16 @@ def patching_functions() -> set[str]:
 
 
 def embedded_mongo_tests() -> set[str]:
-    """The names of the tests of test_embedded_mongo.py."""
-    tree = ast.parse(TESTS.read_text())
-    return {
+    """The names of the tests of test_embedded_mongo*.py."""
+    names = [
         node.name
-        for node in tree.body
+        for path in TESTS
+        for node in ast.parse(path.read_text()).body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and node.name.startswith("test_")
-    }
+    ]
+    assert len(names) == len(set(names)), "two tests of the patches share a name"
+    return set(names)
 
 
 def test_every_patch_is_in_the_table_once() -> None:
@@ -62,7 +64,7 @@ def test_each_patch_says_what_it_fixes_and_names_tests_that_exist() -> None:
 
 
 def test_every_test_of_the_patches_is_claimed_by_one() -> None:
-    """No test of test_embedded_mongo.py stands for a patch that is gone."""
+    """No test of test_embedded_mongo*.py stands for a patch that is gone."""
     tests = embedded_mongo_tests()
     claimed = {name for patch in PATCHES for name in patch.tests}
     assert tests <= claimed, tests - claimed
