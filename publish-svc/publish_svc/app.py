@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
 from contextlib import AsyncExitStack
@@ -43,12 +44,12 @@ from storypost.render.v1 import render_pb2_grpc
 from storypost_runtime.backlog import BacklogMetrics, BacklogSampler
 from storypost_runtime.clock import Clock, SystemClock
 from storypost_runtime.grpc_client import aio_channel
-from storypost_runtime.identity_probe import refuse_refused_identity
+from storypost_runtime.identity_probe import PROBE_SECONDS, refuse_refused_identity
 from storypost_runtime.migrations import check_at_start
 from storypost_runtime.mongo import Document, mongo_client
 from storypost_runtime.outbox import OutboxMetrics, OutboxRelay, start_outbox_relay
 from storypost_runtime.service import ServiceParts
-from storypost_runtime.service_auth import caller_signer
+from storypost_runtime.service_auth import TokenSigner, caller_signer
 from storypost_runtime.tasks import background
 
 SERVICE_NAME = publish_pb2.DESCRIPTOR.services_by_name["PublishService"].full_name
@@ -99,21 +100,41 @@ async def clients(settings: PublishSettings, stack: AsyncExitStack, clock: Clock
     http = await stack.enter_async_context(
         httpx.AsyncClient(timeout=settings.platform_timeout_seconds)
     )
-    accounts = account_pb2_grpc.AccountServiceStub(account_channel)
-    renderer = render_pb2_grpc.RenderServiceStub(render_channel)
-    # A replica whose key its dependencies refuse would claim due posts and hold each back
-    # with retries: it stops at start instead (CheckAccounts answers publish-svc only).
-    await refuse_refused_identity(
-        "account-svc", lambda: accounts.CheckAccounts(apb.CheckAccountsRequest())
-    )
-    await refuse_refused_identity(
-        "render-svc", lambda: renderer.GetRendering(rpb.GetRenderingRequest())
-    )
+    await check_identity(settings, signer)
     return Clients(
-        AccountsClient(accounts, clock),
-        RenderClient(renderer),
+        AccountsClient(account_pb2_grpc.AccountServiceStub(account_channel), clock),
+        RenderClient(render_pb2_grpc.RenderServiceStub(render_channel)),
         DriverRegistry(http, settings),
     )
+
+
+async def check_identity(settings: PublishSettings, signer: TokenSigner | None) -> None:
+    """A replica whose key its dependencies refuse would claim due posts and hold each back
+    with retries: it stops at start instead (CheckAccounts answers publish-svc only). On
+    channels of their own, which wait for a dependency still starting (up to the probe's
+    time): a probe that met one not listening yet must not leave the service's channels in
+    reconnect backoff, where their first calls fail at once (seen: the first schedule calls
+    UNAVAILABLE when publish-svc started beside render-svc)."""
+
+    async def account_svc() -> None:
+        async with aio_channel(
+            settings.account_addr, PROBE_SECONDS, signer, wait_for_ready=True
+        ) as channel:
+            stub = account_pb2_grpc.AccountServiceStub(channel)
+            await refuse_refused_identity(
+                "account-svc", lambda: stub.CheckAccounts(apb.CheckAccountsRequest())
+            )
+
+    async def render_svc() -> None:
+        async with aio_channel(
+            settings.render_addr, PROBE_SECONDS, signer, wait_for_ready=True
+        ) as channel:
+            stub = render_pb2_grpc.RenderServiceStub(channel)
+            await refuse_refused_identity(
+                "render-svc", lambda: stub.GetRendering(rpb.GetRenderingRequest())
+            )
+
+    await asyncio.gather(account_svc(), render_svc())
 
 
 def scheduling(
