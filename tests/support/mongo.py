@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -97,3 +98,25 @@ def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(SQLiteEngine, "_load_documents", counting)
     return scans
+
+
+def trace_sqlite_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every SQL statement of the SQLite connections opened from now on (the
+    embedded stand-in's engine among them) in the list it returns."""
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def tracing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", tracing)
+    return statements
+
+
+def plans_of(path: Path, statements: list[str], needle: str) -> list[str]:
+    """SQLite's query plan of each statement that reads documents and mentions `needle`."""
+    selects = [s for s in statements if s.lstrip().startswith("SELECT document") and needle in s]
+    with sqlite3.connect(path) as conn:
+        return [str(conn.execute("EXPLAIN QUERY PLAN " + s).fetchall()) for s in selects]

@@ -32,6 +32,17 @@ def index_ids_of_every_collection() -> None:
     those two expressions over the documents table serves every collection (created once,
     when the engine opens its file); the query and its answers stay the same.
     """
+    _create_on_open(
+        "index_ids_of_every_collection",
+        'CREATE INDEX IF NOT EXISTS "storypost_id" '
+        f"ON documents(db_name, coll_name, {_typed_value('$._id')})",
+    )
+
+
+def _create_on_open(patch: str, statement: str) -> None:
+    """Runs `statement` (a CREATE INDEX IF NOT EXISTS) each time mongoeco's SQLite engine
+    opens its file. `patch` names the patch: replace_once wraps `_connect_sync` once per
+    name, so each patch's statement runs once at every open."""
     from mongoeco.engines.sqlite import SQLiteEngine
 
     def wrap(original: Any) -> Callable[[Any], None]:
@@ -39,15 +50,13 @@ def index_ids_of_every_collection() -> None:
             original(self)
             with self._lock:
                 conn = self._require_connection()
-                conn.execute(
-                    'CREATE INDEX IF NOT EXISTS "storypost_id" '
-                    f"ON documents(db_name, coll_name, {_typed_value('$._id')})"
-                )
+                conn.execute(statement)
                 if not conn.in_transaction:
                     conn.commit()
 
         return connect
 
+    wrap.__qualname__ = f"{patch}.<locals>.wrap"
     replace_once(SQLiteEngine, "_connect_sync", wrap)
 
 
@@ -361,20 +370,8 @@ def index_ttl_entries_by_document() -> None:
     at 10,000). One index on (collection, document), created when the engine opens its file,
     serves those deletes; what they delete stays the same.
     """
-    from mongoeco.engines.sqlite import SQLiteEngine
-
-    def wrap(original: Any) -> Callable[[Any], None]:
-        def connect(self: Any) -> None:
-            original(self)
-            with self._lock:
-                conn = self._require_connection()
-                conn.execute(
-                    'CREATE INDEX IF NOT EXISTS "storypost_ttl_storage" '
-                    "ON ttl_index_entries(collection_id, storage_key)"
-                )
-                if not conn.in_transaction:
-                    conn.commit()
-
-        return connect
-
-    replace_once(SQLiteEngine, "_connect_sync", wrap)
+    _create_on_open(
+        "index_ttl_entries_by_document",
+        'CREATE INDEX IF NOT EXISTS "storypost_ttl_storage" '
+        "ON ttl_index_entries(collection_id, storage_key)",
+    )

@@ -41,7 +41,12 @@ from storypost_cli.embedded_mongo import (
     use_id_lookup_for_guarded_writes,
     use_sql_prefilter_for_compound_unique_indexes,
 )
-from tests.support.mongo import count_scans, memory_mongo_server
+from tests.support.mongo import (
+    count_scans,
+    memory_mongo_server,
+    plans_of,
+    trace_sqlite_statements,
+)
 
 
 @asynccontextmanager
@@ -340,15 +345,7 @@ async def indexed(
     skip_decimal_scans_without_decimals(path)
     add_sqlite_indexes_for_mongo_indexes()
     index_ids_of_every_collection()
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def tracing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn: sqlite3.Connection = connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", tracing)
+    statements = trace_sqlite_statements(monkeypatch)
     async with served(path) as mongo:
         yield mongo, path, statements
 
@@ -458,13 +455,6 @@ async def test_indexes_of_earlier_versions_over_every_collection_are_replaced(
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert legacy not in names
     assert index_name("ptx", "t", "posts", "$.uuid") in names
-
-
-def plans_of(path: Path, statements: list[str], needle: str) -> list[str]:
-    """SQLite's query plan of each statement that reads documents and mentions `needle`."""
-    selects = [s for s in statements if s.lstrip().startswith("SELECT document") and needle in s]
-    with sqlite3.connect(path) as conn:
-        return [str(conn.execute("EXPLAIN QUERY PLAN " + s).fetchall()) for s in selects]
 
 
 async def test_reads_by_id_with_more_conditions_use_the_id_index_and_find_the_same(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from storypost_cli.embedded_mongo import (
     look_up_sets_of_strings_by_index,
     match_scalars_without_array_branches,
 )
+from tests.support.mongo import plans_of, trace_sqlite_statements
 
 Client = AsyncMongoClient[dict[str, Any]]
 
@@ -32,15 +32,7 @@ async def traced(
     index_ids_of_every_collection()
     match_scalars_without_array_branches()
     look_up_sets_of_strings_by_index()
-    statements: list[str] = []
-    connect = sqlite3.connect
-
-    def tracing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn: sqlite3.Connection = connect(*args, **kwargs)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", tracing)
+    statements = trace_sqlite_statements(monkeypatch)
     server = AsyncMongoEcoProxyServer(engine=SQLiteEngine(str(path)), port=0)
     address = await server.start()
     mongo: Client = AsyncMongoClient(f"mongodb://127.0.0.1:{address.port}/?directConnection=true")
@@ -49,13 +41,6 @@ async def traced(
     finally:
         await mongo.close()
         await server.close()
-
-
-def plans_of(path: Path, statements: list[str], needle: str) -> list[str]:
-    """SQLite's query plan of each statement that reads documents and mentions `needle`."""
-    selects = [s for s in statements if s.lstrip().startswith("SELECT document") and needle in s]
-    with sqlite3.connect(path) as conn:
-        return [str(conn.execute("EXPLAIN QUERY PLAN " + s).fetchall()) for s in selects]
 
 
 async def test_a_set_of_string_ids_is_looked_up_by_index_and_finds_the_same(

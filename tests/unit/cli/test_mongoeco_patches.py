@@ -16,22 +16,32 @@ ROOMS = ("writes", "reads", "indexes", "changes")
 TESTS = sorted(Path(__file__).parent.glob("test_embedded_mongo*.py"))
 
 
+def _called(node: ast.FunctionDef) -> set[str]:
+    return {
+        call.func.id
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+    }
+
+
 def patching_functions() -> set[str]:
-    """Public functions of the patch rooms that replace a mongoeco function."""
+    """Public functions of the patch rooms that replace a mongoeco function (themselves, or
+    through a private helper of their room that does)."""
     found = set()
     for room in ROOMS:
         module = importlib.import_module(f"storypost_cli.embedded_mongo.{room}")
         tree = ast.parse(inspect.getsource(module))
-        for node in tree.body:
-            if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
-                continue
-            calls = {
-                call.func.id
-                for call in ast.walk(node)
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-            }
-            if "replace_once" in calls:
-                found.add(node.name)
+        functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+        replacing = {"replace_once"} | {
+            node.name
+            for node in functions
+            if node.name.startswith("_") and "replace_once" in _called(node)
+        }
+        found |= {
+            node.name
+            for node in functions
+            if not node.name.startswith("_") and _called(node) & replacing
+        }
     return found
 
 
