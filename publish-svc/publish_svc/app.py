@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import timedelta
@@ -116,25 +117,28 @@ async def check_identity(settings: PublishSettings, signer: TokenSigner | None) 
     reconnect backoff, where their first calls fail at once (seen: the first schedule calls
     UNAVAILABLE when publish-svc started beside render-svc)."""
 
-    async def account_svc() -> None:
-        async with aio_channel(
-            settings.account_addr, PROBE_SECONDS, signer, wait_for_ready=True
-        ) as channel:
-            stub = account_pb2_grpc.AccountServiceStub(channel)
-            await refuse_refused_identity(
-                "account-svc", lambda: stub.CheckAccounts(apb.CheckAccountsRequest())
-            )
+    async def probe(
+        dependency: str, address: str, call: Callable[[grpc.aio.Channel], Awaitable[object]]
+    ) -> None:
+        async with aio_channel(address, PROBE_SECONDS, signer, wait_for_ready=True) as channel:
+            await refuse_refused_identity(dependency, lambda: call(channel))
 
-    async def render_svc() -> None:
-        async with aio_channel(
-            settings.render_addr, PROBE_SECONDS, signer, wait_for_ready=True
-        ) as channel:
-            stub = render_pb2_grpc.RenderServiceStub(channel)
-            await refuse_refused_identity(
-                "render-svc", lambda: stub.GetRendering(rpb.GetRenderingRequest())
-            )
-
-    await asyncio.gather(account_svc(), render_svc())
+    await asyncio.gather(
+        probe(
+            "account-svc",
+            settings.account_addr,
+            lambda channel: account_pb2_grpc.AccountServiceStub(channel).CheckAccounts(
+                apb.CheckAccountsRequest()
+            ),
+        ),
+        probe(
+            "render-svc",
+            settings.render_addr,
+            lambda channel: render_pb2_grpc.RenderServiceStub(channel).GetRendering(
+                rpb.GetRenderingRequest()
+            ),
+        ),
+    )
 
 
 def scheduling(
