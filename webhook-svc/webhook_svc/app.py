@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from contextlib import AsyncExitStack
 from datetime import timedelta
 
+import aiohttp
 import grpc
-import httpx
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import CollectorRegistry
 
@@ -57,7 +56,7 @@ def dispatcher_of(
     settings: WebhookSettings,
     webhooks: Webhooks,
     store: DeliveryStore,
-    http: httpx.AsyncClient,
+    http: aiohttp.ClientSession,
     clock: Clock,
     metrics: WebhookMetrics,
 ) -> Dispatcher:
@@ -81,6 +80,10 @@ def dispatcher_of(
         metrics=metrics,
         lease_seconds=settings.webhook_lease_seconds,
         poll_seconds=settings.webhook_poll_seconds,
+        hold_limit=settings.webhook_hold_per_replica,
+        # A held delivery's attempt must end within its lease, with room for clocks that differ.
+        hold_seconds=(settings.webhook_lease_seconds - settings.webhook_attempt_timeout_seconds)
+        / 2,
     )
 
 
@@ -114,17 +117,15 @@ async def storage(settings: WebhookSettings, stack: AsyncExitStack) -> WebhookCo
 
 def delivery_client(
     settings: WebhookSettings, stack: AsyncExitStack, policy: AddressPolicy
-) -> httpx.AsyncClient:
+) -> aiohttp.ClientSession:
     """The HTTP client that sends deliveries, to addresses the policy allows only."""
-    # httpx logs every request at info: one line per attempt is the metrics' job.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
     http = http_client(
         policy,
         settings.webhook_ca_file,
         settings.webhook_concurrency,
         settings.webhook_attempt_timeout_seconds,
     )
-    stack.push_async_callback(http.aclose)
+    stack.push_async_callback(http.close)
     return http
 
 

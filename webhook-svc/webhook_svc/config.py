@@ -64,6 +64,11 @@ class WebhookSettings(GrpcServerSettings, MongoSettings, NatsSettings):
     # `webhook_queue_per_url` of them per URL); after that it waits in MongoDB instead.
     webhook_queue_wait_seconds: float = Field(default=2.0, ge=0, le=60)
     webhook_queue_per_url: int = Field(default=64, ge=0, le=10_000)
+    # Past that, a replica holds up to this many of them in memory for their URL's next free
+    # slot, in order (each record leased to it; given to the scheduler if no turn comes
+    # within half of what the lease leaves after an attempt's timeout); the rest wait for the
+    # scheduler's claim. 0: the scheduler takes every one.
+    webhook_hold_per_replica: int = Field(default=5_000, ge=0, le=100_000)
     # How often due retries are looked for when nothing woke the scheduler.
     webhook_poll_seconds: float = Field(default=0.5, gt=0, le=60)
     # The consumer keeps each organization's URLs this long; a URL added or removed through

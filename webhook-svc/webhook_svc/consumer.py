@@ -200,27 +200,28 @@ class EventConsumer:
             if traceparent:
                 todo = [(dataclasses.replace(n, traceparent=traceparent), w) for n, w in todo]
             docs = list(await asyncio.gather(*(self._first_attempt(n, w) for n, w in todo)))
-            due_now = any(doc.get("attempts") == 0 for doc in docs)
             try:
                 await self._store(message, docs)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
+            except BaseException as error:
+                self.dispatcher.not_stored(docs)
+                if not isinstance(error, Exception):
+                    raise
                 log.warning(
                     "storing deliveries failed; the event will come again", error=str(error)
                 )
                 await _quietly(message.nak(NAK_DELAY_SECONDS))
                 return
-            if due_now:
-                self.dispatcher.note_backlog()
+            self.dispatcher.stored(
+                [(doc, webhook) for doc, (_, webhook) in zip(docs, todo, strict=True)]
+            )
             self.metrics.events.labels("delivered").inc()
             await _quietly(message.ack())
 
     async def _first_attempt(self, new: NewDelivery, webhook: Webhook) -> Document:
-        """The record to store: with the attempt's outcome, or due at once when its URL has
-        no room (the scheduler attempts it then)."""
+        """The record to store: with the attempt's outcome, or deferred when its URL has no
+        room (held for its turn, or due for the scheduler)."""
         if not await self.dispatcher.admit(webhook):
-            return self.dispatcher.deferred(new)
+            return self.dispatcher.deferred(new, webhook)
         try:
             return await self.dispatcher.first_attempt(new, webhook)
         except asyncio.CancelledError:
@@ -229,7 +230,7 @@ class EventConsumer:
             log.warning(
                 "first attempt failed unexpectedly", delivery_id=new.delivery_id, error=str(error)
             )
-            return self.dispatcher.deferred(new)
+            return self.dispatcher.deferred(new, webhook)
 
     async def _store(self, message: Message, docs: list[Document]) -> None:
         """Waits for the records to be stored, telling JetStream the event is still being

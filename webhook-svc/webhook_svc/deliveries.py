@@ -276,10 +276,10 @@ class DeliveryStore:
         claimed = self.collection.find({"_id": {"$in": picked}, "leaseId": lease_id})
         return [Delivery.from_doc(doc) async for doc in claimed]
 
-    async def release(self, delivery_id: str, lease_id: str, due: datetime) -> None:
-        """Gives a claim back unattempted (no capacity after all)."""
-        await self.collection.update_one(
-            {"_id": delivery_id, "leaseId": lease_id},
+    async def release(self, delivery_ids: Sequence[str], lease_id: str, due: datetime) -> None:
+        """Gives claims under one lease back unattempted, due then (no capacity after all)."""
+        await self.collection.update_many(
+            {"_id": {"$in": list(delivery_ids)}, "leaseId": lease_id},
             {"$set": {"dueAt": due}, "$unset": {"leaseId": ""}},
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import KW_ONLY, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,6 +38,10 @@ from webhook_svc.webhooks import Webhook, Webhooks
 
 log = get_logger(__name__)
 WEBHOOK_REMOVED = "the webhook was removed"
+# Closing waits this long at most to hand held deliveries back (else their leases run out).
+CLOSE_RELEASE_SECONDS = 2.0
+# Held deliveries handed back to the scheduler in one write at most.
+HAND_BACK_BATCH = 500
 
 
 @component
@@ -57,7 +61,18 @@ class Dispatcher:
     test_wait_seconds: float = 3.5
     # Due deliveries claimed in one round trip at most.
     claim_batch: int = 64
+    # Deferred new deliveries this replica holds in memory for their turn at most (each leased
+    # to it in its record), and how long one waits for a turn before the scheduler gets it.
+    hold_limit: int = 0
+    hold_seconds: float = 0.0
     _lease: timedelta = field(init=False)
+    # The lease of the records held here: one per replica, so closing releases them in one write.
+    _hold_lease: str = field(init=False, default_factory=lambda: uuid.uuid4().hex)
+    _holds: int = field(init=False, default=0)
+    _held_waiting: set[str] = field(init=False, default_factory=set)
+    # Held deliveries whose turn did not come: handed back together, in one write per batch.
+    _handing_back: list[str] = field(init=False, default_factory=list)
+    _handing: bool = field(init=False, default=False)
     _outcomes: OutcomeWriter = field(init=False)
     _wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
     # True while due deliveries may be waiting for room (checked when an attempt ends).
@@ -92,10 +107,77 @@ class Dispatcher:
         )
         return change.apply(new.document(created, self.store.retention))
 
-    def deferred(self, new: NewDelivery) -> Document:
-        """The record of a new delivery that found no room: due at once, for the scheduler
-        (call note_backlog once it is stored)."""
-        return new.document(self.clock.now(), self.store.retention)
+    def deferred(self, new: NewDelivery, webhook: Webhook) -> Document:
+        """The record of a new delivery that found no room. While this replica has room to
+        hold it (and the URL runs attempts that will hand on their slots), the record is
+        leased to this replica and the delivery waits here for its turn; else it is due at
+        once, for the scheduler. Either way, call `stored` once it is stored (or `not_stored`).
+
+        Holding it skips the scheduler's claim (a sorted read and an update of the due
+        records) and keeps the URL's deliveries in the order they came."""
+        now = self.clock.now()
+        doc = new.document(now, self.store.retention)
+        if self._holds < self.hold_limit and self.lanes.can_hold(webhook.webhook_id):
+            self._holds += 1
+            doc |= {"dueAt": now + self._lease, "leaseId": self._hold_lease}
+        return doc
+
+    def stored(self, records: Sequence[tuple[Document, Webhook]]) -> None:
+        """The consumer stored these records: held ones wait for their turn here; if any is
+        due at once, the scheduler looks for it."""
+        due_now = False
+        for doc, webhook in records:
+            if doc.get("leaseId") == self._hold_lease:
+                self._spawn(self._hold(Delivery.from_doc(doc), webhook))
+            elif doc.get("attempts") == 0:
+                due_now = True
+        if due_now:
+            self.note_backlog()
+
+    def not_stored(self, docs: Sequence[Document]) -> None:
+        """Storing these records failed (their event comes again): nothing is held for them."""
+        self._holds -= sum(doc.get("leaseId") == self._hold_lease for doc in docs)
+
+    async def _hold(self, delivery: Delivery, webhook: Webhook) -> None:
+        """Attempts a held delivery at its turn; without one in `hold_seconds` (well within
+        its lease), hands it to the scheduler, due now."""
+        lane = webhook.webhook_id
+        self._held_waiting.add(delivery.delivery_id)
+        try:
+            turn = await self.lanes.wait_turn(lane, self.hold_seconds)
+            self._held_waiting.discard(delivery.delivery_id)
+            if turn:
+                await self._attempt_claimed(delivery, self._hold_lease, webhook)
+            else:
+                self._hand_back(delivery.delivery_id)
+        finally:
+            self._held_waiting.discard(delivery.delivery_id)
+            self._holds -= 1
+
+    def _hand_back(self, delivery_id: str) -> None:
+        self._handing_back.append(delivery_id)
+        if not self._handing:
+            self._handing = True
+            self._spawn(self._hand_back_all())
+
+    async def _hand_back_all(self) -> None:
+        """Releases the held deliveries that had no turn, due now, for the scheduler of any
+        replica: those timing out together share a write (many do, when a URL is too slow)."""
+        try:
+            await asyncio.sleep(0)
+            while self._handing_back:
+                ids = self._handing_back[:HAND_BACK_BATCH]
+                del self._handing_back[:HAND_BACK_BATCH]
+                try:
+                    await self.store.release(ids, self._hold_lease, self.clock.now())
+                except Exception as error:
+                    # Their lease runs out and the scheduler takes them then.
+                    log.warning(
+                        "handing held deliveries back failed", count=len(ids), error=str(error)
+                    )
+            self.note_backlog()
+        finally:
+            self._handing = False
 
     def note_backlog(self) -> None:
         """Due deliveries may be waiting: look for them now and whenever an attempt ends."""
@@ -141,10 +223,10 @@ class Dispatcher:
         for delivery in batch:
             if not self.lanes.try_take(delivery.webhook_id):
                 # A first attempt took the slot meanwhile: hand it back, due now.
-                await self.store.release(delivery.delivery_id, lease_id, now)
+                await self.store.release([delivery.delivery_id], lease_id, now)
                 continue
             webhook = webhooks.get(delivery.webhook_id)
-            self._spawn(self._attempt_claimed(delivery, lease_id, webhook, looked_up=True))
+            self._spawn(self._attempt_claimed(delivery, lease_id, webhook))
         # A short batch was held back by its lanes' room, perhaps: more may be due there.
         # Claiming again now would skip those lanes and take the backlog for empty.
         self._backlog = True
@@ -160,24 +242,18 @@ class Dispatcher:
         delivery: Delivery,
         lease_id: str,
         webhook: Webhook | None,
-        *,
-        looked_up: bool = False,
     ) -> None:
-        """One attempt of a claimed delivery; the outcome is written under the lease. A retry
+        """One attempt of a claimed delivery (its webhook None when it was removed); the
+        outcome is written under the lease. A retry
         (its own task, no span current) runs in the trace of the event's consumption when the
         record names one; a redelivery asked for by a call stays in that call's trace."""
         current = trace.get_current_span().get_span_context().is_valid
         with in_stored_trace(None if current else delivery.traceparent):
-            await self._attempt(delivery, lease_id, webhook, looked_up=looked_up)
+            await self._attempt(delivery, lease_id, webhook)
 
-    async def _attempt(
-        self, delivery: Delivery, lease_id: str, webhook: Webhook | None, *, looked_up: bool
-    ) -> None:
-        """The attempt itself (`looked_up`: `webhook` was read already, None when it was
-        removed); a failure is logged and left to the lease running out."""
+    async def _attempt(self, delivery: Delivery, lease_id: str, webhook: Webhook | None) -> None:
+        """The attempt itself; a failure is logged and left to the lease running out."""
         try:
-            if webhook is None and not looked_up:
-                webhook = await self.webhooks.by_id(delivery.webhook_id)
             if webhook is None or webhook.organization_id != delivery.organization_id:
                 change = self._removed()
             else:
@@ -278,5 +354,14 @@ class Dispatcher:
             self.metrics.first_attempt_lag.observe(max(0.0, lag))
 
     async def close(self) -> None:
-        """Cancels attempts still running (their leases run out; others retry them)."""
+        """Cancels attempts still running (their leases run out; others retry them) and hands
+        the held deliveries that had no turn yet to the scheduler of any replica, due now."""
+        waiting = [*self._held_waiting, *self._handing_back]
         await self._tasks.close()
+        if not waiting:
+            return
+        try:
+            async with asyncio.timeout(CLOSE_RELEASE_SECONDS):
+                await self.store.release(waiting, self._hold_lease, self.clock.now())
+        except Exception as error:
+            log.warning("handing held deliveries back failed", error=str(error) or "timed out")

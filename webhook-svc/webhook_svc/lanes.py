@@ -14,8 +14,10 @@ class Lanes:
     """Each webhook URL is a lane with at most `per_lane` attempts at once; the replica runs at
     most `total`. A new delivery whose lane is busy waits in memory for a short while (FIFO,
     at most `queue_per_lane` of them); past that, or when the replica is full, it waits in
-    MongoDB (pending, due) and the scheduler takes it when room frees up. So a slow endpoint
-    fills only its own lane and a short queue: it never holds back another URL."""
+    MongoDB (pending) and is either held by this replica for its turn (`wait_turn`: FIFO with
+    the lane's other waiters, not counted in `queue_per_lane` since it holds no bus event) or
+    taken by the scheduler when room frees up. So a slow endpoint fills only its own lane and a
+    short queue: it never holds back another URL."""
 
     _: KW_ONLY
     total: int
@@ -27,6 +29,8 @@ class Lanes:
     _waiters: defaultdict[str, deque[asyncio.Future[None]]] = field(
         init=False, default_factory=lambda: defaultdict(deque)
     )
+    # Of each lane's waiters, those held for a turn (wait_turn) rather than new deliveries.
+    _held: Counter[str] = field(init=False, default_factory=Counter)
 
     @property
     def has_room(self) -> bool:
@@ -61,20 +65,45 @@ class Lanes:
         """A slot now or, when only the lane is busy, within `max_wait`; else False."""
         if self.try_take(lane):
             return True
-        queue = self._waiters[lane]
-        # Waiting only helps when this lane's own attempts will end and hand their slots on.
-        if not self._running[lane] or len(queue) >= self.queue_per_lane:
+        waiting = len(self._waiters.get(lane, ())) - self._held[lane]
+        if not self.can_hold(lane) or waiting >= self.queue_per_lane:
             return False
+        return await self._wait(lane, self.max_wait, held=False)
+
+    def can_hold(self, lane: str) -> bool:
+        """Waiting only helps when this lane's own attempts will end and hand their slots on."""
+        return self._running[lane] > 0
+
+    async def wait_turn(self, lane: str, timeout: float) -> bool:  # noqa: ASYNC109
+        """A slot for a delivery held in memory: now when the lane has room and nobody waits,
+        else in turn after the lane's earlier waiters, within `timeout`; False otherwise."""
+        if self.room(lane) > 0 and self.try_take(lane):
+            return True
+        if not self.can_hold(lane):
+            return False
+        return await self._wait(lane, timeout, held=True)
+
+    async def _wait(self, lane: str, timeout: float, *, held: bool) -> bool:  # noqa: ASYNC109
+        queue = self._waiters[lane]
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         queue.append(turn)
+        self._held[lane] += held
         try:
-            await asyncio.wait({turn}, timeout=self.max_wait)
+            await asyncio.wait({turn}, timeout=timeout)
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.release(lane)  # cancelled just after the slot came: hand it on
+            raise
         finally:
+            if held:
+                self._held[lane] -= 1
+                if self._held[lane] <= 0:
+                    del self._held[lane]
             if not turn.done():
                 turn.cancel()
                 queue.remove(turn)
-            if not queue:
-                self._waiters.pop(lane, None)
+            if not queue and self._waiters.get(lane) is queue:
+                del self._waiters[lane]
         return not turn.cancelled()
 
     def release(self, lane: str) -> None:

@@ -1,9 +1,11 @@
 """Which webhook URLs are accepted and which addresses a delivery may connect to (SSRF).
 
 A URL is checked when it is added (its host must resolve, and only to public addresses) and
-again at every connection: the HTTP client's network backend resolves the host itself,
-refuses the connection when any address is off limits, and connects to exactly the address
-it checked, so DNS rebinding cannot slip a private address in between check and connect.
+again at every connection: the HTTP client's resolver looks the host up itself, refuses the
+connection when any address is off limits and hands on only the addresses it checked, which
+the client connects to without a second lookup, so DNS rebinding cannot slip a private
+address in between check and connect. The client's socket factory checks each address once
+more as its socket is made: an address in the URL itself never passes the resolver.
 """
 
 from __future__ import annotations
@@ -11,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-import httpcore
 import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from storypost_runtime.addresses import IpAddress, OffLimits, embedded_ipv4, off_limits
-from storypost_runtime.component import component
 from storypost_runtime.errors import InvalidArgument
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -37,8 +39,9 @@ _REASONS = {
 }
 
 
-class RefusedAddress(httpcore.ConnectError):
-    """A host that resolves to an address deliveries must not reach; the message says why."""
+class RefusedAddress(OSError):
+    """A host that resolves to an address deliveries must not reach; the message says why.
+    An OSError, so that the HTTP client treats it as a connection that could not be made."""
 
 
 @dataclass(frozen=True)
@@ -68,13 +71,17 @@ class AddressPolicy:
         except ValueError:
             addresses = await _lookup(host, port)
         for address in addresses:
-            reason = self.refusal(address)
-            if reason is not None:
-                raise RefusedAddress(
-                    f"refused: {host} resolves to {address}, {reason}; webhooks must reach "
-                    "a public address"
-                )
+            self.check(host, address)
         return addresses
+
+    def check(self, host: str, address: IpAddress) -> None:
+        """RefusedAddress when a delivery must not connect to `host` at `address`."""
+        reason = self.refusal(address)
+        if reason is not None:
+            raise RefusedAddress(
+                f"refused: {host} resolves to {address}, {reason}; webhooks must reach "
+                "a public address"
+            )
 
 
 async def _lookup(host: str, port: int) -> list[IpAddress]:
@@ -85,7 +92,7 @@ async def _lookup(host: str, port: int) -> list[IpAddress]:
         raise RefusedAddress(f"cannot resolve {host}: {error}") from None
     found: list[IpAddress] = []
     for _family, _type, _proto, _name, sockaddr in infos:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        address = _address_of(sockaddr)
         if address not in found:
             found.append(address)
     if not found:
@@ -141,50 +148,48 @@ async def check_reachable(url: httpx.URL, policy: AddressPolicy) -> None:
         raise _bad_url(str(error)) from None
 
 
-@component
-class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network layer with the policy applied to every new connection."""
+def _address_of(sockaddr: tuple[Any, ...]) -> IpAddress:
+    return ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
 
-    policy: AddressPolicy
-    inner: httpcore.AsyncNetworkBackend
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        local_address: str | None = None,
-        socket_options: Sequence[httpcore.SOCKET_OPTION] | None = None,  # type: ignore[override]
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                addresses = await self.policy.resolve(host, port)
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from None
-        failure: Exception | None = None
-        for address in addresses:
-            try:
-                # The checked address itself: TLS still verifies the certificate for `host`
-                # (httpcore passes the URL's host as server_hostname).
-                return await self.inner.connect_tcp(
-                    str(address),
-                    port,
-                    timeout=timeout,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
-                failure = error
-        assert failure is not None
-        raise failure
+class PolicyResolver(AbstractResolver):
+    """aiohttp's resolver under the policy: every address of the host is checked and only
+    checked addresses are handed on (all or none)."""
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        socket_options: Sequence[httpcore.SOCKET_OPTION] | None = None,  # type: ignore[override]
-    ) -> httpcore.AsyncNetworkStream:
-        raise RefusedAddress("refused: unix sockets are not webhook targets")
+    def __init__(self, policy: AddressPolicy) -> None:
+        self._policy = policy
 
-    async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        addresses = await self._policy.resolve(host, port)
+        return [
+            ResolveResult(
+                hostname=host,
+                host=str(address),
+                port=port,
+                family=socket.AF_INET6 if address.version == 6 else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+            )
+            for address in addresses
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+AddrInfo = tuple[Any, ...]
+
+
+def guarded_sockets(policy: AddressPolicy) -> Callable[[AddrInfo], socket.socket]:
+    """aiohttp's socket factory under the policy: the last check, on the very address the
+    socket is about to connect to (an address written in the URL skips the resolver)."""
+
+    def make(addr_info: AddrInfo) -> socket.socket:
+        family, kind, proto, _, sockaddr = addr_info
+        address = _address_of(sockaddr)
+        policy.check(str(address), address)
+        return socket.socket(family=family, type=kind, proto=proto)
+
+    return make

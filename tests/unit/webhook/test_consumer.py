@@ -6,7 +6,7 @@ import asyncio
 import ipaddress
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -87,10 +87,16 @@ class Service:
     webhooks: Webhooks
     store: DeliveryStore
     receiver: Receiver
+    records: WebhookCollections
+    dispatcher_task: asyncio.Task[None]
 
 
 @pytest.fixture
-async def service(db: AsyncDatabase[Document], tmp_path: Path) -> AsyncIterator[Service]:
+async def service(
+    request: pytest.FixtureRequest, db: AsyncDatabase[Document], tmp_path: Path
+) -> AsyncIterator[Service]:
+    """`indirect` parameters: the dispatcher's hold_limit and hold_seconds (none held else)."""
+    holding: dict[str, float] = getattr(request, "param", {})
     records = WebhookCollections.of(db)
     await records.ensure_indexes()
     clock = SystemClock()
@@ -117,6 +123,8 @@ async def service(db: AsyncDatabase[Document], tmp_path: Path) -> AsyncIterator[
             metrics=metrics,
             lease_seconds=5,
             poll_seconds=0.1,
+            hold_limit=int(holding.get("hold_limit", 0)),
+            hold_seconds=holding.get("hold_seconds", 0.0),
         )
         writer = RecordWriter(store)
         consumer = EventConsumer(
@@ -131,7 +139,7 @@ async def service(db: AsyncDatabase[Document], tmp_path: Path) -> AsyncIterator[
             ack_wait_seconds=30,
         )
         tasks = [asyncio.create_task(t.run()) for t in (writer, dispatcher, consumer)]
-        yield Service(bus, webhooks, store, receiver)
+        yield Service(bus, webhooks, store, receiver, records, tasks[1])
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -239,3 +247,87 @@ async def test_a_busy_url_gets_its_deliveries_through_the_scheduler(service: Ser
                 break
             await asyncio.sleep(0.05)
     assert len(log) == 4
+
+
+async def leases(service: Service, org: str) -> dict[str, str | None]:
+    """Each pending record of `org` and the lease it is under (None: due for the scheduler)."""
+    found = service.records.deliveries.find({"organizationId": org, "status": "pending"})
+    return {doc["_id"]: doc.get("leaseId") async for doc in found}
+
+
+async def all_succeeded(service: Service, org: str, count: int) -> None:
+    async with asyncio.timeout(10):
+        while True:
+            log = await service.store.list(org, 50)
+            if len(log) == count and all(d.status is Status.SUCCEEDED for d in log):
+                return
+            await asyncio.sleep(0.05)
+
+
+HOLDING = {"hold_limit": 100, "hold_seconds": 5.0}
+
+
+@pytest.mark.parametrize("service", [HOLDING], indirect=True)
+async def test_deferred_deliveries_are_held_and_sent_in_order(service: Service) -> None:
+    service.receiver.default("/held", Answer(200, delay=0.2))
+    webhook = await service.webhooks.add("org", service.receiver.url("/held"), [], "")
+    events = [story_event("org") for _ in range(5)]
+    messages = [service.bus.put(event) for event in events]
+    for message in messages:
+        assert await settled(message) == ["ack"]
+    # One attempt runs; the other four are stored leased to this replica (the scheduler of no
+    # replica can claim them) and wait here for the URL's slot.
+    held = await leases(service, "org")
+    assert len(held) == 4 and len(set(held.values())) == 1 and None not in held.values()
+    got = await service.receiver.wait_count("/held", 5)
+    assert [r.delivery for r in got] == [delivery_uuid(e.id, webhook.webhook_id) for e in events]
+    await all_succeeded(service, "org", 5)
+
+
+@pytest.mark.parametrize("service", [{"hold_limit": 2, "hold_seconds": 5.0}], indirect=True)
+async def test_past_the_hold_limit_deliveries_wait_for_the_scheduler(service: Service) -> None:
+    service.receiver.default("/limit", Answer(200, delay=0.3))
+    await service.webhooks.add("org", service.receiver.url("/limit"), [], "")
+    for message in [service.bus.put(story_event("org")) for _ in range(5)]:
+        assert await settled(message) == ["ack"]
+    held = list((await leases(service, "org")).values())
+    assert held.count(None) == 2 and len(held) == 4  # two held, two due for the scheduler
+    got = await service.receiver.wait_count("/limit", 5)
+    assert len({r.delivery for r in got}) == 5
+    await all_succeeded(service, "org", 5)
+
+
+@pytest.mark.parametrize("service", [{"hold_limit": 100, "hold_seconds": 0.3}], indirect=True)
+async def test_held_deliveries_without_a_turn_go_to_the_scheduler_once(service: Service) -> None:
+    service.receiver.answer("/slow", Answer(200, delay=0.8))
+    await service.webhooks.add("org", service.receiver.url("/slow"), [], "")
+    first, *deferred = [service.bus.put(story_event("org")) for _ in range(4)]
+    for message in deferred:
+        assert await settled(message) == ["ack"]
+    # The first attempt holds the URL's one slot for 0.8 s: the three held give up after
+    # 0.3 s and are handed back due now, and the scheduler sends each once.
+    async with asyncio.timeout(5):
+        while list((await leases(service, "org")).values()) != [None] * 3:
+            await asyncio.sleep(0.02)
+    assert await settled(first) == ["ack"]
+    got = await service.receiver.wait_count("/slow", 4)
+    await all_succeeded(service, "org", 4)
+    assert len(service.receiver.received("/slow")) == len({r.delivery for r in got}) == 4
+
+
+@pytest.mark.parametrize("service", [HOLDING], indirect=True)
+async def test_closing_hands_held_deliveries_back_due_now(service: Service) -> None:
+    service.receiver.default("/close", Answer(200, delay=3.0))
+    await service.webhooks.add("org", service.receiver.url("/close"), [], "")
+    _, *deferred = [service.bus.put(story_event("org")) for _ in range(4)]
+    for message in deferred:
+        assert await settled(message) == ["ack"]
+    held = await leases(service, "org")
+    assert len(held) == 3 and None not in held.values()
+    service.dispatcher_task.cancel()
+    await asyncio.gather(service.dispatcher_task, return_exceptions=True)
+    # The three that had no turn are due at once for the scheduler of any replica.
+    assert await leases(service, "org") == dict.fromkeys(held)
+    now = datetime.now(UTC)
+    async for doc in service.records.deliveries.find({"_id": {"$in": list(held)}}):
+        assert doc["dueAt"].replace(tzinfo=UTC) <= now

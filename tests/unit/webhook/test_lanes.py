@@ -62,3 +62,32 @@ async def test_room_is_what_a_lane_could_start_now() -> None:
     assert lanes.room("b") == 0 and lanes.room("a") == 1
     lanes.release("b")
     assert await waiter
+
+
+async def test_held_deliveries_wait_in_turn_outside_the_queue_bound() -> None:
+    lanes = Lanes(total=10, per_lane=1, queue_per_lane=1, max_wait=5)
+    assert await lanes.wait_turn("a", 1)  # room now: taken at once
+    held = [asyncio.create_task(lanes.wait_turn("a", 5)) for _ in range(3)]
+    await asyncio.sleep(0)
+    # Held ones do not count in the queue bound: one new delivery may still wait, after them.
+    newcomer = asyncio.create_task(lanes.enter("a"))
+    await asyncio.sleep(0)
+    assert not await lanes.enter("a")  # the queue's one place is taken
+    order = [*held, newcomer]
+    for turn in order:
+        assert not turn.done()
+        lanes.release("a")
+        assert await turn
+    lanes.release("a")
+    assert lanes.running == 0
+
+
+async def test_a_held_delivery_without_a_turn_leaves_the_queue() -> None:
+    lanes = Lanes(total=1, per_lane=1, queue_per_lane=0, max_wait=0)
+    assert lanes.try_take("a")
+    # The replica is full and nothing runs in lane b that could hand it a slot: no holding.
+    assert not await lanes.wait_turn("b", 1)
+    assert not await lanes.wait_turn("a", 0.05)
+    assert lanes.room("a") == 0 and not lanes.has_room
+    lanes.release("a")
+    assert lanes.running == 0 and lanes.room("a") == 1  # nobody waits any more

@@ -6,7 +6,7 @@ import ipaddress
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
+import aiohttp
 import pytest
 
 from storypost.testing.certificates import Certificates, make_certificates
@@ -32,13 +32,13 @@ async def receiver(certs: Certificates) -> AsyncIterator[Receiver]:
 
 
 @pytest.fixture
-async def client(certs: Certificates) -> AsyncIterator[httpx.AsyncClient]:
+async def client(certs: Certificates) -> AsyncIterator[aiohttp.ClientSession]:
     async with http_client(LOCAL, str(certs.ca_file), 8, 1.0) as http:
         yield http
 
 
 async def test_a_2xx_is_success_and_carries_the_headers(
-    client: httpx.AsyncClient, receiver: Receiver
+    client: aiohttp.ClientSession, receiver: Receiver
 ) -> None:
     receiver.answer("/h", Answer(202))
     sender = Sender(client=client, clock=SystemClock(), timeout_seconds=1.0)
@@ -52,7 +52,7 @@ async def test_a_2xx_is_success_and_carries_the_headers(
     assert got.header("x-service-signature") is None
 
 
-async def test_signed_attempts_verify(client: httpx.AsyncClient, receiver: Receiver) -> None:
+async def test_signed_attempts_verify(client: aiohttp.ClientSession, receiver: Receiver) -> None:
     sender = Sender(client=client, clock=SystemClock(), timeout_seconds=1.0)
     await sender.attempt(receiver.url("/s"), "d-1", EVENT, '{"a":1}', "secret-0123456789ab")
     [got] = receiver.received("/s")
@@ -61,7 +61,7 @@ async def test_signed_attempts_verify(client: httpx.AsyncClient, receiver: Recei
 
 
 async def test_non_2xx_and_slow_answers_are_failed_attempts(
-    client: httpx.AsyncClient, receiver: Receiver
+    client: aiohttp.ClientSession, receiver: Receiver
 ) -> None:
     receiver.answer("/f", Answer(500), Answer(301), Answer(200, delay=1.5))
     sender = Sender(client=client, clock=SystemClock(), timeout_seconds=1.0)
@@ -82,6 +82,11 @@ async def test_refused_and_untrusted_targets_get_nothing(
             receiver.url("/r"), "d", EVENT, "{}", None
         )
     assert not result.ok and result.error.startswith("refused: 127.0.0.1")
+    async with http_client(AddressPolicy(), str(certs.ca_file), 8, 1.0) as production:
+        by_name = await Sender(client=production, clock=SystemClock(), timeout_seconds=1.0).attempt(
+            f"https://localhost:{receiver.port}/r", "d", EVENT, "{}", None
+        )
+    assert not by_name.ok and by_name.error.startswith("refused: localhost resolves to")
     async with http_client(LOCAL, None, 8, 1.0) as public_cas_only:
         result = await Sender(
             client=public_cas_only, clock=SystemClock(), timeout_seconds=1.0

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 
-import httpcore
 import pytest
 
 from storypost_runtime.errors import InvalidArgument
 from webhook_svc.targets import (
     AddressPolicy,
-    GuardedNetworkBackend,
+    PolicyResolver,
     RefusedAddress,
     check_reachable,
+    guarded_sockets,
     normalize_url,
 )
 
@@ -103,23 +104,24 @@ def test_urls_are_normalized_and_http_loopback_is_a_development_option() -> None
         normalize_url("http://example.com/h", allow_http_loopback=True)
 
 
-async def test_the_network_backend_never_connects_to_a_refused_address() -> None:
-    class Inner(httpcore.AsyncNetworkBackend):
-        connected: list[str] = []
+async def test_the_resolver_hands_on_only_checked_addresses() -> None:
+    with pytest.raises(RefusedAddress, match=r"localhost resolves to .*loopback"):
+        await PolicyResolver(PRODUCTION).resolve("localhost", 443)
+    found = await PolicyResolver(AddressPolicy(allow_loopback=True)).resolve("localhost", 443)
+    # Numeric addresses, the ones checked: the client connects to them without a second lookup.
+    assert found and all(ipaddress.ip_address(f["host"]).is_loopback for f in found)
+    assert all(f["hostname"] == "localhost" and f["port"] == 443 for f in found)
+    assert all(f["flags"] & socket.AI_NUMERICHOST for f in found)
 
-        async def connect_tcp(self, host: str, port: int, *a: object, **k: object) -> object:  # type: ignore[override]
-            self.connected.append(host)
-            raise httpcore.ConnectError("test backend")
 
-    inner = Inner()
-    backend = GuardedNetworkBackend(PRODUCTION, inner)
-    with pytest.raises(RefusedAddress, match="loopback"):
-        await backend.connect_tcp("127.0.0.1", 443)
-    with pytest.raises(RefusedAddress):
-        await backend.connect_unix_socket("/var/run/docker.sock")
-    assert inner.connected == []
-    allowed = GuardedNetworkBackend(AddressPolicy(allow_loopback=True), inner)
-    with pytest.raises(httpcore.ConnectError, match="test backend"):
-        await allowed.connect_tcp("localhost", 443)
-    # It connects to the address it checked, not to the name (no second lookup).
-    assert inner.connected and all(ipaddress.ip_address(h).is_loopback for h in inner.connected)
+def test_no_socket_is_made_for_a_refused_address() -> None:
+    make = guarded_sockets(PRODUCTION)
+    for sockaddr in (("127.0.0.1", 443), ("::ffff:10.0.0.1", 443, 0, 0), ("169.254.169.254", 80)):
+        family = socket.AF_INET6 if ":" in sockaddr[0] else socket.AF_INET
+        with pytest.raises(RefusedAddress, match="refused"):
+            make((family, socket.SOCK_STREAM, 0, "", sockaddr))
+    made = make((socket.AF_INET, socket.SOCK_STREAM, 0, "", ("8.8.8.8", 443)))
+    try:
+        assert made.family == socket.AF_INET and made.type == socket.SOCK_STREAM
+    finally:
+        made.close()
