@@ -86,6 +86,7 @@ pytest: venv node
 
 bench: deps
 	$(PY) bench/edge_vs_bare.py
+	$(PY) bench/webhooks.py --rate 500
 
 # The whole reliability suite, the long tests included (docs/reliability.md), the long tests
 # of other folders (marked reliability_long: the capacity counts, a calendar move published),
