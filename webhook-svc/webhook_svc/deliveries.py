@@ -220,20 +220,6 @@ class DeliveryStore:
             return int(error.details.get("nInserted", 0))
         return len(result.inserted_ids)
 
-    async def claim_due(
-        self, now: datetime, lease_until: datetime, lease_id: str, skip_webhooks: Sequence[str]
-    ) -> Delivery | None:
-        """Takes one due delivery for an attempt (atomic: at most one replica gets it)."""
-        query: Document = {"dueAt": {"$lte": now}, "status": Status.PENDING.value}
-        if skip_webhooks:
-            query["webhookId"] = {"$nin": list(skip_webhooks)}
-        doc = await self.collection.find_one_and_update(
-            query,
-            {"$set": {"dueAt": lease_until, "leaseId": lease_id}},
-            return_document=ReturnDocument.AFTER,
-        )
-        return None if doc is None else Delivery.from_doc(doc)
-
     async def claim_batch(
         self,
         now: datetime,
@@ -247,8 +233,7 @@ class DeliveryStore:
         """Takes up to `limit` due deliveries under one lease, at most `room(webhook_id)` of
         each URL: a read of candidates, one update that claims them, a read of what it claimed.
         The update matches only records still due, so a record another replica claimed or
-        finished meanwhile stays with it: each record has at most one live lease, as with
-        `claim_due`, in three round trips for the batch rather than one per delivery."""
+        finished meanwhile stays with it: each record has at most one live lease."""
         query: Document = {"dueAt": {"$lte": now}, "status": Status.PENDING.value}
         wanted = dict(query)
         if skip_webhooks:
@@ -283,16 +268,9 @@ class DeliveryStore:
             {"$set": {"dueAt": due}, "$unset": {"leaseId": ""}},
         )
 
-    async def finish(self, delivery_id: str, lease_id: str, change: Outcome) -> bool:
-        """Writes an attempt's outcome, unless the lease was lost meanwhile."""
-        result = await self.collection.update_one(
-            {"_id": delivery_id, "leaseId": lease_id}, change.update()
-        )
-        return result.matched_count == 1
-
     async def finish_many(self, changes: Sequence[tuple[str, str, Outcome]]) -> int:
-        """`finish` for many (delivery id, lease id, outcome) in one bulk write; how many
-        found their lease (the others were lost meanwhile and write nothing)."""
+        """Writes attempts' outcomes (delivery id, lease id, outcome) in one bulk write, each
+        unless its lease was lost meanwhile; answers how many found their lease."""
         if not changes:
             return 0
         result = await self.collection.bulk_write(

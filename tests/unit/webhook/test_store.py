@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,7 +13,14 @@ from pymongo.asynchronous.database import AsyncDatabase
 from storypost_runtime.clock import FrozenClock
 from storypost_runtime.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from storypost_runtime.mongo import Document
-from webhook_svc.deliveries import DeliveryStore, NewDelivery, Outcome, Status, delivery_uuid
+from webhook_svc.deliveries import (
+    Delivery,
+    DeliveryStore,
+    NewDelivery,
+    Outcome,
+    Status,
+    delivery_uuid,
+)
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.records import WebhookCollections
 from webhook_svc.records_writer import OutcomeWriter, RecordWriter
@@ -172,27 +180,39 @@ async def test_records_are_unique_per_event_and_url(records: WebhookCollections)
     }
 
 
+async def claim_one(
+    store: DeliveryStore,
+    now: datetime,
+    lease_until: datetime,
+    lease_id: str,
+    skip_webhooks: Sequence[str] = (),
+) -> Delivery | None:
+    """One due delivery claimed, as a replica with room for one attempt claims it."""
+    batch = await store.claim_batch(
+        now, lease_until, lease_id, room=lambda _: 1, limit=1, skip_webhooks=skip_webhooks
+    )
+    return batch[0] if batch else None
+
+
 async def test_a_due_delivery_is_claimed_once_and_a_lost_lease_writes_nothing(
     records: WebhookCollections,
 ) -> None:
     store = DeliveryStore(records.deliveries, timedelta(days=30))
     await store.insert_new([new_delivery("e1").document(NOW, store.retention)])
     lease = NOW + timedelta(seconds=30)
-    claims = await asyncio.gather(
-        *(store.claim_due(NOW, lease, f"lease-{n}", []) for n in range(6))
-    )
+    claims = await asyncio.gather(*(claim_one(store, NOW, lease, f"lease-{n}") for n in range(6)))
     won = [c for c in claims if c is not None]
     assert len(won) == 1 and won[0].lease_id is not None
-    assert await store.claim_due(NOW + timedelta(seconds=29), lease, "late", []) is None
-    assert await store.claim_due(NOW, lease, "x", []) is None
+    assert await claim_one(store, NOW + timedelta(seconds=29), lease, "late") is None
+    assert await claim_one(store, NOW, lease, "x") is None
     # A busy URL is skipped; after the lease runs out another replica takes it over.
     later = NOW + timedelta(seconds=31)
-    assert await store.claim_due(later, later + timedelta(seconds=30), "l2", ["w1"]) is None
-    taken = await store.claim_due(later, later + timedelta(seconds=30), "l2", [])
+    assert await claim_one(store, later, later + timedelta(seconds=30), "l2", ["w1"]) is None
+    taken = await claim_one(store, later, later + timedelta(seconds=30), "l2")
     assert taken is not None
     done = Outcome({"status": Status.SUCCEEDED.value}, ("dueAt", "leaseId"))
-    assert not await store.finish(taken.delivery_id, won[0].lease_id or "", done)
-    assert await store.finish(taken.delivery_id, "l2", done)
+    assert await store.finish_many([(taken.delivery_id, won[0].lease_id or "", done)]) == 0
+    assert await store.finish_many([(taken.delivery_id, "l2", done)]) == 1
     stored = await store.get("org", taken.delivery_id)
     assert stored.status is Status.SUCCEEDED and stored.due_at is None
 
@@ -285,19 +305,19 @@ async def test_redelivery_restarts_the_schedule_but_never_during_an_attempt(
     store = DeliveryStore(records.deliveries, timedelta(days=30))
     await store.insert_new([new_delivery("e1").document(NOW, store.retention)])
     delivery_id = delivery_uuid("e1", "w1")
-    claimed = await store.claim_due(NOW, NOW + timedelta(seconds=30), "lease", [])
+    claimed = await claim_one(store, NOW, NOW + timedelta(seconds=30), "lease")
     assert claimed is not None
     with pytest.raises(FailedPrecondition, match="being attempted"):
         await store.redeliver("org", delivery_id, NOW)
     with pytest.raises(NotFound):
         await store.redeliver("intruder", delivery_id, NOW)
     failed = Outcome({"status": Status.FAILED.value, "retryStep": 9}, ("dueAt", "leaseId"))
-    assert await store.finish(delivery_id, "lease", failed)
+    assert await store.finish_many([(delivery_id, "lease", failed)]) == 1
     again = await store.redeliver("org", delivery_id, NOW + timedelta(hours=1))
     assert again.status is Status.PENDING and again.retry_step == 0
     assert again.due_at == NOW + timedelta(hours=1) and again.delivery_id == delivery_id
     # A lease whose holder died does not block a redelivery.
-    await store.claim_due(NOW + timedelta(hours=1), NOW + timedelta(hours=1, seconds=5), "x", [])
+    await claim_one(store, NOW + timedelta(hours=1), NOW + timedelta(hours=1, seconds=5), "x")
     assert (await store.redeliver("org", delivery_id, NOW + timedelta(hours=2))).lease_id is None
 
 
