@@ -29,7 +29,7 @@ from webhook_svc.dispatcher import Dispatcher
 from webhook_svc.lanes import Lanes
 from webhook_svc.metrics import WebhookMetrics
 from webhook_svc.records import WebhookCollections
-from webhook_svc.records_writer import RecordWriter
+from webhook_svc.records_writer import BatchWriter
 from webhook_svc.sender import Sender, http_client
 from webhook_svc.servicer import WebhookServicer
 from webhook_svc.targets import AddressPolicy
@@ -154,7 +154,7 @@ async def build(
     )
     store = DeliveryStore(records.deliveries, timedelta(days=settings.webhook_retention_days))
     dispatcher = dispatcher_of(settings, webhooks, store, http, clock, metrics)
-    writer = RecordWriter(store)
+    writer = BatchWriter(store.insert_new, what="delivery records", retry=True)
     directory = WebhookDirectory(
         webhooks=webhooks, ttl_seconds=settings.webhook_directory_ttl_seconds
     )

@@ -33,7 +33,7 @@ from webhook_svc.directory import WebhookDirectory
 from webhook_svc.dispatcher import Dispatcher
 from webhook_svc.event_types import payload_json
 from webhook_svc.metrics import WebhookMetrics
-from webhook_svc.records_writer import RecordWriter
+from webhook_svc.records_writer import BatchWriter
 from webhook_svc.webhooks import Webhook
 
 log = get_logger(__name__)
@@ -76,7 +76,8 @@ class EventConsumer:
     webhooks: WebhookDirectory
     store: DeliveryStore
     dispatcher: Dispatcher
-    writer: RecordWriter
+    # Inserts new delivery records, batched across events (retried until stored).
+    writer: BatchWriter[Document]
     metrics: WebhookMetrics
     batch: int
     max_inflight: int
@@ -235,7 +236,7 @@ class EventConsumer:
     async def _store(self, message: Message, docs: list[Document]) -> None:
         """Waits for the records to be stored, telling JetStream the event is still being
         worked on so that a slow database does not make it hand the event out again."""
-        stored = asyncio.ensure_future(self.writer.store(docs))
+        stored = asyncio.ensure_future(self.writer.write(docs))
         try:
             while True:
                 done, _ = await asyncio.wait({stored}, timeout=self._keepalive)

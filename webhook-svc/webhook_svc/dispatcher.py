@@ -32,7 +32,7 @@ from webhook_svc.deliveries import (
 from webhook_svc.event_types import STORY, sample_payload
 from webhook_svc.lanes import Lanes
 from webhook_svc.metrics import WebhookMetrics, attempt_outcome
-from webhook_svc.records_writer import OutcomeWriter
+from webhook_svc.records_writer import BatchWriter
 from webhook_svc.sender import Sender
 from webhook_svc.webhooks import Webhook, Webhooks
 
@@ -73,7 +73,9 @@ class Dispatcher:
     # Held deliveries whose turn did not come: handed back together, in one write per batch.
     _handing_back: list[str] = field(init=False, default_factory=list)
     _handing: bool = field(init=False, default=False)
-    _outcomes: OutcomeWriter = field(init=False)
+    # Outcomes of attempts ending together share one bulk write (a failed one fails them:
+    # their leases run out and they are attempted again).
+    _outcomes: BatchWriter[tuple[str, str, Outcome]] = field(init=False)
     _wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
     # True while due deliveries may be waiting for room (checked when an attempt ends).
     _backlog: bool = field(init=False, default=True)
@@ -81,7 +83,7 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         self._lease = timedelta(seconds=self.lease_seconds)
-        self._outcomes = OutcomeWriter(self.store)
+        self._outcomes = BatchWriter(self._finish_all, what="delivery outcomes", retry=False)
 
     # --- new deliveries (the consumer's fast path) ---
 
@@ -187,7 +189,9 @@ class Dispatcher:
     # --- due deliveries ---
 
     async def run(self) -> None:
-        """Claims due deliveries while there is room; sleeps until woken or the poll interval."""
+        """Claims due deliveries while there is room; sleeps until woken or the poll interval.
+        Runs the outcomes' writer meanwhile."""
+        self._spawn(self._outcomes.run())
         try:
             await run_passes(
                 self._claim_round,
@@ -275,7 +279,7 @@ class Dispatcher:
                     schedule=self.schedule,
                     now=self.clock.now(),
                 )
-            await self._outcomes.finish(delivery.delivery_id, lease_id, change)
+            await self._outcomes.write([(delivery.delivery_id, lease_id, change)])
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -285,6 +289,11 @@ class Dispatcher:
             )
         finally:
             self._release(delivery.webhook_id)
+
+    async def _finish_all(self, changes: list[tuple[str, str, Outcome]]) -> None:
+        matched = await self.store.finish_many(changes)
+        if matched < len(changes):
+            log.warning("delivery leases were lost", lost=len(changes) - matched)
 
     def _removed(self) -> Outcome:
         now = self.clock.now()

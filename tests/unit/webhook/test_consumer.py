@@ -27,7 +27,7 @@ from webhook_svc.dispatcher import Dispatcher
 from webhook_svc.lanes import Lanes
 from webhook_svc.metrics import WebhookMetrics
 from webhook_svc.records import WebhookCollections
-from webhook_svc.records_writer import RecordWriter
+from webhook_svc.records_writer import BatchWriter
 from webhook_svc.sender import Sender, http_client
 from webhook_svc.targets import AddressPolicy
 from webhook_svc.webhooks import Webhooks
@@ -126,7 +126,7 @@ async def service(
             hold_limit=int(holding.get("hold_limit", 0)),
             hold_seconds=holding.get("hold_seconds", 0.0),
         )
-        writer = RecordWriter(store)
+        writer = BatchWriter(store.insert_new, what="delivery records", retry=True)
         consumer = EventConsumer(
             subscription=bus,
             webhooks=WebhookDirectory(webhooks=webhooks, ttl_seconds=0.0),

@@ -23,7 +23,7 @@ from webhook_svc.deliveries import (
 )
 from webhook_svc.directory import WebhookDirectory
 from webhook_svc.records import WebhookCollections
-from webhook_svc.records_writer import OutcomeWriter, RecordWriter
+from webhook_svc.records_writer import BatchWriter
 from webhook_svc.targets import AddressPolicy
 from webhook_svc.webhooks import Webhooks
 
@@ -255,14 +255,14 @@ async def test_the_writer_stores_one_record_per_event_and_url_within_a_batch(
     records: WebhookCollections,
 ) -> None:
     store = DeliveryStore(records.deliveries, timedelta(days=30))
-    writer = RecordWriter(store)
+    writer = BatchWriter(store.insert_new, what="delivery records", retry=True)
     task = asyncio.create_task(writer.run())
     try:
-        await writer.store([new_delivery("e0").document(NOW, store.retention)])
+        await writer.write([new_delivery("e0").document(NOW, store.retention)])
         # One batch: the same event twice (handed out twice at once), one stored already.
         await asyncio.gather(
             *(
-                writer.store([new_delivery(e).document(NOW, store.retention)])
+                writer.write([new_delivery(e).document(NOW, store.retention)])
                 for e in ("e1", "e1", "e0", "e2")
             )
         )
@@ -272,31 +272,52 @@ async def test_the_writer_stores_one_record_per_event_and_url_within_a_batch(
     assert sorted(stored) == ["e0", "e1", "e2"]
 
 
-async def test_outcomes_that_end_together_share_a_write_and_a_failed_write_fails_its_callers() -> (
-    None
-):
-    class Store:
-        def __init__(self) -> None:
-            self.writes: list[int] = []
-            self.fail = False
+async def test_writes_that_come_together_share_a_write_and_fail_or_retry_together() -> None:
+    writes: list[list[int]] = []
+    failing = [True]
 
-        async def finish_many(self, changes: list[object]) -> int:
-            await asyncio.sleep(0.01)
-            if self.fail:
-                raise ConnectionError("database down")
-            self.writes.append(len(changes))
-            return len(changes)
+    async def write(items: list[int]) -> None:
+        await asyncio.sleep(0.01)
+        if failing[0]:
+            raise ConnectionError("database down")
+        writes.append(items)
 
-    store = Store()
-    writer = OutcomeWriter(store, max_batch=3)  # type: ignore[arg-type]
-    done = Outcome({"status": Status.SUCCEEDED.value}, ("dueAt", "leaseId"))
-    await asyncio.gather(*(writer.finish(f"d{n}", "l", done) for n in range(7)))
-    assert store.writes == [1, 3, 3]  # the first alone, the others gathered while it ran
-    store.fail = True
-    results = await asyncio.gather(
-        *(writer.finish(f"d{n}", "l", done) for n in range(2)), return_exceptions=True
-    )
-    assert all(isinstance(r, ConnectionError) for r in results)
+    failing[0] = False
+    writer = BatchWriter(write, what="numbers", retry=False, max_batch=3)
+    task = asyncio.create_task(writer.run())
+    try:
+        await asyncio.gather(*(writer.write([n]) for n in range(7)))
+        assert writes == [[0, 1, 2], [3, 4, 5], [6]]  # 7 callers, 3 writes of at most 3
+        await writer.write([7, 8, 9, 10])  # one caller's items are never split
+        assert writes[-1] == [7, 8, 9, 10]
+        failing[0] = True
+        results = await asyncio.gather(
+            *(writer.write([n]) for n in range(2)), return_exceptions=True
+        )
+        assert all(isinstance(r, ConnectionError) for r in results)
+    finally:
+        task.cancel()
+    # Retrying: an outage delays the callers, and the write goes through once it ends.
+    patient = BatchWriter(write, what="numbers", retry=True)
+    task = asyncio.create_task(patient.run())
+    try:
+        pending = asyncio.ensure_future(patient.write([11]))
+        await asyncio.sleep(0.05)
+        assert not pending.done()
+        failing[0] = False
+        await asyncio.wait_for(pending, 5)
+        assert writes[-1] == [11]
+    finally:
+        task.cancel()
+    # A writer that stops fails whoever still waits, rather than leaving them waiting.
+    stopped = BatchWriter(write, what="numbers", retry=True)
+    task = asyncio.create_task(stopped.run())
+    failing[0] = True
+    waiting = asyncio.ensure_future(stopped.write([12]))
+    await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(RuntimeError, match="writing numbers"):
+        await waiting
 
 
 async def test_redelivery_restarts_the_schedule_but_never_during_an_attempt(
