@@ -120,7 +120,7 @@ class Dispatcher:
         now = self.clock.now()
         doc = new.document(now, self.store.retention)
         if self._holds < self.hold_limit and self.lanes.can_hold(webhook.webhook_id):
-            self._holds += 1
+            self._count_holds(1)
             doc |= {"dueAt": now + self._lease, "leaseId": self._hold_lease}
         return doc
 
@@ -138,7 +138,11 @@ class Dispatcher:
 
     def not_stored(self, docs: Sequence[Document]) -> None:
         """Storing these records failed (their event comes again): nothing is held for them."""
-        self._holds -= sum(doc.get("leaseId") == self._hold_lease for doc in docs)
+        self._count_holds(-sum(doc.get("leaseId") == self._hold_lease for doc in docs))
+
+    def _count_holds(self, change: int) -> None:
+        self._holds += change
+        self.metrics.held.set(self._holds)
 
     async def _hold(self, delivery: Delivery, webhook: Webhook) -> None:
         """Attempts a held delivery at its turn; without one in `hold_seconds` (well within
@@ -154,7 +158,7 @@ class Dispatcher:
                 self._hand_back(delivery.delivery_id)
         finally:
             self._held_waiting.discard(delivery.delivery_id)
-            self._holds -= 1
+            self._count_holds(-1)
 
     def _hand_back(self, delivery_id: str) -> None:
         self._handing_back.append(delivery_id)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
-from storypost_runtime.metrics import Metrics, counter, histogram
+from storypost_runtime.metrics import Metrics, counter, gauge, histogram
 
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600)
 
@@ -19,6 +19,12 @@ class WebhookMetrics(Metrics):
         "storypost_webhook_first_attempt_lag_seconds",
         "seconds from the status change to the end of a delivery's first attempt",
         buckets=LAG_BUCKETS,
+    )
+    # Deferred deliveries this replica holds in memory for their URL's next free slot; at
+    # STORYPOST_WEBHOOK_HOLD_PER_REPLICA for long, URLs answer slower than events come.
+    held: Gauge = gauge(
+        "storypost_webhook_held_deliveries",
+        "deferred deliveries this replica holds for their URL's next free slot",
     )
     # Bus events by what came of them: delivered, no_subscriber, duplicate, invalid.
     events: Counter = counter(

@@ -89,6 +89,10 @@ class Service:
     receiver: Receiver
     records: WebhookCollections
     dispatcher_task: asyncio.Task[None]
+    registry: CollectorRegistry
+
+    def held(self) -> float | None:
+        return self.registry.get_sample_value("storypost_webhook_held_deliveries")
 
 
 @pytest.fixture
@@ -108,7 +112,8 @@ async def service(
         collection=records.webhooks, clock=clock, policy=policy, allow_http_loopback=False
     )
     store = DeliveryStore(records.deliveries, timedelta(days=1))
-    metrics = WebhookMetrics.create(CollectorRegistry())
+    registry = CollectorRegistry()
+    metrics = WebhookMetrics.create(registry)
     bus = FakeBus()
     async with http_client(policy, str(certs.ca_file), 8, 1.0) as http:
         dispatcher = Dispatcher(
@@ -139,7 +144,7 @@ async def service(
             ack_wait_seconds=30,
         )
         tasks = [asyncio.create_task(t.run()) for t in (writer, dispatcher, consumer)]
-        yield Service(bus, webhooks, store, receiver, records, tasks[1])
+        yield Service(bus, webhooks, store, receiver, records, tasks[1], registry)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -279,9 +284,11 @@ async def test_deferred_deliveries_are_held_and_sent_in_order(service: Service) 
     # replica can claim them) and wait here for the URL's slot.
     held = await leases(service, "org")
     assert len(held) == 4 and len(set(held.values())) == 1 and None not in held.values()
+    assert (service.held() or 0) >= 1  # counted until its attempt ends
     got = await service.receiver.wait_count("/held", 5)
     assert [r.delivery for r in got] == [delivery_uuid(e.id, webhook.webhook_id) for e in events]
     await all_succeeded(service, "org", 5)
+    assert service.held() == 0
 
 
 @pytest.mark.parametrize("service", [{"hold_limit": 2, "hold_seconds": 5.0}], indirect=True)
