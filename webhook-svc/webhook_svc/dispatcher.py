@@ -252,9 +252,9 @@ class Dispatcher:
         webhook: Webhook | None,
     ) -> None:
         """One attempt of a claimed delivery (its webhook None when it was removed); the
-        outcome is written under the lease. A retry
-        (its own task, no span current) runs in the trace of the event's consumption when the
-        record names one; a redelivery asked for by a call stays in that call's trace."""
+        outcome is written under the lease. A retry (its own task, no span current) runs in
+        the trace of the event's consumption when the record names one; a redelivery asked for
+        by a call, or a held delivery, stays in the trace that is current."""
         current = trace.get_current_span().get_span_context().is_valid
         with in_stored_trace(None if current else delivery.traceparent):
             await self._attempt(delivery, lease_id, webhook)
