@@ -90,6 +90,11 @@ def slot_id(social_account_id: str, moment: datetime) -> str:
     return f"{social_account_id}:{moment.astimezone(UTC).isoformat()}"
 
 
+def _midnight(moment: datetime) -> datetime:
+    """The start of `moment`'s UTC day (the day the daily post limit counts in)."""
+    return datetime.combine(moment.astimezone(UTC).date(), datetime.min.time(), UTC)
+
+
 def queue_name(name: str) -> str:
     """The name as given (1 to 64 characters, no surrounding spaces); a 400 otherwise."""
     if not 1 <= len(name) <= NAME_MAX or name != name.strip():
@@ -383,8 +388,8 @@ class Queues:
     ) -> str | None:
         """Checks that `at` is one of the queue's free slots, as preview-queue and the calendar
         show them (400 naming `date` otherwise); answers the canceled or failed post that held
-        it last (None when none did)."""
-        async for moment, stale in self._free(queue, account):
+        it last (None when none did). Reads only the window of `at`'s day (see `_free`)."""
+        async for moment, stale in self._free(queue, account, reaching=at):
             if moment == at:
                 return stale
             if moment > at:
@@ -429,21 +434,32 @@ class Queues:
         return found
 
     async def _free(
-        self, queue: Queue, account: apb.ConnectedAccount, after: datetime | None = None
+        self,
+        queue: Queue,
+        account: apb.ConnectedAccount,
+        after: datetime | None = None,
+        *,
+        reaching: datetime | None = None,
     ) -> AsyncIterator[tuple[datetime, str | None]]:
         """Free instants in order (from `after` on, when later than the lead), each with the
-        canceled or failed post that held it last (None when no post did). A day's count
-        toward the daily limit starts at its UTC midnight, so starting later in a day counts
-        the posts already there."""
+        canceled or failed post that held it last (None when no post did).
+
+        A day's count toward the daily limit starts at its UTC midnight with the posts stored
+        there, and each free instant offered counts for its day (the next one offered assumes
+        it gets a post). Step windows begin at a UTC midnight, so no day is split between two
+        and a day's verdict is the same wherever the walk starts: from now, from a calendar
+        week (`after`: that day's earlier free instants are counted, not offered) or at the
+        day of one instant to check (`reaching`: one window read)."""
         zone = time_zone(queue.zone_name)
         limit = account.daily_post_limit if account.HasField("daily_post_limit") else 0
         now = self.clock.now()
         start = now + RENDER_LEAD
         end = start + HORIZON
-        window = max(start, after) if after is not None else start
+        offered_from = max(start, after) if after is not None else start
+        window = max(start, _midnight(max(offered_from, reaching or offered_from)))
         while window < end:
-            until = min(end, window + STEP)
-            day_start = window.replace(hour=0, minute=0, second=0, microsecond=0)
+            day_start = _midnight(window)
+            until = min(end, day_start + STEP)
             held, stale = await self.store.held(queue.social_account_id, day_start, until, now)
             taken = {t.at for t in held}
             per_day = await self.store.posts_per_day(
@@ -455,9 +471,9 @@ class Queues:
                 day = per_day.setdefault(moment.astimezone(UTC).date(), set())
                 if moment in taken or (limit and len(day) >= limit):
                     continue
-                # Counted for its day: the next slot offered assumes this one gets a post.
                 day.add(f"offered:{moment.isoformat()}")
-                yield moment, stale.get(moment)
+                if moment >= offered_from:
+                    yield moment, stale.get(moment)
             window = until
 
     async def take(

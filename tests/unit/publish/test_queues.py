@@ -253,6 +253,44 @@ async def test_slots_on_a_day_the_daily_limit_fills_are_passed_over(
     ]
 
 
+async def test_every_walk_gives_a_day_the_same_verdict_and_a_check_reads_one_window(
+    queues: Queues, core: Core
+) -> None:
+    """With a daily limit, the free slots listed from now, listed from a later calendar week
+    (which starts mid-way through a UTC day here) and checked one by one (stale_at, as a drop
+    on the calendar does) agree; a check reads only its day's window."""
+    await _ready(queues)
+    limited = social_account()
+    limited.daily_post_limit = 1
+    core.accounts.accounts["sa_social"] = limited
+    answer = await queues.set("org", "sa_social", "twice", "UTC", _every_day("10:00", "16:00"))
+    start = utc(2027, 12, 1, 12, 0)  # 36 weeks ahead, between a day's two slots
+    days = 20
+    from_now = await queues.free(answer.queue, limited, 300)  # one a day, into January 2028
+    listed = [at for at in from_now if start <= at < start + timedelta(days=days)]
+    assert len(listed) == days and all(at.hour == 10 for at in listed[1:])
+    assert listed[0] == utc(2027, 12, 2, 10, 0)  # the 1st's 10:00 counts, though not listed
+    assert await queues.free(answer.queue, limited, days, after=start) == listed
+    reads = 0
+    held = queues.store.held
+
+    async def counted(*args: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return await held(*args)
+
+    queues.store.held = counted  # type: ignore[method-assign,assignment]
+    zone = time_zone("UTC")
+    for at in instants(answer.queue.slots, zone, start, start + timedelta(days=days)):
+        reads = 0
+        if at in listed:
+            assert await queues.stale_at(answer.queue, limited, at) is None
+        else:
+            with pytest.raises(InvalidArgument, match="is not a free slot"):
+                await queues.stale_at(answer.queue, limited, at)
+        assert reads == 1
+
+
 def _every_day(*times: str) -> list[dict[str, str]]:
     days = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
     return [{"weekday": day, "time": at} for day in days for at in times]
