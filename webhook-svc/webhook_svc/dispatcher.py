@@ -260,29 +260,14 @@ class Dispatcher:
             await self._attempt(delivery, lease_id, webhook)
 
     async def _attempt(self, delivery: Delivery, lease_id: str, webhook: Webhook | None) -> None:
-        """The attempt itself; a failure is logged and left to the lease running out."""
+        """The attempt itself. The URL's slot is free again once the request ends (the lane
+        bounds requests to the receiver, as for first attempts); the outcome is written after.
+        A failure is logged and left to the lease running out."""
         try:
-            if webhook is None or webhook.organization_id != delivery.organization_id:
-                change = self._removed()
-            else:
-                result = await self.sender.attempt(
-                    webhook.url,
-                    delivery.delivery_id,
-                    delivery.event,
-                    delivery.body,
-                    webhook.signing_secret,
-                )
-                self._observe(
-                    result, first=delivery.attempts == 0, occurred_at=delivery.occurred_at
-                )
-                change = outcome(
-                    result,
-                    attempts=delivery.attempts,
-                    retry_step=delivery.retry_step,
-                    test=delivery.test,
-                    schedule=self.schedule,
-                    now=self.clock.now(),
-                )
+            try:
+                change = await self._send(delivery, webhook)
+            finally:
+                self._release(delivery.webhook_id)
             await self._outcomes.write([(delivery.delivery_id, lease_id, change)])
         except asyncio.CancelledError:
             raise
@@ -291,8 +276,27 @@ class Dispatcher:
             log.warning(
                 "delivery attempt failed", delivery_id=delivery.delivery_id, error=str(error)
             )
-        finally:
-            self._release(delivery.webhook_id)
+
+    async def _send(self, delivery: Delivery, webhook: Webhook | None) -> Outcome:
+        """The request and the outcome to store (failed at once when the webhook is gone)."""
+        if webhook is None or webhook.organization_id != delivery.organization_id:
+            return self._removed()
+        result = await self.sender.attempt(
+            webhook.url,
+            delivery.delivery_id,
+            delivery.event,
+            delivery.body,
+            webhook.signing_secret,
+        )
+        self._observe(result, first=delivery.attempts == 0, occurred_at=delivery.occurred_at)
+        return outcome(
+            result,
+            attempts=delivery.attempts,
+            retry_step=delivery.retry_step,
+            test=delivery.test,
+            schedule=self.schedule,
+            now=self.clock.now(),
+        )
 
     async def _finish_all(self, changes: list[tuple[str, str, Outcome]]) -> None:
         matched = await self.store.finish_many(changes)

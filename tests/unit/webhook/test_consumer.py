@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -338,3 +339,25 @@ async def test_closing_hands_held_deliveries_back_due_now(service: Service) -> N
     now = datetime.now(UTC)
     async for doc in service.records.deliveries.find({"_id": {"$in": list(held)}}):
         assert doc["dueAt"].replace(tzinfo=UTC) <= now
+
+
+@pytest.mark.parametrize("service", [HOLDING], indirect=True)
+async def test_a_urls_slot_is_free_once_the_request_ends_not_once_its_outcome_is_written(
+    service: Service,
+) -> None:
+    finish_many = service.store.finish_many
+
+    async def slow(changes: Any) -> int:
+        await asyncio.sleep(1.0)
+        return await finish_many(changes)
+
+    service.store.finish_many = slow  # type: ignore[method-assign]
+    service.receiver.default("/free", Answer(200, delay=0.1))
+    await service.webhooks.add("org", service.receiver.url("/free"), [], "")
+    for message in [service.bus.put(story_event("org")) for _ in range(3)]:
+        assert await settled(message) == ["ack"]
+    got = await service.receiver.wait_count("/free", 3)
+    # The two held deliveries go one after the other on the URL's one slot, each as soon as
+    # the request before it ended: not a second later, when that one's outcome was written.
+    assert got[2].at - got[1].at < 0.6
+    await all_succeeded(service, "org", 3)
